@@ -1,0 +1,7 @@
+//! TODO(helper): structure checks.
+
+use pev_protocol::Finding;
+
+use crate::Ctx;
+
+pub(crate) fn check(_ctx: &Ctx<'_>, _out: &mut Vec<Finding>) {}

@@ -1,0 +1,1 @@
+//! TODO(helper): the step dependency graph (depends_on + references), cycles, reachability.

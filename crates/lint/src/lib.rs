@@ -1,0 +1,112 @@
+//! Static analysis of a plan against a policy (CONTRACTS.md §5–6).
+//!
+//! [`lint`] runs every check over a parsed plan and folds the findings into a [`LintResult`]:
+//! the policy decides each code's level (error, warning or off), the risk score is the sum of
+//! the weights of the distinct codes found (capped at 1), and the status follows from both.
+//!
+//! Checks are pure functions of a [`Ctx`] that push [`Finding`]s; they never fail and never do
+//! I/O (Rego modules are read when the policy is loaded). Each lives in its own module under
+//! `checks/`, grouped by what it looks at.
+
+mod checks;
+pub mod graph;
+pub mod policy;
+pub mod rego;
+
+use std::collections::{BTreeSet, HashMap};
+
+use pev_protocol::parse::{ParsedPlan, SchemaIssue};
+use pev_protocol::{Finding, Level, LintCode, LintResult, LintStatus, Plan};
+
+pub use policy::{CompiledPolicy, PolicyError};
+
+/// Options that are not part of the policy document.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LintOptions {
+    /// Overrides the policy's `fail_risk_threshold` (the CLI's `--fail-risk`, when given).
+    pub fail_risk: Option<f64>,
+}
+
+/// What every check sees.
+pub struct Ctx<'a> {
+    pub parsed: &'a ParsedPlan,
+    pub plan: &'a Plan,
+    pub policy: &'a CompiledPolicy,
+    /// Step id to index (the first step with that id).
+    pub index: HashMap<&'a str, usize>,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(parsed: &'a ParsedPlan, policy: &'a CompiledPolicy) -> Self {
+        Self { parsed, plan: &parsed.plan, policy, index: parsed.plan.index() }
+    }
+}
+
+/// Lints a parsed plan.
+pub fn lint(parsed: &ParsedPlan, policy: &CompiledPolicy, options: LintOptions) -> LintResult {
+    let ctx = Ctx::new(parsed, policy);
+    let mut findings = Vec::new();
+    checks::run_all(&ctx, &mut findings);
+    fold(findings, policy, options)
+}
+
+/// The lint result for a plan that did not match the schema: one `SCHEMA_INVALID` per problem.
+pub fn schema_failure(
+    issues: &[SchemaIssue],
+    policy: &CompiledPolicy,
+    options: LintOptions,
+) -> LintResult {
+    let findings = issues
+        .iter()
+        .map(|issue| {
+            let mut f = Finding::plan(
+                LintCode::SchemaInvalid,
+                issue.pointer.clone(),
+                issue.message.clone(),
+            );
+            f.step = issue.step;
+            f
+        })
+        .collect();
+    fold(findings, policy, options)
+}
+
+/// Applies the policy's levels, computes the risk score and the status.
+fn fold(findings: Vec<Finding>, policy: &CompiledPolicy, options: LintOptions) -> LintResult {
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    let mut codes: BTreeSet<(LintCode, bool)> = BTreeSet::new();
+    for finding in findings {
+        match policy.level(finding.code) {
+            Some(Level::Error) => {
+                codes.insert((finding.code, true));
+                errors.push(finding);
+            }
+            Some(Level::Warning) => {
+                codes.insert((finding.code, false));
+                warnings.push(finding);
+            }
+            None => {}
+        }
+    }
+    let score: f64 = codes
+        .iter()
+        .map(|&(code, is_error)| {
+            policy.risk_weight(code, if is_error { Level::Error } else { Level::Warning })
+        })
+        .sum();
+    let risk_score = (score.min(1.0) * 100.0).round() / 100.0;
+    let threshold = options.fail_risk.unwrap_or(policy.policy.fail_risk_threshold);
+    let status = if !errors.is_empty() || risk_score >= threshold {
+        LintStatus::Error
+    } else if !warnings.is_empty() {
+        LintStatus::Warn
+    } else {
+        LintStatus::Pass
+    };
+    LintResult { status, risk_score, errors, warnings }
+}
+
+#[cfg(test)]
+#[path = "lib_tests.rs"]
+mod tests;
