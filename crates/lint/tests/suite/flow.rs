@@ -1,0 +1,1 @@
+//! Tests for the flow checks (owned by the helper that implements them).

@@ -1,0 +1,1 @@
+//! Tests for the plan_lint_compat checks (owned by the helper that implements them).

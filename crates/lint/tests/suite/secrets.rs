@@ -1,0 +1,1 @@
+//! Tests for the secrets checks (owned by the helper that implements them).

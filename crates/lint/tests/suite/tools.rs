@@ -1,0 +1,1 @@
+//! Tests for the tools checks (owned by the helper that implements them).
