@@ -3,6 +3,7 @@
 mod flow;
 mod injection;
 mod plan_lint_compat;
+mod props;
 mod references;
 mod rego;
 mod secrets;

@@ -1,0 +1,1 @@
+//! Property tests: arbitrary input never panics the parser or the linter.
