@@ -11,6 +11,7 @@ pub mod parse;
 pub mod plan;
 pub mod policy;
 pub mod reference;
+pub mod run;
 pub mod schema;
 pub mod tool;
 

@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use crate::run::RunResult;
 use crate::{LintResult, Plan, Policy};
 
 /// The documents pev can print a schema for.
@@ -10,6 +11,8 @@ pub enum SchemaKind {
     Plan,
     Lint,
     Policy,
+    /// The run result of CONTRACTS.md §4.
+    Result,
 }
 
 /// The JSON Schema of one of pev's documents.
@@ -18,6 +21,7 @@ pub fn schema_of(kind: SchemaKind) -> Value {
         SchemaKind::Plan => schemars::schema_for!(Plan),
         SchemaKind::Lint => schemars::schema_for!(LintResult),
         SchemaKind::Policy => schemars::schema_for!(Policy),
+        SchemaKind::Result => schemars::schema_for!(RunResult),
     };
     schema.to_value()
 }
