@@ -12,6 +12,7 @@ mod checks;
 pub mod graph;
 pub mod policy;
 pub mod rego;
+mod walk;
 
 use std::collections::{BTreeSet, HashMap};
 

@@ -275,6 +275,9 @@ impl CompiledPolicy {
             None => defaults(DEFAULT_EXTERNAL_SINKS),
         };
 
+        crate::rego::validate(&rego)?;
+        crate::rego::validate(&rego)?;
+
         Ok(Self {
             allow_tools: globs(&policy.allow_tools),
             deny_tools: globs(&policy.deny_tools),

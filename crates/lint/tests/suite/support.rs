@@ -41,3 +41,8 @@ pub fn found(result: &LintResult, code: LintCode) -> Vec<(Option<usize>, String)
         .map(|f| (f.step, f.path.clone()))
         .collect()
 }
+
+/// The findings with this code, errors then warnings, for assertions on messages.
+pub fn findings(result: &LintResult, code: LintCode) -> Vec<&pev_protocol::Finding> {
+    result.errors.iter().chain(&result.warnings).filter(|f| f.code == code).collect()
+}

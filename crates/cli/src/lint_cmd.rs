@@ -1,0 +1,178 @@
+//! `pev lint`: read a plan and a policy, lint, render, and choose the exit code.
+//!
+//! Exit codes (CONTRACTS.md §5): 0 when the plan passes or has only warnings, 1 when it has an
+//! error (or its risk reaches the threshold), 2 when the input is bad: the plan or the policy
+//! cannot be read or parsed, or the plan does not match the schema. Bad input gets one message
+//! on stderr naming the file; a schema mismatch is a lint result of `SCHEMA_INVALID` findings,
+//! rendered in the chosen format like any other.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use pev_lint::{CompiledPolicy, LintOptions, lint, schema_failure};
+use pev_protocol::parse::{Format, ParseError, parse_plan};
+use pev_protocol::{LintResult, LintStatus, Plan};
+
+use crate::input::{self, Source};
+use crate::locate::Locations;
+use crate::{OutputFormat, explain, locate_yaml, sarif, text};
+
+/// Exit code: the plan passes (or has only warnings).
+pub const EXIT_OK: u8 = 0;
+/// Exit code: the plan has errors.
+pub const EXIT_ERROR: u8 = 1;
+/// Exit code: bad input or usage.
+pub const EXIT_BAD_INPUT: u8 = 2;
+
+/// The parsed `pev lint` arguments.
+pub struct LintRequest {
+    pub plan: Option<String>,
+    pub policy: Option<PathBuf>,
+    pub format: OutputFormat,
+    pub fail_risk: Option<f64>,
+    pub explain: Option<String>,
+}
+
+/// The environment the command runs in, read once by `main` (tests set it on the child).
+pub struct Env {
+    pub max_input_bytes: u64,
+    pub color: bool,
+}
+
+/// Runs `pev lint`; returns the exit code. Messages for people go to `err`.
+pub fn run(req: &LintRequest, env: &Env, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    match run_inner(req, env, out, err) {
+        Ok(code) => code,
+        Err(Failure::Message(message)) => {
+            let _ = writeln!(err, "pev: error: {message}");
+            EXIT_BAD_INPUT
+        }
+        // A closed pipe (`pev lint … | head`) is not the linter's failure.
+        Err(Failure::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => EXIT_OK,
+        Err(Failure::Io(e)) => {
+            let _ = writeln!(err, "pev: error: cannot write the output: {}", input::describe(&e));
+            EXIT_BAD_INPUT
+        }
+    }
+}
+
+enum Failure {
+    Message(String),
+    Io(io::Error),
+}
+
+impl From<io::Error> for Failure {
+    fn from(e: io::Error) -> Self {
+        Self::Io(e)
+    }
+}
+
+fn run_inner(
+    req: &LintRequest,
+    env: &Env,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8, Failure> {
+    if let Some(name) = &req.explain {
+        let codes = explain::codes(name).map_err(|e| Failure::Message(e.to_string()))?;
+        explain::write(&codes, out)?;
+        return Ok(EXIT_OK);
+    }
+    let Some(plan_arg) = req.plan.as_deref() else {
+        return Err(Failure::Message("a PLAN file is required (or `-` for stdin)".into()));
+    };
+    let source =
+        input::read(plan_arg, env.max_input_bytes).map_err(|e| Failure::Message(e.to_string()))?;
+
+    let policy = match &req.policy {
+        Some(path) => CompiledPolicy::load(path).map_err(|e| Failure::Message(e.to_string()))?,
+        None => CompiledPolicy::default(),
+    };
+    for note in &policy.notes {
+        writeln!(err, "pev: note: {note}")?;
+    }
+
+    let format = match (source.is_stdin, Format::from_path(&source.name)) {
+        (false, Some(format)) => format,
+        _ => Format::sniff(&source.text),
+    };
+    let options = LintOptions { fail_risk: req.fail_risk };
+    let threshold = req.fail_risk.unwrap_or(policy.policy.fail_risk_threshold);
+    let (mut result, parsed, exit) = match parse_plan(&source.text, format) {
+        Ok(parsed) => {
+            let result = lint(&parsed, &policy, options);
+            let exit = if result.status == LintStatus::Error { EXIT_ERROR } else { EXIT_OK };
+            (result, Some(parsed), exit)
+        }
+        Err(ParseError::Syntax { format, line, column, message }) => {
+            let at = if line == 0 {
+                source.name.clone()
+            } else {
+                format!("{}:{line}:{column}", source.name)
+            };
+            return Err(Failure::Message(format!("{at}: invalid {format}: {message}")));
+        }
+        Err(ParseError::Schema(issues)) => {
+            (schema_failure(&issues, &policy, options), None, EXIT_BAD_INPUT)
+        }
+    };
+    // An empty f64 sum is -0.0; the contract's risk score is in 0..1, so print 0.
+    result.risk_score = result.risk_score.abs();
+    let plan = parsed.as_ref().map(|p| &p.plan);
+    let rendering = Rendering { source: &source, format, result: &result, plan, threshold };
+    rendering.write(req.format, env.color, out)?;
+    Ok(exit)
+}
+
+/// A lint result and what its renderers need to know about the plan it came from.
+struct Rendering<'a> {
+    source: &'a Source,
+    format: Format,
+    result: &'a LintResult,
+    plan: Option<&'a Plan>,
+    threshold: f64,
+}
+
+impl Rendering<'_> {
+    /// Positions of the findings' JSON pointers in the plan's text.
+    fn locations(&self) -> Locations {
+        let pointers =
+            self.result.errors.iter().chain(&self.result.warnings).map(|f| f.path.as_str());
+        match self.format {
+            Format::Json => Locations::json(&self.source.text, pointers),
+            Format::Yaml => locate_yaml::locations(&self.source.text, pointers),
+        }
+    }
+
+    /// Writes the result in the chosen format.
+    fn write(&self, output: OutputFormat, color: bool, out: &mut dyn Write) -> io::Result<()> {
+        match output {
+            OutputFormat::Json => {
+                let text = serde_json::to_string_pretty(self.result).map_err(io::Error::other)?;
+                writeln!(out, "{text}")
+            }
+            OutputFormat::Sarif => {
+                let locations = self.locations();
+                let artifact = sarif::Artifact {
+                    path: (!self.source.is_stdin).then_some(self.source.name.as_str()),
+                    locations: &locations,
+                };
+                let log = sarif::log(self.result, &artifact);
+                let text = serde_json::to_string_pretty(&log).map_err(io::Error::other)?;
+                writeln!(out, "{text}")
+            }
+            OutputFormat::Text => {
+                let locations = self.locations();
+                let report = text::Report {
+                    name: &self.source.name,
+                    result: self.result,
+                    plan: self.plan,
+                    locations: &locations,
+                    threshold: self.threshold,
+                    color,
+                };
+                report.write(out)
+            }
+        }
+    }
+}

@@ -1,0 +1,308 @@
+//! The workspace sandbox: every file a plan, a model or an assertion names is reached through a
+//! capability on the workspace root, never through an ambient path.
+//!
+//! A [`Workspace`] holds a `cap_std::fs::Dir` opened once on the root. Paths are first normalised
+//! lexically (absolute paths, a NUL byte, and `..` past the root are refused before any system
+//! call), then handed to cap-std, which resolves them component by component *at each open* and
+//! refuses a symlink that leads outside. There is no check-then-open with `std::fs` on a joined
+//! path anywhere in this crate, so a symlink swapped in after an earlier check is still caught:
+//! the check *is* the open.
+//!
+//! The verifier reuses these helpers (`read`, `exists`, `metadata`, `sha256`, `list`), so an
+//! assertion and a tool can never disagree about what a path means.
+
+use std::io::{Read, Write};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, OpenOptions};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::error::SandboxError;
+
+/// What a directory entry is. Symlinks are reported as such, never followed by a listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    File,
+    Dir,
+    Symlink,
+    Other,
+}
+
+impl EntryKind {
+    pub(crate) fn of(ft: cap_std::fs::FileType) -> Self {
+        if ft.is_symlink() {
+            Self::Symlink
+        } else if ft.is_dir() {
+            Self::Dir
+        } else if ft.is_file() {
+            Self::File
+        } else {
+            Self::Other
+        }
+    }
+}
+
+/// What the sandbox tells about one path (following symlinks that stay inside).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileInfo {
+    pub kind: EntryKind,
+    pub bytes: u64,
+}
+
+/// What a write did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteReport {
+    /// The file did not exist before.
+    pub created: bool,
+}
+
+/// A sandboxed workspace directory. Cheap to clone: clones share one open directory handle.
+#[derive(Clone)]
+pub struct Workspace {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) dir: Dir,
+    root: PathBuf,
+}
+
+impl std::fmt::Debug for Workspace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Workspace").field("root", &self.inner.root).finish()
+    }
+}
+
+/// Distinguishes temporary files of concurrent writes in one process.
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Chunk size for streaming reads (hashing, file.read).
+pub(crate) const READ_CHUNK: usize = 64 * 1024;
+
+impl Workspace {
+    /// Open the workspace rooted at `root`. This is the one place that uses ambient authority:
+    /// everything after goes through the directory handle.
+    pub fn open(root: impl AsRef<Path>) -> Result<Self, SandboxError> {
+        let given = root.as_ref();
+        let root = std::fs::canonicalize(given)
+            .map_err(|source| SandboxError::Open { root: given.to_path_buf(), source })?;
+        let dir = Dir::open_ambient_dir(&root, ambient_authority())
+            .map_err(|source| SandboxError::Open { root: root.clone(), source })?;
+        Ok(Self { inner: Arc::new(Inner { dir, root }) })
+    }
+
+    /// The canonical absolute path of the root: the cwd and `HOME` of `shell.exec`.
+    pub fn root(&self) -> &Path {
+        &self.inner.root
+    }
+
+    /// Normalise `path` without touching the file system: the relative path cap-std will
+    /// resolve, or the reason it may not be used. The empty path is the root.
+    pub fn resolve(&self, path: &str) -> Result<PathBuf, SandboxError> {
+        lexical(path)
+    }
+
+    /// Open a regular file for reading.
+    pub fn open_read(&self, path: &str) -> Result<std::fs::File, SandboxError> {
+        let rel = lexical(path)?;
+        if is_root(&rel) {
+            return Err(SandboxError::IsDirectory { path: path.to_owned() });
+        }
+        // Look before opening, so that a FIFO or a device is refused rather than blocking the
+        // read forever; look again at what was opened, which is what counts if the path was
+        // swapped in between (the swap can only cause a refusal, never an escape).
+        let before =
+            self.inner.dir.metadata(&rel).map_err(|e| SandboxError::from_io("stat", path, e))?;
+        regular_file(path, &before)?;
+        let file = self.inner.dir.open(&rel).map_err(|e| SandboxError::from_io("open", path, e))?;
+        let meta = file.metadata().map_err(|e| SandboxError::from_io("stat", path, e))?;
+        regular_file(path, &meta)?;
+        Ok(file.into_std())
+    }
+
+    /// The whole content of a file.
+    pub fn read(&self, path: &str) -> Result<Vec<u8>, SandboxError> {
+        let mut file = self.open_read(path)?;
+        let mut buf = Vec::new();
+        file.read_to_end(&mut buf).map_err(|e| SandboxError::from_io("read", path, e))?;
+        Ok(buf)
+    }
+
+    /// Kind and size of what `path` names, following symlinks that stay inside.
+    pub fn metadata(&self, path: &str) -> Result<FileInfo, SandboxError> {
+        let rel = lexical(path)?;
+        let meta = if is_root(&rel) {
+            self.inner.dir.dir_metadata()
+        } else {
+            self.inner.dir.metadata(&rel)
+        }
+        .map_err(|e| SandboxError::from_io("stat", path, e))?;
+        Ok(FileInfo { kind: EntryKind::of(meta.file_type()), bytes: meta.len() })
+    }
+
+    /// Whether `path` names something. A path that leaves the workspace is an error, not
+    /// "absent": `file_not_exists` must not pass on `../secret`.
+    pub fn exists(&self, path: &str) -> Result<bool, SandboxError> {
+        match self.metadata(path) {
+            Ok(_) => Ok(true),
+            Err(SandboxError::NotFound { .. } | SandboxError::NotDirectory { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The hex SHA-256 of a file's content, or `None` when it does not exist.
+    pub fn sha256(&self, path: &str) -> Result<Option<String>, SandboxError> {
+        let mut file = match self.open_read(path) {
+            Ok(f) => f,
+            Err(SandboxError::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; READ_CHUNK];
+        loop {
+            let n = file.read(&mut buf).map_err(|e| SandboxError::from_io("read", path, e))?;
+            let Some(chunk) = buf.get(..n) else { break };
+            if chunk.is_empty() {
+                break;
+            }
+            hasher.update(chunk);
+        }
+        Ok(Some(hex(&hasher.finalize())))
+    }
+
+    /// Replace (or create) a file with `bytes`, atomically: the content goes to a temporary file
+    /// beside the target, which is then renamed over it. Parent directories are created inside
+    /// the sandbox. Writing to a symlink that stays inside writes the file it points to; an
+    /// existing file keeps its permissions.
+    ///
+    /// The data is not fsynced: the journal protects against a killed process, for which the
+    /// rename is already atomic, and an fsync per write would dominate a step's cost.
+    pub fn write(&self, path: &str, bytes: &[u8]) -> Result<WriteReport, SandboxError> {
+        let rel = lexical(path)?;
+        let Some(name) = rel.file_name() else {
+            return Err(SandboxError::InvalidPath {
+                path: path.to_owned(),
+                reason: "it names the workspace root, not a file",
+            });
+        };
+        let dir = &self.inner.dir;
+        let (target, permissions) = match dir.canonicalize(&rel) {
+            Ok(target) => {
+                let meta =
+                    dir.metadata(&target).map_err(|e| SandboxError::from_io("stat", path, e))?;
+                if meta.is_dir() {
+                    return Err(SandboxError::IsDirectory { path: path.to_owned() });
+                }
+                (target, Some(meta.permissions()))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let is_link = dir.symlink_metadata(&rel).is_ok_and(|m| m.file_type().is_symlink());
+                if is_link {
+                    return Err(SandboxError::DanglingSymlink { path: path.to_owned() });
+                }
+                (rel.clone(), None)
+            }
+            Err(e) => return Err(SandboxError::from_io("resolve", path, e)),
+        };
+        let parent = target.parent().unwrap_or(Path::new(""));
+        if permissions.is_none() && !is_root(parent) {
+            dir.create_dir_all(parent).map_err(|e| {
+                // "Exists but is not a directory": a file or a dangling symlink in the way.
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    SandboxError::NotDirectory { path: path.to_owned() }
+                } else {
+                    SandboxError::from_io("create", path, e)
+                }
+            })?;
+        }
+        let tmp = parent.join(format!(
+            ".{}.pev-tmp-{}-{}",
+            short_name(name),
+            std::process::id(),
+            TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let created = permissions.is_none();
+        let result = (|| {
+            let mut file = dir.open_with(&tmp, OpenOptions::new().write(true).create_new(true))?;
+            file.write_all(bytes)?;
+            if let Some(perms) = permissions {
+                file.set_permissions(perms)?;
+            }
+            drop(file);
+            dir.rename(&tmp, dir, &target)
+        })();
+        if let Err(e) = result {
+            // Best effort: the temporary file is ours and useless now.
+            let _ = dir.remove_file(&tmp);
+            return Err(SandboxError::from_io("write", path, e));
+        }
+        Ok(WriteReport { created })
+    }
+}
+
+/// Normalise a path from a plan or a model into a relative path below the root.
+pub(crate) fn lexical(path: &str) -> Result<PathBuf, SandboxError> {
+    if path.contains('\0') {
+        return Err(SandboxError::InvalidPath {
+            path: path.to_owned(),
+            reason: "it contains a NUL byte",
+        });
+    }
+    let mut out = PathBuf::new();
+    for component in Path::new(path).components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir => {
+                return Err(SandboxError::Escape { path: path.to_owned() });
+            }
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    return Err(SandboxError::Escape { path: path.to_owned() });
+                }
+            }
+            Component::Normal(part) => out.push(part),
+        }
+    }
+    Ok(out)
+}
+
+/// Only regular files are read: a directory is a clear error, a FIFO or device could block.
+fn regular_file(path: &str, meta: &cap_std::fs::Metadata) -> Result<(), SandboxError> {
+    if meta.is_dir() {
+        Err(SandboxError::IsDirectory { path: path.to_owned() })
+    } else if !meta.is_file() {
+        Err(SandboxError::NotAFile { path: path.to_owned() })
+    } else {
+        Ok(())
+    }
+}
+
+pub(crate) fn is_root(rel: &Path) -> bool {
+    rel.as_os_str().is_empty()
+}
+
+/// A file name shortened for the temporary file's name, so that it stays under the usual
+/// 255-byte limit.
+fn short_name(name: &std::ffi::OsStr) -> String {
+    name.to_string_lossy().chars().take(64).collect()
+}
+
+/// Lower-case hex.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len().saturating_mul(2));
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "sandbox_tests.rs"]
+mod tests;
