@@ -25,7 +25,7 @@ fn members_are_found_at_their_key_and_elements_at_their_value() {
     assert_eq!(loc.get("/goal"), at(2, 3));
     assert_eq!(loc.get("/steps/1/tool"), at(7, 7));
     assert_eq!(loc.get("/steps/0"), at(4, 5));
-    assert_eq!(loc.get("/steps/1/parameters/nested/1/deep"), at(8, 48));
+    assert_eq!(loc.get("/steps/1/parameters/nested/1/deep"), at(8, 54));
     assert_eq!(loc.get(""), at(1, 1));
 }
 
@@ -65,8 +65,8 @@ fn aliases_are_found_under_their_canonical_names_and_as_written() {
     assert_eq!(loc.get("/goal"), at(1, 2));
     assert_eq!(loc.get("/steps/0/id"), at(2, 4));
     assert_eq!(loc.get("/steps/0/title"), at(2, 20));
-    assert_eq!(loc.get("/steps/0/parameters/sql"), at(2, 60));
-    assert_eq!(loc.get("/steps/0/args/sql"), at(2, 60));
+    assert_eq!(loc.get("/steps/0/parameters/sql"), at(2, 61));
+    assert_eq!(loc.get("/steps/0/args/sql"), at(2, 61));
     assert_eq!(loc.get("/steps/0/depends_on"), at(3, 4));
     assert_eq!(loc.get("/steps/0/complexity"), at(3, 24));
     assert_eq!(loc.get("/steps/0/assertions/0/type"), at(4, 20));
@@ -76,7 +76,7 @@ fn aliases_are_found_under_their_canonical_names_and_as_written() {
 fn a_parameter_named_like_an_alias_is_not_renamed() {
     let text = r#"{"steps": [{"id": "a", "parameters": {"name": "x", "args": [1]}}]}"#;
     let loc = Locations::json(text, ["/steps/0/parameters/name", "/steps/0/parameters/title"]);
-    assert_eq!(loc.get("/steps/0/parameters/name"), at(1, 40));
+    assert_eq!(loc.get("/steps/0/parameters/name"), at(1, 39));
     // No `title` exists: the parameters object is the nearest place.
     assert_eq!(loc.get("/steps/0/parameters/title"), at(1, 24));
 }
@@ -95,8 +95,8 @@ fn escaped_keys_and_pointer_escapes() {
 fn strings_with_brackets_commas_and_escaped_quotes_do_not_confuse_it() {
     let text = "{\"a\": \"x}], \\\"{[\", \"b\": [\"[\", \"]\", \"ü\"], \"c\": 3}";
     let loc = Locations::json(text, ["/b/2", "/c"]);
-    assert_eq!(loc.get("/b/2"), at(1, 33));
-    assert_eq!(loc.get("/c"), at(1, 39));
+    assert_eq!(loc.get("/b/2"), at(1, 36));
+    assert_eq!(loc.get("/c"), at(1, 42));
 }
 
 #[test]

@@ -15,6 +15,11 @@ use std::collections::{HashMap, VecDeque};
 
 use pev_protocol::Plan;
 
+#[path = "graph_reach.rs"]
+mod reach;
+
+pub use reach::DepSearch;
+
 /// How a step comes to wait for another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum EdgeKind {
@@ -56,14 +61,28 @@ pub struct Cycle {
     pub path: Vec<(usize, Edge)>,
 }
 
+/// A depends_on entry or reference that gives no edge: it names no step, or (a reference) the
+/// step itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dangling {
+    /// The index of the step that wrote it.
+    pub step: usize,
+    pub kind: EdgeKind,
+    /// The position in `depends_on` or in `Step::refs`.
+    pub at: usize,
+    /// A reference to the step's own id (rather than to an id no step has).
+    pub own: bool,
+}
+
 /// Sentinel for "not visited" / "no label".
 const NONE: usize = usize::MAX;
 
 /// The step graph of one plan.
 #[derive(Debug, Clone)]
 pub struct StepGraph {
-    /// All edges of step `i` are `edges[offsets[i]..offsets[i + 1]]`, one per distinct target,
-    /// sorted by target; a depends_on edge wins over a reference to the same step.
+    /// All edges of step `i` are `edges[offsets[i]..offsets[i + 1]]`, one per distinct target:
+    /// its depends_on edges in written order, then its references to other steps in order of
+    /// first mention (a depends_on edge wins over a reference to the same step).
     offsets: Vec<usize>,
     edges: Vec<Edge>,
     /// The depends_on targets of step `i`, `deps[dep_offsets[i]..dep_offsets[i + 1]]`, sorted and
@@ -73,88 +92,85 @@ pub struct StepGraph {
     /// The steps waiting for step `i` (reverse of `edges`), for topological order and scheduling.
     rev_offsets: Vec<usize>,
     rev: Vec<usize>,
-    labels: TreeLabels,
-}
-
-/// Pre/post-order numbers of the "first dependency" forest, for O(1) reachability answers.
-///
-/// Every step's first depends_on target is its parent; a step is a tree ancestor of another only
-/// if it is a transitive dependency of it. A step whose whole dependency closure is its chain of
-/// ancestors (each step on the way has at most one dependency) is `exact`: for it the ancestor
-/// test is the whole answer. Steps on or behind a depends_on cycle get no label.
-#[derive(Debug, Clone, Default)]
-struct TreeLabels {
-    enter: Vec<usize>,
-    exit: Vec<usize>,
-    exact: Vec<bool>,
-}
-
-impl TreeLabels {
-    /// Whether `a` is a proper ancestor of `d`; `None` when either has no label.
-    fn is_ancestor(&self, a: usize, d: usize) -> Option<bool> {
-        let (ea, xa) = (*self.enter.get(a)?, *self.exit.get(a)?);
-        let (ed, xd) = (*self.enter.get(d)?, *self.exit.get(d)?);
-        if ea == NONE || ed == NONE {
-            return None;
-        }
-        Some(a != d && ea <= ed && xd <= xa)
-    }
-
-    fn is_exact(&self, v: usize) -> bool {
-        self.exact.get(v).copied().unwrap_or(false)
-    }
+    labels: reach::TreeLabels,
+    /// What resolved to no edge, in step order (depends_on before references within a step).
+    dangling: Vec<Dangling>,
 }
 
 /// Resolves step ids to indices, trying cheap guesses before the map.
 ///
-/// Plans mostly name the step just before, or the step named last; comparing against those two
-/// ids is several times cheaper than a lookup in a 100,000-entry map, which misses the cache on
-/// the bucket and again on the key. The guesses are only trusted when ids are unique (the map
-/// has one entry per step), because with duplicates the first step of an id must win.
-struct Resolver<'p> {
+/// Plans mostly name a step a fixed distance back (the one just before, or the one eight steps
+/// back in a generated pipeline), or the same step again; those steps were just visited, so
+/// comparing against their ids is several times cheaper than a lookup in a 100,000-entry map,
+/// which misses the cache on the bucket and again on the key. The guesses are the last step
+/// found and the last few distances that hit. They are only trusted when ids are unique (the
+/// map has one entry per step), because with duplicates the first step of an id must win.
+pub(crate) struct Resolver<'p> {
     plan: &'p Plan,
     index: &'p HashMap<&'p str, usize>,
     unique: bool,
     last: usize,
+    /// Recently useful distances back from the asking step, most recent first.
+    distances: [usize; 4],
 }
 
 impl<'p> Resolver<'p> {
-    fn new(plan: &'p Plan, index: &'p HashMap<&'p str, usize>) -> Self {
-        Self { plan, index, unique: index.len() == plan.steps.len(), last: NONE }
+    pub(crate) fn new(plan: &'p Plan, index: &'p HashMap<&'p str, usize>) -> Self {
+        let unique = index.len() == plan.steps.len();
+        Self { plan, index, unique, last: NONE, distances: [1, NONE, NONE, NONE] }
     }
 
-    fn resolve(&mut self, name: &str, at: usize) -> Option<usize> {
+    /// The index of the (first) step named `name`, as seen from step `at`.
+    pub(crate) fn resolve(&mut self, name: &str, at: usize) -> Option<usize> {
         if self.unique {
-            for guess in [at.wrapping_sub(1), self.last] {
-                if self.plan.steps.get(guess).is_some_and(|s| s.id.as_str() == name) {
+            let steps = &self.plan.steps;
+            if steps.get(self.last).is_some_and(|s| same_id(s.id.as_str(), name)) {
+                return Some(self.last);
+            }
+            for slot in 0..self.distances.len() {
+                let guess = at.wrapping_sub(self.distances[slot]);
+                if steps.get(guess).is_some_and(|s| same_id(s.id.as_str(), name)) {
+                    self.distances[..=slot].rotate_right(1);
                     self.last = guess;
                     return Some(guess);
                 }
             }
         }
-        let found = self.index.get(name).copied();
-        if let Some(i) = found {
-            self.last = i;
+        let found = self.index.get(name).copied()?;
+        self.last = found;
+        if let Some(d) = at.checked_sub(found).filter(|&d| d > 0) {
+            self.distances.rotate_right(1);
+            self.distances[0] = d;
         }
-        found
+        Some(found)
     }
 }
 
-/// Builds compressed rows from per-row items produced in row order.
-fn compress<T>(n: usize, rows: impl Iterator<Item = (usize, T)>) -> (Vec<usize>, Vec<T>) {
-    let mut offsets = Vec::with_capacity(n + 1);
-    let mut items = Vec::new();
-    let mut row = 0;
-    offsets.push(0);
-    for (r, item) in rows {
-        while row < r {
-            offsets.push(items.len());
-            row += 1;
+/// String equality that first compares the last bytes: generated ids (`step-000123`) share
+/// their length and prefix, so a wrong guess is usually rejected without a call to memcmp.
+fn same_id(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.as_bytes().last() == b.as_bytes().last() && a == b
+}
+
+/// Groups `(row, item)` pairs by row with a counting sort: O(n + pairs), and rows keep the
+/// pairs' order (sources ascending, as they are produced). Rows out of range are dropped.
+fn group(n: usize, pairs: &[(usize, usize)]) -> (Vec<usize>, Vec<usize>) {
+    let mut offsets = vec![0usize; n + 1];
+    for &(r, _) in pairs {
+        if let Some(count) = offsets.get_mut(r + 1) {
+            *count += 1;
         }
-        items.push(item);
     }
-    while offsets.len() <= n {
-        offsets.push(items.len());
+    for i in 0..n {
+        offsets[i + 1] += offsets[i];
+    }
+    let mut next = offsets.clone();
+    let mut items = vec![0usize; offsets[n]];
+    for &(r, item) in pairs {
+        if r < n {
+            items[next[r]] = item;
+            next[r] += 1;
+        }
     }
     (offsets, items)
 }
@@ -177,38 +193,60 @@ impl StepGraph {
     /// step to its own id: other checks report those.
     pub fn with_index(plan: &Plan, index: &HashMap<&str, usize>) -> Self {
         let n = plan.steps.len();
-        let mut scratch: Vec<(usize, EdgeKind, usize)> = Vec::new();
-        let mut all: Vec<(usize, Edge)> = Vec::new();
-        let mut deps: Vec<(usize, usize)> = Vec::new();
+        let dep_count: usize = plan.steps.iter().map(|s| s.depends_on.len()).sum();
+        let ref_count: usize = plan.steps.iter().map(|s| s.refs.len()).sum();
+        let mut offsets = Vec::with_capacity(n + 1);
+        let mut edges: Vec<Edge> = Vec::with_capacity(dep_count + ref_count);
+        let mut dep_offsets = Vec::with_capacity(n + 1);
+        let mut deps: Vec<usize> = Vec::with_capacity(dep_count);
+        offsets.push(0);
+        dep_offsets.push(0);
+        let mut dangling = Vec::new();
         let mut resolver = Resolver::new(plan, index);
+        // `seen[t] == i` once step i has an edge to t: one edge per target, depends_on first
+        // (it is added first), then the first reference. No per-step sort or allocation.
+        let mut seen = vec![NONE; n];
+        let mut first_time = |to: usize, i: usize| {
+            seen.get_mut(to).is_some_and(|mark| std::mem::replace(mark, i) != i)
+        };
         for (i, step) in plan.steps.iter().enumerate() {
-            scratch.clear();
+            let row_start = deps.len();
             for (k, dep) in step.depends_on.iter().enumerate() {
-                if let Some(to) = resolver.resolve(dep.as_str(), i) {
-                    scratch.push((to, EdgeKind::DependsOn, k));
+                match resolver.resolve(dep.as_str(), i) {
+                    Some(to) => {
+                        if first_time(to, i) {
+                            edges.push(Edge { to, kind: EdgeKind::DependsOn, at: k });
+                            deps.push(to);
+                        }
+                    }
+                    None => dangling.push(Dangling {
+                        step: i,
+                        kind: EdgeKind::DependsOn,
+                        at: k,
+                        own: false,
+                    }),
                 }
+            }
+            if let Some(row) = deps.get_mut(row_start..).filter(|row| row.len() > 1) {
+                row.sort_unstable();
             }
             for (k, r) in step.refs.iter().enumerate() {
-                if r.reference.step == step.id {
-                    continue;
-                }
-                if let Some(to) = resolver.resolve(r.reference.step.as_str(), i) {
-                    scratch.push((to, EdgeKind::Reference, k));
-                }
-            }
-            // Sorting by (target, kind, position) puts the depends_on edge, then the first
-            // mention, ahead of the others to the same target; dedup keeps that one.
-            scratch.sort_unstable();
-            scratch.dedup_by_key(|e| e.0);
-            for &(to, kind, at) in &scratch {
-                all.push((i, Edge { to, kind, at }));
-                if kind == EdgeKind::DependsOn {
-                    deps.push((i, to));
+                let own = r.reference.step == step.id;
+                let to = if own { None } else { resolver.resolve(r.reference.step.as_str(), i) };
+                match to {
+                    Some(to) => {
+                        if first_time(to, i) {
+                            edges.push(Edge { to, kind: EdgeKind::Reference, at: k });
+                        }
+                    }
+                    None => {
+                        dangling.push(Dangling { step: i, kind: EdgeKind::Reference, at: k, own })
+                    }
                 }
             }
+            offsets.push(edges.len());
+            dep_offsets.push(deps.len());
         }
-        let (offsets, edges) = compress(n, all.into_iter());
-        let (dep_offsets, deps) = compress(n, deps.into_iter());
 
         let mut reverse: Vec<(usize, usize)> = Vec::with_capacity(edges.len());
         for i in 0..n {
@@ -216,8 +254,7 @@ impl StepGraph {
                 reverse.push((e.to, i));
             }
         }
-        reverse.sort_unstable();
-        let (rev_offsets, rev) = compress(n, reverse.into_iter());
+        let (rev_offsets, rev) = group(n, &reverse);
 
         let mut graph = Self {
             offsets,
@@ -226,9 +263,10 @@ impl StepGraph {
             deps,
             rev_offsets,
             rev,
-            labels: TreeLabels::default(),
+            labels: reach::TreeLabels::default(),
+            dangling,
         };
-        graph.labels = graph.tree_labels();
+        graph.labels = reach::TreeLabels::of(&graph);
         graph
     }
 
@@ -241,7 +279,7 @@ impl StepGraph {
         self.len() == 0
     }
 
-    /// What step `i` waits for: one edge per distinct step, depends_on edges preferred.
+    /// What step `i` waits for: one edge per distinct step, depends_on edges first.
     pub fn edges(&self, i: usize) -> &[Edge] {
         row(&self.offsets, &self.edges, i)
     }
@@ -256,44 +294,9 @@ impl StepGraph {
         row(&self.rev_offsets, &self.rev, i)
     }
 
-    /// Labels the forest in which each step's parent is its first dependency.
-    fn tree_labels(&self) -> TreeLabels {
-        let n = self.len();
-        let mut children: Vec<(usize, usize)> = Vec::new();
-        for v in 0..n {
-            if let Some(&p) = self.depends_on(v).first()
-                && p != v
-            {
-                children.push((p, v));
-            }
-        }
-        children.sort_unstable();
-        let (child_offsets, kids) = compress(n, children.into_iter());
-
-        let mut labels =
-            TreeLabels { enter: vec![NONE; n], exit: vec![NONE; n], exact: vec![false; n] };
-        let mut clock = 0;
-        let mut stack: Vec<(usize, usize)> = Vec::new();
-        for root in (0..n).filter(|&v| self.depends_on(v).is_empty()) {
-            labels.enter[root] = clock;
-            labels.exact[root] = true;
-            clock += 1;
-            stack.push((root, 0));
-            while let Some(&mut (v, ref mut cursor)) = stack.last_mut() {
-                if let Some(&c) = row(&child_offsets, &kids, v).get(*cursor) {
-                    *cursor += 1;
-                    labels.enter[c] = clock;
-                    clock += 1;
-                    labels.exact[c] = labels.exact[v] && self.depends_on(c).len() == 1;
-                    stack.push((c, 0));
-                } else {
-                    labels.exit[v] = clock;
-                    clock += 1;
-                    stack.pop();
-                }
-            }
-        }
-        labels
+    /// The depends_on entries and references that gave no edge, in step order.
+    pub fn dangling(&self) -> &[Dangling] {
+        &self.dangling
     }
 
     /// Strongly connected components (iterative Tarjan): the component number of every step.
@@ -442,73 +445,7 @@ impl StepGraph {
 
     /// A reachability searcher over depends_on edges with its own reusable buffers.
     pub fn dep_search(&self) -> DepSearch<'_> {
-        DepSearch { graph: self, stamps: Vec::new(), current: 0, queue: VecDeque::new() }
-    }
-}
-
-/// Answers "does `from` transitively depend on `to`?" over depends_on edges only (references do
-/// not count: they order execution but are not a stated dependency).
-///
-/// Keeps a visited-stamp buffer between queries, so a query costs what it explores and never
-/// clears an n-sized buffer; chains and trees are answered in O(1) from the tree labels.
-#[derive(Debug)]
-pub struct DepSearch<'g> {
-    graph: &'g StepGraph,
-    stamps: Vec<u32>,
-    current: u32,
-    queue: VecDeque<usize>,
-}
-
-impl DepSearch<'_> {
-    /// Whether there is a non-empty path of depends_on edges from `from` to `to`.
-    pub fn is_transitive_dependency(&mut self, from: usize, to: usize) -> bool {
-        let g = self.graph;
-        if g.depends_on(from).binary_search(&to).is_ok() {
-            return true;
-        }
-        let labels = &g.labels;
-        if from != to {
-            if labels.is_ancestor(to, from) == Some(true) {
-                return true;
-            }
-            if labels.is_exact(from) {
-                return false;
-            }
-        }
-        self.next_stamp();
-        self.queue.clear();
-        self.queue.extend(g.depends_on(from));
-        while let Some(v) = self.queue.pop_front() {
-            if v == to {
-                return true;
-            }
-            let Some(stamp) = self.stamps.get_mut(v) else { continue };
-            if *stamp == self.current {
-                continue;
-            }
-            *stamp = self.current;
-            // An exact step's closure is its ancestor chain: answer for it without walking it.
-            if labels.is_exact(v) {
-                if labels.is_ancestor(to, v) == Some(true) {
-                    return true;
-                }
-                continue;
-            }
-            self.queue.extend(g.depends_on(v));
-        }
-        false
-    }
-
-    fn next_stamp(&mut self) {
-        if self.stamps.len() != self.graph.len() {
-            self.stamps = vec![0; self.graph.len()];
-            self.current = 0;
-        }
-        if self.current == u32::MAX {
-            self.stamps.fill(0);
-            self.current = 0;
-        }
-        self.current += 1;
+        DepSearch::new(self)
     }
 }
 

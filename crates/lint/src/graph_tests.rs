@@ -59,8 +59,8 @@ fn reference_edges_point_at_their_ref() {
     assert_eq!(
         g.edges(2),
         &[
-            Edge { to: 0, kind: EdgeKind::Reference, at: 1 },
-            Edge { to: 1, kind: EdgeKind::Reference, at: 0 }
+            Edge { to: 1, kind: EdgeKind::Reference, at: 0 },
+            Edge { to: 0, kind: EdgeKind::Reference, at: 1 }
         ]
     );
     assert!(g.depends_on(2).is_empty());

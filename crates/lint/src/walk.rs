@@ -69,7 +69,7 @@ impl<'a> StrWalker<'a> {
                     Some((k, v)) => {
                         pointer.truncate(*len);
                         pointer.push('/');
-                        push_escaped(pointer, k);
+                        push_key(pointer, k);
                         (v, Some(k.as_str()))
                     }
                     None => {
@@ -117,6 +117,15 @@ impl<'a> StrWalker<'a> {
             }
             _ => {}
         }
+    }
+}
+
+/// Appends a key as a pointer segment; keys rarely hold `~` or `/`, so most are copied whole.
+pub(crate) fn push_key(pointer: &mut String, key: &str) {
+    if key.bytes().any(|b| b == b'~' || b == b'/') {
+        push_escaped(pointer, key);
+    } else {
+        pointer.push_str(key);
     }
 }
 

@@ -14,7 +14,9 @@
 //! policy's `approve_tools`) is the reviewed route the fix asks for, and is not reported; the
 //! approval itself is reported as APPROVAL_REQUIRED elsewhere.
 
-use pev_protocol::{Finding, LintCode, ParamRef, Step};
+use std::fmt::Write as _;
+
+use pev_protocol::{Finding, LintCode, Step};
 
 use crate::Ctx;
 use crate::policy::any_match;
@@ -27,126 +29,198 @@ const CHAIN_SHOWN: usize = 4;
 pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let steps = &ctx.plan.steps;
     let n = steps.len();
-    let target = |j: usize, r: &ParamRef| {
-        ctx.index.get(r.reference.step.as_str()).copied().filter(|&t| t != j)
-    };
-
-    // Readers of each step, in compressed rows: readers[offsets[t]..offsets[t + 1]].
-    let mut offsets = vec![0usize; n + 1];
-    for (j, step) in steps.iter().enumerate() {
-        for r in &step.refs {
-            if let Some(t) = target(j, r) {
-                offsets[t + 1] += 1;
-            }
-        }
-    }
-    for t in 0..n {
-        offsets[t + 1] += offsets[t];
-    }
-    let mut fill = offsets.clone();
-    let mut readers = vec![0usize; offsets[n]];
-    for (j, step) in steps.iter().enumerate() {
-        for r in &step.refs {
-            if let Some(t) = target(j, r) {
-                readers[fill[t]] = j;
-                fill[t] += 1;
-            }
-        }
-    }
-
-    // Breadth-first taint from every source; `parent` is the tainted step it read first.
-    let mut source = vec![NONE; n];
-    let mut parent = vec![NONE; n];
-    let mut hops = vec![0usize; n];
-    let mut queue = Vec::new();
-    for (i, step) in steps.iter().enumerate() {
-        if step.tool.as_deref().is_some_and(|t| any_match(&ctx.policy.sensitive_sources, t)) {
-            source[i] = i;
-            queue.push(i);
-        }
-    }
-    let mut head = 0;
-    while let Some(&t) = queue.get(head) {
-        head += 1;
-        for &j in &readers[offsets[t]..offsets[t + 1]] {
-            if source[j] == NONE {
-                source[j] = source[t];
-                parent[j] = t;
-                hops[j] = hops[t] + 1;
-                queue.push(j);
-            }
-        }
-    }
-    if queue.is_empty() {
+    let policy = ctx.policy;
+    let is_source =
+        |s: &Step| s.tool.as_deref().is_some_and(|t| any_match(&policy.sensitive_sources, t));
+    let is_sink =
+        |s: &Step| s.tool.as_deref().is_some_and(|t| any_match(&policy.external_sinks, t));
+    if !steps.iter().any(is_source) || !steps.iter().any(is_sink) {
         return;
     }
 
-    let taint = Taint { steps, source: &source, parent: &parent, hops: &hops };
+    // Each reference resolved once: targets[ref_start[j]..ref_start[j + 1]] are step j's, in
+    // the order of `Step::refs`, NONE for an unknown step or the step itself.
+    let mut ref_start = Vec::with_capacity(n + 1);
+    let mut targets = Vec::new();
+    let mut resolve = Resolver::new(ctx);
+    let mut forward = false;
+    for (j, step) in steps.iter().enumerate() {
+        ref_start.push(targets.len());
+        for r in &step.refs {
+            let t = resolve.index(j, r.reference.step.as_str());
+            forward |= t != NONE && t > j;
+            targets.push(t);
+        }
+    }
+    ref_start.push(targets.len());
+    let refs_of = |j: usize| &targets[ref_start[j]..ref_start[j + 1]];
+
+    let mut taint = Taint::new(steps);
+    for (i, step) in steps.iter().enumerate() {
+        if is_source(step) {
+            taint.source[i] = i;
+        }
+    }
+    if forward {
+        taint.spread_worklist(&refs_of);
+    } else {
+        // Every reference reads an earlier step: one pass in plan order settles everything.
+        for j in 0..n {
+            if taint.source[j] == NONE
+                && let Some(&t) = refs_of(j).iter().find(|&&t| t != NONE && taint.source[t] != NONE)
+            {
+                taint.inherit(j, t);
+            }
+        }
+    }
+
     for (j, step) in steps.iter().enumerate() {
         let Some(tool) = step.tool.as_deref() else { continue };
-        if !any_match(&ctx.policy.external_sinks, tool) {
+        if !is_sink(step) || step.requires_approval || any_match(&policy.approve_tools, tool) {
             continue;
         }
-        if step.requires_approval || any_match(&ctx.policy.approve_tools, tool) {
-            continue;
-        }
-        for r in &step.refs {
-            let Some(t) = target(j, r) else { continue };
-            if source[t] == NONE {
+        for (r, &t) in step.refs.iter().zip(refs_of(j)) {
+            if t == NONE || taint.source[t] == NONE {
                 continue;
             }
-            let msg = format!(
-                "external sink `{tool}` receives {} from {}; send only what is needed through a \
-                 reviewed step, or require approval",
-                r.reference,
-                taint.describe(t)
-            );
+            let mut msg = String::with_capacity(192);
+            let _ = write!(msg, "external sink `{tool}` receives {} from ", r.reference);
+            taint.describe(t, &mut msg);
+            msg.push_str("; send only what is needed through a reviewed step, or require approval");
             let path = format!("/steps/{j}{}", r.pointer);
-            out.push(Finding::step(
-                LintCode::SensitiveDataExposure,
-                (j, step.id.as_str()),
-                path,
-                msg,
-            ));
+            let at = (j, step.id.as_str());
+            out.push(Finding::step(LintCode::SensitiveDataExposure, at, path, msg));
         }
     }
 }
 
-/// The result of the taint pass, for messages.
-struct Taint<'a> {
-    steps: &'a [Step],
-    source: &'a [usize],
-    parent: &'a [usize],
-    hops: &'a [usize],
+/// Resolves step ids to indices, trying the previous step and the last answer before the map:
+/// plans mostly read the step just before, and comparing two short ids is much cheaper than a
+/// lookup in a map of 100,000 ids. The guesses are only trusted when ids are unique, because with
+/// duplicates the first step of an id must win.
+struct Resolver<'c> {
+    ctx: &'c Ctx<'c>,
+    unique: bool,
+    last: usize,
 }
 
-impl Taint<'_> {
+impl<'c> Resolver<'c> {
+    fn new(ctx: &'c Ctx<'c>) -> Self {
+        Self { ctx, unique: ctx.index.len() == ctx.plan.steps.len(), last: NONE }
+    }
+
+    /// The step `id` names, as read from step `from`; NONE when unknown or `from` itself.
+    fn index(&mut self, from: usize, id: &str) -> usize {
+        let steps = &self.ctx.plan.steps;
+        let guess = |i: usize| steps.get(i).is_some_and(|s| s.id.as_str() == id);
+        let t = if self.unique && from.checked_sub(1).is_some_and(guess) {
+            from - 1
+        } else if self.unique && guess(self.last) {
+            self.last
+        } else {
+            self.ctx.index.get(id).copied().unwrap_or(NONE)
+        };
+        if t != NONE {
+            self.last = t;
+        }
+        if t == from { NONE } else { t }
+    }
+}
+
+/// Who is tainted, by which source, and through which step.
+struct Taint<'a> {
+    steps: &'a [Step],
+    /// The sensitive source a step's data comes from (itself for a source), or NONE.
+    source: Vec<usize>,
+    /// The tainted step it read first on the way (NONE for a source).
+    parent: Vec<usize>,
+    /// How many references from the source to the step.
+    hops: Vec<usize>,
+}
+
+impl<'a> Taint<'a> {
+    fn new(steps: &'a [Step]) -> Self {
+        let n = steps.len();
+        Self { steps, source: vec![NONE; n], parent: vec![NONE; n], hops: vec![0; n] }
+    }
+
+    /// Step `j` reads tainted step `t`.
+    fn inherit(&mut self, j: usize, t: usize) {
+        self.source[j] = self.source[t];
+        self.parent[j] = t;
+        self.hops[j] = self.hops[t] + 1;
+    }
+
+    /// Breadth first from every source over the "is read by" graph (built in compressed rows),
+    /// for plans where some reference reads a later step; cycles end because each step is
+    /// tainted once.
+    fn spread_worklist<'t>(&mut self, refs_of: &impl Fn(usize) -> &'t [usize]) {
+        let n = self.steps.len();
+        let mut offsets = vec![0usize; n + 1];
+        for j in 0..n {
+            for &t in refs_of(j) {
+                if t != NONE {
+                    offsets[t + 1] += 1;
+                }
+            }
+        }
+        for t in 0..n {
+            offsets[t + 1] += offsets[t];
+        }
+        let mut fill = offsets.clone();
+        let mut readers = vec![0usize; offsets[n]];
+        for j in 0..n {
+            for &t in refs_of(j) {
+                if t != NONE {
+                    readers[fill[t]] = j;
+                    fill[t] += 1;
+                }
+            }
+        }
+        let mut queue: Vec<usize> = (0..n).filter(|&i| self.source[i] != NONE).collect();
+        let mut head = 0;
+        while let Some(&t) = queue.get(head) {
+            head += 1;
+            for &j in &readers[offsets[t]..offsets[t + 1]] {
+                if self.source[j] == NONE {
+                    self.inherit(j, t);
+                    queue.push(j);
+                }
+            }
+        }
+    }
+
     fn id(&self, i: usize) -> &str {
         self.steps.get(i).map_or("?", |s| s.id.as_str())
     }
 
-    /// "sensitive source step 'a' (db.query)" plus ", via 'b' → 'c'" when `t` is not the source.
-    fn describe(&self, t: usize) -> String {
+    /// Appends "sensitive source step 'a' (`db.query`)" and, when `t` is not the source,
+    /// ", via 'b' → 'c'"; at most CHAIN_SHOWN steps of a longer chain are named.
+    fn describe(&self, t: usize, out: &mut String) {
         let src = self.source[t];
         let tool = self.steps.get(src).and_then(|s| s.tool.as_deref()).unwrap_or("?");
-        let mut text = format!("sensitive source step '{}' (`{tool}`)", self.id(src));
-        if t != src {
-            // Walk back from `t` at most CHAIN_SHOWN steps; the walk is bounded, whatever the
-            // chain's length.
-            let mut via = Vec::new();
-            let mut at = t;
-            while at != src && at != NONE && via.len() < CHAIN_SHOWN {
-                via.push(format!("'{}'", self.id(at)));
-                at = self.parent[at];
-            }
-            via.reverse();
-            let elided = self.hops[t] > via.len();
-            text.push_str(", via ");
-            if elided {
-                text.push_str(&format!("… ({} steps) → ", self.hops[t]));
-            }
-            text.push_str(&via.join(" → "));
+        let _ = write!(out, "sensitive source step '{}' (`{tool}`)", self.id(src));
+        if t == src {
+            return;
         }
-        text
+        // The walk back from `t` is bounded, whatever the chain's length.
+        let mut via = [NONE; CHAIN_SHOWN];
+        let mut len = 0;
+        let mut at = t;
+        while at != src && at != NONE && len < CHAIN_SHOWN {
+            via[len] = at;
+            len += 1;
+            at = self.parent[at];
+        }
+        out.push_str(", via ");
+        if self.hops[t] > len {
+            let _ = write!(out, "… ({} steps) → ", self.hops[t]);
+        }
+        for (k, &step) in via[..len].iter().rev().enumerate() {
+            if k > 0 {
+                out.push_str(" → ");
+            }
+            let _ = write!(out, "'{}'", self.id(step));
+        }
     }
 }

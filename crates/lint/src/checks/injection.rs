@@ -45,10 +45,14 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
             }
         }
         if tool.starts_with("file.") {
-            for &param in PATH_PARAMS {
-                match step.parameters.get(param) {
-                    Some(Value::String(path)) => check_path(at, param, None, path, out),
-                    Some(Value::Array(items)) => {
+            // One pass over the parameters: a map lookup per name would hash every name.
+            for (param, value) in &step.parameters {
+                if !PATH_PARAMS.contains(&param.as_str()) {
+                    continue;
+                }
+                match value {
+                    Value::String(path) => check_path(at, param, None, path, out),
+                    Value::Array(items) => {
                         for (k, item) in items.iter().enumerate() {
                             if let Some(path) = item.as_str() {
                                 check_path(at, param, Some(k), path, out);

@@ -23,7 +23,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
             out.push(finding);
         }
     }
-    unknown_references(ctx, out);
+    unknown_references(plan, &graph, out);
     references_not_dependencies(plan, &graph, out);
 }
 
@@ -99,28 +99,27 @@ fn loop_finding(plan: &Plan, cycle: &Cycle) -> Option<Finding> {
     ))
 }
 
-/// References to ids that are not in the plan, or to the step itself.
-fn unknown_references(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
-    for (i, step) in ctx.plan.steps.iter().enumerate() {
-        for r in &step.refs {
-            let target = r.reference.step.as_str();
-            let msg = if r.reference.step == step.id {
-                format!(
-                    "`{}` reads step `{target}`'s own result, which does not exist while it runs",
-                    r.reference
-                )
-            } else if !ctx.index.contains_key(target) {
-                format!("`{}` refers to step `{target}`, which is not in the plan", r.reference)
-            } else {
-                continue;
-            };
-            out.push(Finding::step(
-                LintCode::UnknownReference,
-                (i, step.id.as_str()),
-                format!("/steps/{i}{}", r.pointer),
-                msg,
-            ));
-        }
+/// References to ids that are not in the plan, or to the step itself (the graph has already
+/// resolved every reference, so this costs nothing per step).
+fn unknown_references(plan: &Plan, graph: &StepGraph, out: &mut Vec<Finding>) {
+    for d in graph.dangling().iter().filter(|d| d.kind == EdgeKind::Reference) {
+        let Some(step) = plan.steps.get(d.step) else { continue };
+        let Some(r) = step.refs.get(d.at) else { continue };
+        let target = r.reference.step.as_str();
+        let msg = if d.own {
+            format!(
+                "`{}` reads step `{target}`'s own result, which does not exist while it runs",
+                r.reference
+            )
+        } else {
+            format!("`{}` refers to step `{target}`, which is not in the plan", r.reference)
+        };
+        out.push(Finding::step(
+            LintCode::UnknownReference,
+            (d.step, step.id.as_str()),
+            format!("/steps/{}{}", d.step, r.pointer),
+            msg,
+        ));
     }
 }
 

@@ -58,10 +58,14 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
             readonly: !tool.is_empty() && any_match(&ctx.policy.readonly_tools, tool),
             sql_tool: tool.starts_with("db.") || tool.starts_with("sql."),
         };
-        for &param in SQL_PARAMS {
-            match step.parameters.get(param) {
-                Some(Value::String(text)) => scan.text(&kind, (index, step), (param, None), text),
-                Some(Value::Array(items)) => {
+        // One pass over the parameters: a map lookup per name would hash every name.
+        for (param, value) in &step.parameters {
+            if !SQL_PARAMS.contains(&param.as_str()) {
+                continue;
+            }
+            match value {
+                Value::String(text) => scan.text(&kind, (index, step), (param, None), text),
+                Value::Array(items) => {
                     for (k, item) in items.iter().enumerate() {
                         if let Some(text) = item.as_str() {
                             scan.text(&kind, (index, step), (param, Some(k)), text);

@@ -13,7 +13,7 @@ use pev_protocol::reference::push_escaped;
 use pev_protocol::{Assertion, Finding, LintCode, PlanIssue};
 
 use crate::Ctx;
-use crate::graph::{DepSearch, StepGraph};
+use crate::graph::{DepSearch, Resolver, StepGraph};
 
 /// Field names a plan object may carry (canonical names and input aliases).
 const PLAN_FIELDS: &[&str] = &[
@@ -69,21 +69,23 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
         ));
     }
     for key in plan.extra.keys() {
-        out.push(unknown_field(None, "", key, PLAN_FIELDS));
+        out.push(unknown_field(None, Base::Plan, key, PLAN_FIELDS));
     }
 
     let issues = IssueIndex::new(&ctx.parsed.issues);
     // Only an assertion that reads another step's output needs the dependency graph.
     let graph = needs_graph(ctx).then(|| StepGraph::with_index(plan, &ctx.index));
     let mut assertions = AssertionChecker::new(ctx, graph.as_ref());
+    // With one index entry per step there is no duplicate to look for.
+    let unique = ctx.index.len() == plan.steps.len();
+    let mut resolver = Resolver::new(plan, &ctx.index);
     for (i, step) in plan.steps.iter().enumerate() {
         let at = (i, step.id.as_str());
-        let base = format!("/steps/{i}");
+        let base = Base::Step(i);
         for key in step.extra.keys() {
-            out.push(unknown_field(Some(at), &base, key, STEP_FIELDS));
+            out.push(unknown_field(Some(at), base, key, STEP_FIELDS));
         }
-        if ctx.index.get(step.id.as_str()).is_some_and(|&first| first != i) {
-            let first = ctx.index.get(step.id.as_str()).copied().unwrap_or_default();
+        if let Some(&first) = ctx.index.get(step.id.as_str()).filter(|&&f| !unique && f != i) {
             out.push(Finding::step(
                 LintCode::DuplicateStepId,
                 at,
@@ -92,7 +94,7 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
             ));
         }
         for (k, dep) in step.depends_on.iter().enumerate() {
-            if !ctx.index.contains_key(dep.as_str()) {
+            if resolver.resolve(dep.as_str(), i).is_none() {
                 out.push(Finding::step(
                     LintCode::UnknownDependency,
                     at,
@@ -105,30 +107,49 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
         issues.report(owner, out, |p, m| Finding::step(LintCode::InvalidAssertion, at, p, m));
         let positions = issues.valid_positions(owner, step.assertions.len());
         for (a, k) in step.assertions.iter().zip(positions) {
-            let pointer = format!("{base}/assertions/{k}");
-            assertions.check(Some(i), a, &pointer, out);
+            let site = Site { owner: Some(at), base, k, kind: a.kind() };
+            assertions.check(a, &site, out);
         }
     }
 
     let post_key = issues.post_key.unwrap_or("postconditions");
     for (j, post) in plan.postconditions.iter().enumerate() {
-        let base = format!("/{post_key}/{j}");
+        let base = Base::Post(post_key, j);
         for key in post.extra.keys() {
-            out.push(unknown_field(None, &base, key, POSTCONDITION_FIELDS));
+            out.push(unknown_field(None, base, key, POSTCONDITION_FIELDS));
         }
         let owner = Owner::Post(j);
         issues.report(owner, out, |p, m| Finding::plan(LintCode::InvalidAssertion, p, m));
         let positions = issues.valid_positions(owner, post.assertions.len());
         for (a, k) in post.assertions.iter().zip(positions) {
-            let pointer = format!("{base}/assertions/{k}");
-            assertions.check(None, a, &pointer, out);
+            let site = Site { owner: None, base, k, kind: a.kind() };
+            assertions.check(a, &site, out);
         }
     }
     issues.report_orphans(out);
 }
 
+/// The object an assertion list or a field sits in; formatted into a pointer only when there
+/// is something to report, so a clean 100,000-step plan builds no pointer strings.
+#[derive(Debug, Clone, Copy)]
+enum Base<'s> {
+    Plan,
+    Step(usize),
+    Post(&'s str, usize),
+}
+
+impl std::fmt::Display for Base<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Plan => Ok(()),
+            Self::Step(i) => write!(f, "/steps/{i}"),
+            Self::Post(key, j) => write!(f, "/{key}/{j}"),
+        }
+    }
+}
+
 /// `UNKNOWN_FIELD` for `key` in the object at `base`, with a suggestion for a near miss.
-fn unknown_field(at: Option<(usize, &str)>, base: &str, key: &str, known: &[&str]) -> Finding {
+fn unknown_field(at: Option<(usize, &str)>, base: Base<'_>, key: &str, known: &[&str]) -> Finding {
     let mut pointer = format!("{base}/");
     push_escaped(&mut pointer, key);
     let mut msg = format!("unknown field `{key}` is kept but has no effect");
@@ -289,15 +310,21 @@ fn needs_graph(ctx: &Ctx<'_>) -> bool {
 /// Where an assertion sits, to emit findings against it.
 struct Site<'s> {
     owner: Option<(usize, &'s str)>,
-    pointer: &'s str,
+    base: Base<'s>,
+    /// The assertion's position as the plan wrote it.
+    k: usize,
     kind: &'static str,
 }
 
 impl Site<'_> {
     /// An `INVALID_ASSERTION` at `field` of the assertion (the assertion itself when empty).
     fn emit(&self, out: &mut Vec<Finding>, field: &str, msg: impl std::fmt::Display) {
-        let pointer = self.pointer;
-        let path = if field.is_empty() { pointer.to_owned() } else { format!("{pointer}/{field}") };
+        let (base, k) = (self.base, self.k);
+        let path = if field.is_empty() {
+            format!("{base}/assertions/{k}")
+        } else {
+            format!("{base}/assertions/{k}/{field}")
+        };
         let msg = format!("{}: {msg}", self.kind);
         out.push(match self.owner {
             Some(at) => Finding::step(LintCode::InvalidAssertion, at, path, msg),
@@ -307,19 +334,8 @@ impl Site<'_> {
 }
 
 impl<'a> AssertionChecker<'_, 'a> {
-    fn check(
-        &mut self,
-        owner: Option<usize>,
-        a: &'a Assertion,
-        pointer: &str,
-        out: &mut Vec<Finding>,
-    ) {
-        let steps = &self.ctx.plan.steps;
-        let site = Site {
-            owner: owner.and_then(|i| steps.get(i).map(|s| (i, s.id.as_str()))),
-            pointer,
-            kind: a.kind(),
-        };
+    fn check(&mut self, a: &'a Assertion, site: &Site<'_>, out: &mut Vec<Finding>) {
+        let owner = site.owner.map(|(i, _)| i);
         if let Some(reason) = a.path().and_then(path_problem) {
             let path = a.path().unwrap_or_default();
             site.emit(
@@ -342,8 +358,8 @@ impl<'a> AssertionChecker<'_, 'a> {
                 );
             }
         }
-        let target = self.check_step_field(owner, a, &site, out);
-        check_values(self.ctx, a, target, &site, out);
+        let target = self.check_step_field(owner, a, site, out);
+        check_values(self.ctx, a, target, site, out);
     }
 
     /// Checks `step` (or its absence) and returns the step whose output or exit code the

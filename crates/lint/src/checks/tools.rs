@@ -26,15 +26,17 @@ const MUTATING_VERBS: &[&str] = &[
 ];
 
 pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
-    let bounds = resolve_bounds(ctx);
-    let mut facts: HashMap<&str, ToolFacts<'_>> = HashMap::new();
+    let mut bounds = resolve_bounds(ctx);
+    let mut facts: HashMap<&str, ToolFacts<'_>, FnvBuild> = HashMap::default();
     for (i, step) in ctx.plan.steps.iter().enumerate() {
         let at = (i, step.id.as_str());
         let Some(tool) = step.tool.as_deref() else {
             unverified(step, at, None, out);
             continue;
         };
-        let f = facts.entry(tool).or_insert_with(|| ToolFacts::of(ctx, tool));
+        let f = facts
+            .entry(tool)
+            .or_insert_with(|| ToolFacts::of(ctx, tool, bounds.remove(tool).unwrap_or_default()));
         if let Some(reason) = &f.denied {
             out.push(Finding::step(LintCode::ToolDeny, at, format!("/steps/{i}/tool"), reason));
         } else if f.unknown {
@@ -48,10 +50,8 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 ),
             ));
         }
-        if let Some(rules) = bounds.get(tool) {
-            for rule in rules {
-                check_bound(step, at, tool, rule, out);
-            }
+        for rule in &f.bounds {
+            check_bound(step, at, tool, rule, out);
         }
         if step.requires_approval {
             out.push(Finding::step(
@@ -72,10 +72,38 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
     }
 }
 
+/// FNV-1a for the per-step maps keyed by tool name: the keys are short and few, and SipHash on
+/// every step showed in profiles of 100,000-step plans. Colliding names crafted into a plan
+/// could only slow the lookups of that plan's own distinct tools, not change a result.
+#[derive(Debug, Default, Clone, Copy)]
+struct FnvBuild;
+
+struct Fnv(u64);
+
+impl std::hash::BuildHasher for FnvBuild {
+    type Hasher = Fnv;
+
+    fn build_hasher(&self) -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
 /// What a step's tool does, as far as lint can tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ToolEffect {
-    /// Built in and only reads, or a network tool (decided per step by the HTTP method).
+    /// A built-in tool's effect class (for `http.request` the method decides, per step).
     Builtin(Effect),
     /// Not built in; its last segment starts with this mutating verb.
     Mutating(&'static str),
@@ -89,10 +117,12 @@ struct ToolFacts<'p> {
     unknown: bool,
     approve: Option<&'p str>,
     effect: ToolEffect,
+    /// The policy bounds whose key resolved to this tool.
+    bounds: Vec<BoundRule<'p>>,
 }
 
 impl<'p> ToolFacts<'p> {
-    fn of(ctx: &Ctx<'p>, tool: &str) -> Self {
+    fn of(ctx: &Ctx<'p>, tool: &str, bounds: Vec<BoundRule<'p>>) -> Self {
         let policy = ctx.policy;
         let denied = if let Some(g) = policy.deny_tools.iter().find(|g| g.matches(tool)) {
             Some(format!("tool `{tool}` is denied by the policy (deny_tools `{}`)", g.as_str()))
@@ -108,7 +138,7 @@ impl<'p> ToolFacts<'p> {
             Some(e) => ToolEffect::Builtin(e),
             None => mutating_verb(tool).map_or(ToolEffect::Opaque, ToolEffect::Mutating),
         };
-        Self { denied, unknown, approve, effect }
+        Self { denied, unknown, approve, effect, bounds }
     }
 }
 
@@ -190,7 +220,8 @@ fn resolve_bounds<'p>(ctx: &Ctx<'p>) -> HashMap<&'p str, Vec<BoundRule<'p>>> {
         return rules;
     }
     let plan = ctx.plan;
-    let tools: HashSet<&'p str> = plan.steps.iter().filter_map(|s| s.tool.as_deref()).collect();
+    let tools: HashSet<&'p str, FnvBuild> =
+        plan.steps.iter().filter_map(|s| s.tool.as_deref()).collect();
     for bound in &ctx.policy.bounds {
         let key = bound.key.as_str();
         // Dots from the right: the first prefix that is a used tool is the longest one.
@@ -218,25 +249,33 @@ fn check_bound(
     out: &mut Vec<Finding>,
 ) {
     let Some((first, rest)) = rule.path.split_first() else { return };
-    let mut value = step.parameters.get(*first);
+    let mut value = field(&step.parameters, first);
     for seg in rest {
         value = match value {
-            Some(Value::Object(map)) => map.get(*seg),
+            Some(Value::Object(map)) => field(map, seg),
             Some(Value::Array(items)) => seg.parse::<usize>().ok().and_then(|k| items.get(k)),
             _ => None,
         };
     }
     let Some(value) = value else { return };
-    let mut pointer = format!("/steps/{}/parameters", at.0);
-    for seg in &rule.path {
-        pointer.push('/');
-        push_escaped(&mut pointer, seg);
+    let mut bad = Vec::new();
+    collect_out_of_bounds(value, rule.bound, &mut Vec::new(), &mut bad);
+    if bad.is_empty() {
+        return;
     }
-    let mut bad: Vec<(String, String)> = Vec::new();
-    collect_out_of_bounds(value, rule.bound, &mut pointer, &mut bad);
+    // Pointers and messages are built only for violations: a clean plan allocates nothing here.
+    let mut base = format!("/steps/{}/parameters", at.0);
+    for seg in &rule.path {
+        base.push('/');
+        push_escaped(&mut base, seg);
+    }
     let arg = rule.path.join(".");
     let (min, max) = (rule.bound.min, rule.bound.max);
-    for (pointer, shown) in bad {
+    for (trail, shown) in bad {
+        let mut pointer = base.clone();
+        for k in trail {
+            let _ = write!(pointer, "/{k}");
+        }
         out.push(Finding::step(
             LintCode::BoundViolation,
             at,
@@ -250,27 +289,37 @@ fn check_bound(
     }
 }
 
-/// Appends `(pointer, value as shown)` for each out-of-bounds number in `value`.
+/// `map[key]`. Parameter objects are small, and a scan that mostly compares lengths is cheaper
+/// than hashing the key and chasing the bucket (this runs once per step per bound).
+fn field<'v>(map: &'v serde_json::Map<String, Value>, key: &str) -> Option<&'v Value> {
+    if map.len() <= 8 {
+        map.iter().find_map(|(k, v)| (k == key).then_some(v))
+    } else {
+        map.get(key)
+    }
+}
+
+/// Appends `(array indices below the argument, value as shown)` for each out-of-bounds number
+/// in `value`; `trail` is the array path walked so far.
 fn collect_out_of_bounds(
     value: &Value,
     bound: &Bound,
-    pointer: &mut String,
-    bad: &mut Vec<(String, String)>,
+    trail: &mut Vec<usize>,
+    bad: &mut Vec<(Vec<usize>, String)>,
 ) {
     let outside = |x: f64| x < bound.min || x > bound.max;
     match value {
         Value::Number(n) if n.as_f64().is_some_and(outside) => {
-            bad.push((pointer.clone(), n.to_string()));
+            bad.push((trail.clone(), n.to_string()));
         }
         Value::String(s) if numeric_string(s).is_some_and(outside) => {
-            bad.push((pointer.clone(), format!("{s:?}")));
+            bad.push((trail.clone(), format!("{s:?}")));
         }
         Value::Array(items) => {
             for (k, item) in items.iter().enumerate() {
-                let len = pointer.len();
-                let _ = write!(pointer, "/{k}");
-                collect_out_of_bounds(item, bound, pointer, bad);
-                pointer.truncate(len);
+                trail.push(k);
+                collect_out_of_bounds(item, bound, trail, bad);
+                trail.pop();
             }
         }
         _ => {}

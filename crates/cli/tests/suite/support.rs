@@ -1,0 +1,103 @@
+//! Helpers shared by the suite: the binary with a clean environment, temp files, and captured
+//! output.
+
+#![allow(dead_code)] // each suite module uses a subset
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use tempfile::TempDir;
+
+/// The `pev` binary, with the environment variables it reads removed so the parent's do not leak.
+pub fn pev() -> Command {
+    let mut cmd = assert_cmd::cargo::cargo_bin_cmd!("pev");
+    cmd.env_remove("PEV_MAX_INPUT_BYTES").env_remove("NO_COLOR");
+    cmd
+}
+
+/// What a run of the binary produced.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// Standard output parsed as JSON (the test fails if it is not exactly one JSON document).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout))
+    }
+}
+
+/// Runs `cmd` with `args` and captures everything.
+pub fn run(cmd: &mut Command, args: &[&str]) -> Run {
+    let output = cmd.args(args).output().expect("the binary runs");
+    Run {
+        code: output.status.code().expect("exited normally, not by a signal"),
+        stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
+    }
+}
+
+/// Runs `pev` with `args` in `dir`.
+pub fn pev_in(dir: &Path, args: &[&str]) -> Run {
+    run(pev().current_dir(dir), args)
+}
+
+/// A temp dir holding the given files.
+pub fn dir_with(files: &[(&str, &str)]) -> TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (name, contents) in files {
+        std::fs::write(dir.path().join(name), contents).expect("write fixture");
+    }
+    dir
+}
+
+/// The workspace root (for the examples).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// This crate's fixtures.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+/// A policy that allows only `file.read`: any other tool is a TOOL_DENY error.
+pub const READ_ONLY_POLICY: &str = "allow_tools: [\"file.read\"]\n";
+
+/// A plan that passes the default policy and READ_ONLY_POLICY without findings.
+pub const CLEAN_PLAN: &str = r#"{
+  "goal": "Read the price list",
+  "steps": [
+    {"id": "read", "title": "Read prices", "tool": "file.read", "parameters": {"path": "prices.csv"}}
+  ]
+}"#;
+
+/// Step 2 (`step-003`, "Update prices") uses `db.exec`, which READ_ONLY_POLICY denies; the
+/// `"tool"` of that step is on line 15.
+pub const DENIED_PLAN: &str = r#"{
+  "goal": "Update the prices",
+  "steps": [
+    {
+      "id": "step-001",
+      "title": "Read prices",
+      "tool": "file.read",
+      "parameters": {"path": "prices.csv"}
+    },
+    {"id": "step-002", "title": "Read rules", "tool": "file.read",
+     "parameters": {"path": "rules.csv"}},
+    {
+      "id": "step-003",
+      "title": "Update prices",
+      "tool": "db.exec",
+      "parameters": {"sql": "UPDATE prices SET amount = amount * 0.9"},
+      "acceptance_criteria": ["prices are 10% lower"]
+    }
+  ]
+}"#;
+
+/// No steps: one EMPTY_PLAN warning (risk 0.05).
+pub const EMPTY_PLAN: &str = r#"{"goal": "Nothing yet", "steps": []}"#;
