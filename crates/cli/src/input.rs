@@ -128,5 +128,5 @@ pub fn describe(error: &std::io::Error) -> String {
 
 fn human_bytes(n: u64) -> String {
     const MIB: u64 = 1024 * 1024;
-    if n >= MIB && n % MIB == 0 { format!("{} MiB", n / MIB) } else { format!("{n}-byte") }
+    if n >= MIB && n.is_multiple_of(MIB) { format!("{} MiB", n / MIB) } else { format!("{n}-byte") }
 }

@@ -98,7 +98,7 @@ fn run_inner(
     };
     let options = LintOptions { fail_risk: req.fail_risk };
     let threshold = req.fail_risk.unwrap_or(policy.policy.fail_risk_threshold);
-    let (mut result, parsed, exit) = match parse_plan(&source.text, format) {
+    let (result, parsed, exit) = match parse_plan(&source.text, format) {
         Ok(parsed) => {
             let result = lint(&parsed, &policy, options);
             let exit = if result.status == LintStatus::Error { EXIT_ERROR } else { EXIT_OK };
@@ -116,8 +116,6 @@ fn run_inner(
             (schema_failure(&issues, &policy, options), None, EXIT_BAD_INPUT)
         }
     };
-    // An empty f64 sum is -0.0; the contract's risk score is in 0..1, so print 0.
-    result.risk_score = result.risk_score.abs();
     let plan = parsed.as_ref().map(|p| &p.plan);
     let rendering = Rendering { source: &source, format, result: &result, plan, threshold };
     rendering.write(req.format, env.color, out)?;
@@ -148,8 +146,8 @@ impl Rendering<'_> {
     fn write(&self, output: OutputFormat, color: bool, out: &mut dyn Write) -> io::Result<()> {
         match output {
             OutputFormat::Json => {
-                let text = serde_json::to_string_pretty(self.result).map_err(io::Error::other)?;
-                writeln!(out, "{text}")
+                serde_json::to_writer_pretty(&mut *out, self.result).map_err(io::Error::other)?;
+                writeln!(out)
             }
             OutputFormat::Sarif => {
                 let locations = self.locations();
@@ -157,9 +155,7 @@ impl Rendering<'_> {
                     path: (!self.source.is_stdin).then_some(self.source.name.as_str()),
                     locations: &locations,
                 };
-                let log = sarif::log(self.result, &artifact);
-                let text = serde_json::to_string_pretty(&log).map_err(io::Error::other)?;
-                writeln!(out, "{text}")
+                sarif::write(self.result, &artifact, out)
             }
             OutputFormat::Text => {
                 let locations = self.locations();

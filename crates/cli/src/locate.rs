@@ -11,6 +11,7 @@
 //! The scanner runs only on text that already parsed as JSON, but it assumes nothing: on bytes
 //! it does not expect it stops, and what it found so far is still good. It never recurses.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
@@ -185,10 +186,47 @@ impl<'t> Scan<'t> {
 
     /// Notes the current pointers' position if they were asked for.
     fn note(&mut self, at: Position) {
-        for pointer in [&self.raw, &self.canon] {
+        let same = self.raw == self.canon;
+        for pointer in [&self.raw, &self.canon].into_iter().take(if same { 1 } else { 2 }) {
             if self.wanted.contains(pointer.as_str()) && !self.found.contains_key(pointer) {
                 self.found.insert(pointer.clone(), at);
             }
+        }
+    }
+
+    /// Whether the current value is, or holds, a pointer asked for (the wanted set includes
+    /// every ancestor, so a value outside it has nothing inside worth descending into).
+    fn is_wanted(&self) -> bool {
+        self.wanted.contains(self.raw.as_str())
+            || (self.raw != self.canon && self.wanted.contains(self.canon.as_str()))
+    }
+
+    /// Skips a whole value (object, array, string or scalar) without tracking pointers.
+    fn skip_value(&mut self) {
+        match self.peek() {
+            Some(b'"') => self.skip_string(),
+            Some(b'{' | b'[') => {
+                let mut depth = 0usize;
+                while let Some(b) = self.peek() {
+                    match b {
+                        b'"' => {
+                            self.skip_string();
+                            continue;
+                        }
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth = depth.saturating_sub(1);
+                            if depth == 0 {
+                                self.bump();
+                                return;
+                            }
+                        }
+                        _ => {}
+                    }
+                    self.bump();
+                }
+            }
+            _ => self.skip_scalar(),
         }
     }
 
@@ -205,8 +243,23 @@ impl<'t> Scan<'t> {
         }
     }
 
-    /// Reads a string starting at its opening quote, decoding escapes.
-    fn read_string(&mut self) -> String {
+    /// Reads a string starting at its opening quote, decoding escapes; borrowed when it has
+    /// none (almost every key).
+    fn read_string(&mut self) -> Cow<'t, str> {
+        let start = self.pos + 1;
+        let plain_end = self.bytes.get(start..).and_then(|rest| {
+            let end = rest.iter().position(|&b| b == b'"' || b == b'\\')?;
+            (rest.get(end) == Some(&b'"')).then_some(start + end)
+        });
+        if let Some(end) = plain_end {
+            let text: &'t [u8] = self.bytes;
+            // Quotes are ASCII, so both ends are character boundaries of the original text.
+            let key = text.get(start..end).map(String::from_utf8_lossy).unwrap_or_default();
+            while self.pos <= end {
+                self.bump();
+            }
+            return key;
+        }
         self.bump();
         let mut out: Vec<u8> = Vec::new();
         while let Some(b) = self.peek() {
@@ -231,7 +284,7 @@ impl<'t> Scan<'t> {
                 other => out.push(other),
             }
         }
-        String::from_utf8_lossy(&out).into_owned()
+        Cow::Owned(String::from_utf8_lossy(&out).into_owned())
     }
 
     /// The character of a `\uXXXX` escape (after the `u`), joining a surrogate pair.
@@ -292,6 +345,11 @@ impl<'t> Scan<'t> {
                 State::Value => {
                     if !noted {
                         self.note(self.here());
+                    }
+                    if !self.is_wanted() {
+                        self.skip_value();
+                        state = State::AfterValue;
+                        continue;
                     }
                     match b {
                         b'{' | b'[' => {

@@ -135,3 +135,17 @@ fn broken_or_truncated_text_never_panics_and_keeps_what_it_found() {
 fn none_finds_nothing() {
     assert_eq!(Locations::none().get("/steps/0"), None);
 }
+
+#[test]
+fn every_prefix_of_a_plan_is_scanned_without_panicking() {
+    let pointers = ["/steps/1/parameters/nested/1/deep", "/goal", "/steps/0/tool"];
+    for (i, _) in PLAN.char_indices() {
+        let loc = Locations::json(&PLAN[..i], pointers);
+        // Whatever was found lies within the prefix.
+        for p in pointers {
+            if let Some(pos) = loc.get(p) {
+                assert!(pos.line <= PLAN[..i].lines().count().max(1), "{i}: {pos:?}");
+            }
+        }
+    }
+}

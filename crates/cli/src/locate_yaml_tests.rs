@@ -119,3 +119,16 @@ fn odd_text_never_panics() {
         let _ = loc.get("/a/0");
     }
 }
+
+#[test]
+fn every_prefix_of_a_plan_is_scanned_without_panicking() {
+    let pointers = ["/steps/1/parameters/amount", "/postconditions/1/assertions/0/path"];
+    for (i, _) in PLAN.char_indices() {
+        let loc = locations(&PLAN[..i], pointers);
+        for p in pointers {
+            if let Some(pos) = loc.get(p) {
+                assert!(pos.line <= PLAN[..i].lines().count().max(1), "{i}: {pos:?}");
+            }
+        }
+    }
+}

@@ -12,7 +12,7 @@ mod locate_yaml;
 mod sarif;
 mod text;
 
-use std::io::{IsTerminal, Write};
+use std::io::{BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -71,8 +71,8 @@ enum Command {
     /// Check a plan against a policy without running it
     #[command(
         long_about = "Check a plan against a policy without running it.\n\n\
-            Reads PLAN (JSON or YAML; `-` for standard input), runs every check of \
-            CONTRACTS.md §5 under the policy (YAML with plan-lint's keys plus pev's, or a bare \
+            Reads PLAN (JSON or YAML; `-` for standard input), runs every check \
+            (`pev lint --explain all` lists them) under the policy (YAML with plan-lint's keys plus pev's, or a bare \
             .rego file), and prints each finding with its step, its JSON path and line, and a \
             one-line fix. The status is `error` when any finding is an error or the risk score \
             (the sum of the weights of the codes found, capped at 1) reaches the threshold; \
@@ -119,7 +119,7 @@ struct LintArgs {
 pub enum OutputFormat {
     /// For people: findings with step, path, line and fix
     Text,
-    /// The lint result of CONTRACTS.md §5, and nothing else
+    /// The lint result (`pev schema lint`), and nothing else
     Json,
     /// SARIF 2.1.0, for code-scanning tools
     Sarif,
@@ -173,11 +173,32 @@ fn main() -> ExitCode {
                 fail_risk: args.fail_risk,
                 explain: args.explain,
             };
-            lint_cmd::run(&req, &env, &mut stdout.lock(), &mut stderr.lock())
+            // Buffered: a result with 100,000 findings is not 100,000 write calls.
+            let mut out = BufWriter::new(stdout.lock());
+            let code = lint_cmd::run(&req, &env, &mut out, &mut stderr.lock());
+            finish(code, out.flush())
         }
-        Command::Schema { kind } => print_schema(kind, &mut stdout.lock()),
+        Command::Schema { kind } => {
+            let mut out = BufWriter::new(stdout.lock());
+            let code = print_schema(kind, &mut out);
+            finish(code, out.flush())
+        }
     };
     ExitCode::from(code)
+}
+
+/// The exit code once the buffered output is flushed: a closed pipe is fine, another write
+/// error is reported (the output is incomplete).
+fn finish(code: u8, flushed: std::io::Result<()>) -> u8 {
+    match flushed {
+        Ok(()) => code,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => code,
+        Err(e) => {
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(err, "pev: error: cannot write the output: {}", input::describe(&e));
+            EXIT_BAD_INPUT
+        }
+    }
 }
 
 fn print_schema(kind: SchemaArg, out: &mut dyn Write) -> u8 {

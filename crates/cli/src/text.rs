@@ -82,10 +82,10 @@ impl Report<'_> {
         }
         let subject = if subject.is_empty() { subject } else { self.paint(BOLD, &subject) };
         writeln!(out, "{head}{subject}: {}", f.msg)?;
-        let line = self.locations.get(&f.path).map(|p| format!(" (line {})", p.line));
-        if !f.path.is_empty() || line.is_some() {
-            let path = if f.path.is_empty() { "the plan" } else { f.path.as_str() };
-            writeln!(out, "  {} {path}{}", self.paint(DIM, "at"), line.unwrap_or_default())?;
+        // A plan-level finding (empty pointer) is about the whole document: no place to show.
+        if !f.path.is_empty() {
+            let line = self.locations.get(&f.path).map(|p| format!(" (line {})", p.line));
+            writeln!(out, "  {} {}{}", self.paint(DIM, "at"), f.path, line.unwrap_or_default())?;
         }
         writeln!(out, "  {} {}", self.paint(DIM, "fix:"), f.code.fix())
     }
@@ -94,3 +94,7 @@ impl Report<'_> {
 fn plural(n: usize, word: &str) -> String {
     if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
 }
+
+#[cfg(test)]
+#[path = "text_tests.rs"]
+mod tests;

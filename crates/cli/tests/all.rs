@@ -1,3 +1,5 @@
 //! The `pev` binary's integration tests: one test binary, one module per area.
 
+// `cfg(test)` puts the helpers under clippy.toml's allow-*-in-tests, as the tests are.
+#[cfg(test)]
 mod suite;

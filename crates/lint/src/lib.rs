@@ -96,7 +96,8 @@ fn fold(findings: Vec<Finding>, policy: &CompiledPolicy, options: LintOptions) -
             policy.risk_weight(code, if is_error { Level::Error } else { Level::Warning })
         })
         .sum();
-    let risk_score = (score.min(1.0) * 100.0).round() / 100.0;
+    // `+ 0.0` turns the -0.0 that an empty float sum yields into 0.0, so JSON never says `-0.0`.
+    let risk_score = (score.min(1.0) * 100.0).round() / 100.0 + 0.0;
     let threshold = options.fail_risk.unwrap_or(policy.policy.fail_risk_threshold);
     let status = if !errors.is_empty() || risk_score >= threshold {
         LintStatus::Error

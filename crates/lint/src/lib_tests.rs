@@ -49,3 +49,10 @@ fn schema_failure_is_an_error_result() {
     assert_eq!(r.errors[0].step, Some(0));
     assert_eq!(r.errors[0].path, "/steps/0/depends_on");
 }
+
+#[test]
+fn clean_plan_scores_positive_zero() {
+    let r = fold(vec![], &CompiledPolicy::default(), LintOptions::default());
+    assert!(r.risk_score == 0.0 && r.risk_score.is_sign_positive(), "{}", r.risk_score);
+    assert_eq!(serde_json::to_string(&r.risk_score).unwrap(), "0.0");
+}

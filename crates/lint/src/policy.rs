@@ -276,7 +276,6 @@ impl CompiledPolicy {
         };
 
         crate::rego::validate(&rego)?;
-        crate::rego::validate(&rego)?;
 
         Ok(Self {
             allow_tools: globs(&policy.allow_tools),

@@ -114,11 +114,11 @@ impl Loaded {
             let file = labels.get(&pkg.source_file).cloned().unwrap_or(pkg.source_file);
             match files_of.get(&query) {
                 Some(&i) => {
-                    if let Some(p) = packages.get_mut(i) {
-                        if !p.file.split(", ").any(|f| f == file) {
-                            p.file.push_str(", ");
-                            p.file.push_str(&file);
-                        }
+                    if let Some(p) = packages.get_mut(i)
+                        && !p.file.split(", ").any(|f| f == file)
+                    {
+                        p.file.push_str(", ");
+                        p.file.push_str(&file);
                     }
                 }
                 None => {
@@ -258,7 +258,11 @@ fn violation(ctx: &Ctx<'_>, file: &str, item: &Value) -> Finding {
         None => format!("{file}: {msg}"),
     };
     let index = step.and_then(|s| match s {
-        Value::Number(n) => n.as_u64().and_then(|i| usize::try_from(i).ok()),
+        // Rego arithmetic may turn an index into a float (`i + 0.0`); accept whole numbers.
+        Value::Number(n) => n
+            .as_u64()
+            .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
+            .and_then(|i| usize::try_from(i).ok()),
         Value::String(id) => ctx.index.get(id.as_str()).copied(),
         _ => None,
     });

@@ -275,10 +275,10 @@ fn take_assertions(
 
 /// `{"assert": "file_exists", …}` is the same as `{"type": "file_exists", …}`.
 fn normalise_assertion(map: &mut Map<String, Value>) {
-    if !map.contains_key("type") {
-        if let Some(tag) = map.remove("assert") {
-            map.insert("type".into(), tag);
-        }
+    if !map.contains_key("type")
+        && let Some(tag) = map.remove("assert")
+    {
+        map.insert("type".into(), tag);
     }
 }
 

@@ -8,7 +8,8 @@ use super::support::{
 #[test]
 fn a_clean_plan_passes_with_exit_0() {
     let dir = dir_with(&[("plan.json", CLEAN_PLAN), ("policy.yaml", READ_ONLY_POLICY)]);
-    let r = pev_in(dir.path(), &["lint", "plan.json", "--policy", "policy.yaml", "--format", "json"]);
+    let r =
+        pev_in(dir.path(), &["lint", "plan.json", "--policy", "policy.yaml", "--format", "json"]);
     assert_eq!(r.code, 0, "{r:?}");
     assert_eq!(r.json()["status"], "pass");
     assert_eq!(r.json()["risk_score"], 0.0);
@@ -26,7 +27,8 @@ fn warnings_only_is_exit_0() {
 #[test]
 fn an_error_is_exit_1() {
     let dir = dir_with(&[("plan.json", DENIED_PLAN), ("policy.yaml", READ_ONLY_POLICY)]);
-    let r = pev_in(dir.path(), &["lint", "plan.json", "--policy", "policy.yaml", "--format", "json"]);
+    let r =
+        pev_in(dir.path(), &["lint", "plan.json", "--policy", "policy.yaml", "--format", "json"]);
     assert_eq!(r.code, 1, "{r:?}");
     assert_eq!(r.json()["status"], "error");
     assert_eq!(r.stderr, "");
@@ -51,7 +53,8 @@ fn fail_risk_turns_a_risky_warning_into_an_error_only_when_given() {
 
 #[test]
 fn the_policy_threshold_holds_unless_the_flag_overrides_it() {
-    let dir = dir_with(&[("plan.json", EMPTY_PLAN), ("policy.yaml", "fail_risk_threshold: 0.05\n")]);
+    let dir =
+        dir_with(&[("plan.json", EMPTY_PLAN), ("policy.yaml", "fail_risk_threshold: 0.05\n")]);
     let args = ["lint", "plan.json", "--policy", "policy.yaml", "--format", "json"];
     let r = pev_in(dir.path(), &args);
     assert_eq!((r.code, r.json()["status"].as_str()), (1, Some("error")), "{r:?}");

@@ -21,20 +21,29 @@ fn assert_mentions(schema: &serde_json::Value, fields: &[&str]) {
 fn plan_schema() {
     let s = schema("plan");
     assert_eq!(s["title"], "Plan");
-    assert_mentions(&s, &["goal", "steps", "depends_on", "parameters", "assertions", "postconditions"]);
+    assert_mentions(
+        &s,
+        &["goal", "steps", "depends_on", "parameters", "assertions", "postconditions"],
+    );
 }
 
 #[test]
 fn lint_schema() {
     let s = schema("lint");
-    assert_mentions(&s, &["status", "risk_score", "errors", "warnings", "step_id", "code", "msg", "path"]);
+    assert_mentions(
+        &s,
+        &["status", "risk_score", "errors", "warnings", "step_id", "code", "msg", "path"],
+    );
     assert!(s.to_string().contains("TOOL_DENY"));
 }
 
 #[test]
 fn policy_schema() {
     let s = schema("policy");
-    assert_mentions(&s, &["allow_tools", "bounds", "deny_tokens_regex", "fail_risk_threshold", "rego"]);
+    assert_mentions(
+        &s,
+        &["allow_tools", "bounds", "deny_tokens_regex", "fail_risk_threshold", "rego"],
+    );
 }
 
 #[test]

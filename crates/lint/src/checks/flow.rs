@@ -3,12 +3,16 @@
 //!
 //! Taint is data flow, not ordering: a step is tainted when its tool is one of the policy's
 //! `sensitive_sources` (default `db.*`, `sql.*`, `file.read`) or when one of its references reads
-//! a tainted step; `depends_on` alone carries nothing. Taint spreads breadth first over the
-//! "is read by" graph built once from every step's references, so each step is visited once,
-//! cycles end, and the path back to the source is the shortest one. A step whose tool is one of
-//! the `external_sinks` (default `notify.*`, `http.request`, `email.*`, `payments.*`) gets one
-//! finding per reference that reads a tainted step, at that reference's pointer, naming the sink,
-//! the source and, when the data went through other steps, the chain.
+//! a tainted step; `depends_on` alone carries nothing. Every reference is resolved once. When all
+//! references read earlier steps (the usual plan) one pass in plan order settles the taint;
+//! otherwise it spreads breadth first over the "is read by" graph, so each step is visited once
+//! and cycles end. Nothing recurses.
+//!
+//! A step whose tool is one of the `external_sinks` (default `notify.*`, `http.request`,
+//! `email.*`, `payments.*`) gets one finding per reference that reads a tainted step, at that
+//! reference's pointer, naming the sink, the source and, when the data went through other steps,
+//! the chain. Taint is deliberately transitive: a value derived from sensitive data (a summary, a
+//! formatted message, a command's output run on it) is treated as sensitive.
 //!
 //! A sink step that a person approves before it runs (`requires_approval`, or a tool in the
 //! policy's `approve_tools`) is the reviewed route the fix asks for, and is not reported; the

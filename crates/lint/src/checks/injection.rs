@@ -116,6 +116,8 @@ fn shell_operators(command: &str) -> Vec<&'static str> {
             ops.push(op);
         }
     };
+    // A newline is a separator only with a command after it; a trailing one is harmless.
+    let last_text = b.iter().rposition(|x| !x.is_ascii_whitespace()).unwrap_or(0);
     let mut quote = Quote::None;
     let mut i = 0;
     while let Some(&c) = b.get(i) {
@@ -162,7 +164,7 @@ fn shell_operators(command: &str) -> Vec<&'static str> {
                     i += 1;
                 }
                 b'`' => add("backticks"),
-                b'\n' if b[i..].iter().any(|x| !x.is_ascii_whitespace()) => add("a newline"),
+                b'\n' if i < last_text => add("a newline"),
                 _ if substitution => add("`$(`"),
                 _ => {}
             },

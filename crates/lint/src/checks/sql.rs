@@ -244,6 +244,7 @@ fn find_payload(text: &str, tokens: &[Token]) -> Option<&'static str> {
     };
     let is_str = |t: Option<Token>| t.is_some_and(|t| matches!(t.kind, Kind::Str { .. }));
     let damaged = tokens.iter().any(|t| t.kind == (Kind::Str { closed: false }));
+    let last_comment = tokens.iter().rposition(|t| matches!(t.kind, Kind::Comment { .. }));
     for n in 0..sig.len() {
         let tok = at(n);
         let prev = n.checked_sub(1).and_then(at);
@@ -273,9 +274,7 @@ fn find_payload(text: &str, tokens: &[Token]) -> Option<&'static str> {
         }
         if is_word(tok, "UNION") && is_str(prev) {
             let select_at = if is_word(at(n + 1), "ALL") { n + 2 } else { n + 1 };
-            let commented_after = sig.get(n).is_some_and(|&t| {
-                tokens[t..].iter().any(|x| matches!(x.kind, Kind::Comment { .. }))
-            });
+            let commented_after = sig.get(n).is_some_and(|&t| last_comment.is_some_and(|c| c > t));
             if is_word(at(select_at), "SELECT") && (damaged || commented_after) {
                 return Some("`UNION SELECT` after a quote, with the rest cut off");
             }

@@ -9,11 +9,12 @@ use super::support::{findings, found, lint_default};
 
 /// A plan whose first step `src` lists files, then `(tool, parameters)` as step `s1`.
 fn plan(tool: &str, params: Value) -> String {
-    json!({"goal": "g", "steps": [
+    let mut doc = json!({"goal": "g", "steps": [
         {"id": "src", "tool": "file.list", "parameters": {"path": "."}},
-        {"id": "s1", "tool": tool, "parameters": params, "depends_on": ["src"]},
-    ]})
-    .to_string()
+        {"id": "s1", "tool": tool, "depends_on": ["src"]},
+    ]});
+    doc["steps"][1]["parameters"] = params;
+    doc.to_string()
 }
 
 /// The `(path, msg)` of each finding with `code`, all of which must be on step 1.

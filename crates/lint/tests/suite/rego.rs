@@ -128,6 +128,40 @@ violations contains {"msg": "bad step", "step": 42} if true
 }
 
 #[test]
+fn a_whole_float_index_names_its_step() {
+    let module = "package f\nviolations contains {\"msg\": \"m\", \"step\": 1.5 - 0.5} if true\n";
+    let policy = compile("f.rego", module).expect("policy loads");
+    let result = run(r#"{"goal": "g", "steps": [{"id": "a"}, {"id": "b"}]}"#, &policy);
+    let found = violations(&result);
+    assert_eq!(found.len(), 1, "{result:?}");
+    assert_eq!((found[0].step, found[0].step_id.as_deref()), (Some(1), Some("b")));
+}
+
+#[test]
+fn modules_sharing_a_package_are_evaluated_once_and_both_named() {
+    let rego = vec![
+        RegoSource {
+            path: PathBuf::from("rules/a.rego"),
+            source: "package shared\nviolations contains {\"msg\": \"from a\"} if true\n".into(),
+        },
+        RegoSource {
+            path: PathBuf::from("rules/b.rego"),
+            source: "package shared\nviolations contains {\"msg\": \"from b\"} if true\n".into(),
+        },
+        RegoSource {
+            path: PathBuf::from("rules/quiet.rego"),
+            source: "package quiet\nx := 1\n".into(),
+        },
+    ];
+    let policy = CompiledPolicy::from_parts(Policy::default(), Path::new("p.yaml"), rego)
+        .expect("policy loads");
+    let result = run(r#"{"goal": "g", "steps": [{"id": "a"}]}"#, &policy);
+    let mut msgs: Vec<String> = violations(&result).iter().map(|f| f.msg.clone()).collect();
+    msgs.sort();
+    assert_eq!(msgs, ["a.rego, b.rego: from a", "a.rego, b.rego: from b"]);
+}
+
+#[test]
 fn allow_false_without_violations_denies_the_plan() {
     let module = r#"
 package gate
@@ -265,4 +299,18 @@ fn plan_lint_finance_policy_denies_an_unlisted_tool() {
     let found = violations(&result);
     assert_eq!(found.len(), 1, "{result:?}");
     assert_eq!(found[0].msg, "finance_policy.rego: policy denies the plan");
+}
+
+#[test]
+fn recursive_rules_fail_closed() {
+    let module = "package r\na if b\nb if a\nviolations contains {\"msg\": \"x\"} if a\n";
+    let policy = compile("recursive.rego", module).expect("parses");
+    let result = run(r#"{"goal": "g", "steps": [{"id": "a"}]}"#, &policy);
+    let found = violations(&result);
+    assert_eq!(found.len(), 1, "{result:?}");
+    assert!(
+        found[0].msg.starts_with("recursive.rego: the policy failed to evaluate: "),
+        "{}",
+        found[0].msg
+    );
 }

@@ -293,3 +293,24 @@ fn near_misses_are_not_secrets() {
     .to_string();
     assert_eq!(secrets(&p), vec![]);
 }
+
+#[test]
+fn plan_lint_args_spelling_reports_the_canonical_pointer() {
+    // plan-lint writes `args`; pev reads it as `parameters` and points there, as every
+    // other check does.
+    let p = json!({"goal": "g", "steps": [
+        {"id": "a", "tool": "http.request", "args": {"headers": {"X-Api-Key": AWS_ID}}}
+    ]})
+    .to_string();
+    let (_, path, msg) = one(&p);
+    assert_eq!(path, "/steps/0/parameters/headers/X-Api-Key");
+    assert!(msg.contains("AWS access key id"), "{msg}");
+}
+
+#[test]
+fn yaml_plan_with_a_password_in_a_nested_list() {
+    let p = "goal: g\nsteps:\n  - id: a\n    tool: db.connect\n    parameters:\n      hosts:\n        - {host: db1, password: Zq9-x7Lm2p}\n";
+    let (step, path, msg) = one(p);
+    assert_eq!((step, path.as_str()), (Some(0), "/steps/0/parameters/hosts/0/password"));
+    assert!(msg.contains("secret-named key `password`") && msg.contains("10 chars"), "{msg}");
+}

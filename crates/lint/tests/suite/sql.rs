@@ -9,11 +9,12 @@ use super::support::{findings, found, lint_default, lint_with};
 
 /// A plan whose first step `src` is a db.query, then `(tool, parameters)` as step `s1`.
 fn plan(tool: &str, params: Value) -> String {
-    json!({"goal": "g", "steps": [
+    let mut doc = json!({"goal": "g", "steps": [
         {"id": "src", "tool": "db.query", "parameters": {"query": "SELECT id, sql FROM jobs"}},
-        {"id": "s1", "tool": tool, "parameters": params, "depends_on": ["src"]},
-    ]})
-    .to_string()
+        {"id": "s1", "tool": tool, "depends_on": ["src"]},
+    ]});
+    doc["steps"][1]["parameters"] = params;
+    doc.to_string()
 }
 
 fn ro(query: &str) -> String {
