@@ -117,3 +117,34 @@ fn references_are_indexed_with_pointers() {
     assert_eq!(refs[1].pointer, "/parameters/s");
     assert!(!refs[1].whole);
 }
+
+#[test]
+fn fast_path_agrees_with_the_staged_path() {
+    let texts = [
+        include_str!("../../../examples/lint/dark-green.json"),
+        r#"{"objective":"g","success_criteria":["s"],"x":1,"steps":[{"step_id":"a","args":{"q":"${b.result.v}"},
+            "dependencies":["b"],"zz":true},{"id":"b","assertions":[{"type":"http_200","url":"http://127.0.0.1/"}]}]}"#,
+    ];
+    for text in texts {
+        let fast = parse_json_fast(text).expect("fast path takes a valid plan");
+        let staged = from_value(parse_document(text, Format::Json).unwrap()).unwrap();
+        assert_eq!(fast.plan, staged.plan);
+        assert_eq!(
+            fast.plan.steps.iter().map(|s| &s.refs).collect::<Vec<_>>(),
+            staged.plan.steps.iter().map(|s| &s.refs).collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn fast_path_declines_what_needs_the_staged_path() {
+    for text in [
+        r#"{"goal":"g","steps":[{"id":"a","assertions":[{"assert":"file_exists","path":"x"}]}]}"#,
+        r#"{"goal":"g","steps":[{"id":"a","assertions":[{"type":"nope"}]}]}"#,
+        r#"{"goal":"g","steps":[{"id":"bad id"}]}"#,
+        r#"{"goal":"g","steps":[{"id":"a","assertions":null}]}"#,
+        r#"{"goal":"g","steps":"#,
+    ] {
+        assert!(parse_json_fast(text).is_none(), "{text}");
+    }
+}
