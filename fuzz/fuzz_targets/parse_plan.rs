@@ -1,7 +1,9 @@
 //! Fuzz target: any bytes that are UTF-8 go through `parse_plan` (format sniffed, as the CLI does
 //! for a file without a telling extension, and then the other format too) and, when they parse,
 //! through `lint` under the default policy and under a policy that turns on every policy-driven
-//! check. A panic, an overflow or a hang anywhere on that path is a bug.
+//! check. A panic, an overflow or a hang anywhere on that path is a bug. For JSON it is also a
+//! differential target: `parse_plan` (which deserialises valid plans directly) and the staged
+//! `parse_document` + `from_value` path must agree on the plan and the issues set aside.
 
 #![no_main]
 
@@ -10,7 +12,7 @@ use std::sync::LazyLock;
 
 use libfuzzer_sys::fuzz_target;
 use pev_lint::{CompiledPolicy, LintOptions, lint};
-use pev_protocol::parse::{Format, parse_plan};
+use pev_protocol::parse::{Format, from_value, parse_document, parse_plan};
 
 const BUSY_POLICY: &str = r#"
 allow_tools: ["file.*", "shell.exec", "db.*", "sql.query_ro", "notify.*", "payments.transfer"]
@@ -49,7 +51,19 @@ fuzz_target!(|data: &[u8]| {
         Format::Yaml => Format::Json,
     };
     for format in [sniffed, other] {
-        if let Ok(parsed) = parse_plan(text, format) {
+        let parsed = parse_plan(text, format);
+        if format == Format::Json {
+            let staged = parse_document(text, format).and_then(from_value);
+            match (&parsed, &staged) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(a.plan, b.plan, "direct and staged JSON parses disagree");
+                    assert_eq!(a.issues, b.issues, "direct and staged JSON parses disagree");
+                }
+                (Err(_), Err(_)) => {}
+                _ => panic!("one JSON parse path accepted what the other refused"),
+            }
+        }
+        if let Ok(parsed) = parsed {
             for policy in POLICIES.iter() {
                 let result = lint(&parsed, policy, LintOptions::default());
                 // The contract's cheapest invariants, so a wrong result is a crash too.

@@ -377,8 +377,15 @@ proptest! {
         let from_text = parse_plan(&text, Format::Json);
         match from_value(value) {
             Ok(parsed) => {
-                // Reading the text and reading the value are the same thing.
-                prop_assert!(from_text.is_ok(), "text failed where value parsed: {:?}", from_text.err());
+                // Reading the text (which takes the direct path when it can) and reading the
+                // value (the staged path) must give the same plan and the same set-aside issues.
+                match &from_text {
+                    Ok(direct) => {
+                        prop_assert_eq!(&direct.plan, &parsed.plan, "the two parse paths disagree");
+                        prop_assert_eq!(&direct.issues, &parsed.issues, "the two parse paths disagree");
+                    }
+                    Err(e) => prop_assert!(false, "text failed where value parsed: {:?}", e),
+                }
                 lint_all(&parsed)?;
             }
             Err(_) => prop_assert!(from_text.is_err(), "text parsed where value failed"),
