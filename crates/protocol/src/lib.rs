@@ -6,6 +6,7 @@
 //! more. Everything above it (lint, engine, CLI) speaks these types.
 
 pub mod assertion;
+pub mod event;
 pub mod lint;
 pub mod parse;
 pub mod plan;
@@ -16,6 +17,7 @@ pub mod schema;
 pub mod tool;
 
 pub use assertion::Assertion;
+pub use event::{Event, EventBody};
 pub use lint::{Finding, Level, LintCode, LintResult, LintStatus, Severity};
 pub use parse::{Format, ParseError, ParsedPlan, PlanIssue};
 pub use plan::{Complexity, OnFail, Plan, Postcondition, Step, StepId};

@@ -1,0 +1,203 @@
+//! The run's event stream (CONTRACTS.md §4): what `pev run --json` prints, one JSON object per
+//! line, and what the journal stores, in the same shape.
+//!
+//! Every event carries the run id, a sequence number that is dense and increasing within a run
+//! (resumed runs continue the numbering), and an RFC 3339 UTC timestamp. The kind is the `event`
+//! field (`step.started`, …) so a consumer can switch on one key.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::assertion::AssertionResult;
+use crate::run::{Reason, RunResult, RunStatus, StepStatus};
+use crate::tool::Effect;
+
+/// One event of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Event {
+    pub run_id: String,
+    pub seq: u64,
+    /// RFC 3339, UTC, millisecond precision.
+    pub at: String,
+    #[serde(flatten)]
+    pub body: EventBody,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "event")]
+pub enum EventBody {
+    /// A run began (or was resumed: `resumed` is true).
+    #[serde(rename = "run.started")]
+    RunStarted {
+        goal: String,
+        workspace: String,
+        #[serde(default)]
+        resumed: bool,
+    },
+    /// The plan the run executes (version 1).
+    #[serde(rename = "plan.created")]
+    PlanCreated { version: u32, steps: usize },
+    /// A new version of the plan replaced the old one.
+    #[serde(rename = "plan.revised")]
+    PlanRevised { version: u32, steps: usize, reason: String },
+    /// A step began an attempt.
+    #[serde(rename = "step.started")]
+    StepStarted { step: String, attempt: u32 },
+    /// A step waits for a person's approval.
+    #[serde(rename = "approval.requested")]
+    ApprovalRequested { step: String, tool: Option<String> },
+    /// A person (or `--yes`) approved a step.
+    #[serde(rename = "approval.granted")]
+    ApprovalGranted { step: String, by: String },
+    /// A tool call is about to run, with its resolved arguments.
+    #[serde(rename = "tool.called")]
+    ToolCalled {
+        step: String,
+        call_id: String,
+        tool: String,
+        effect: Effect,
+        arguments: Value,
+    },
+    /// A tool call ended.
+    #[serde(rename = "tool.finished")]
+    ToolFinished {
+        step: String,
+        call_id: String,
+        tool: String,
+        ok: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        duration_ms: u64,
+        /// On resume: the effect was found already applied (by content hash), not run again.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        recovered: bool,
+    },
+    /// An assertion was checked (`step` is absent for a postcondition's).
+    #[serde(rename = "assertion.checked")]
+    AssertionChecked {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        step: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        postcondition: Option<String>,
+        result: AssertionResult,
+    },
+    /// A step reached a final state for this attempt.
+    #[serde(rename = "step.finished")]
+    StepFinished {
+        step: String,
+        status: StepStatus,
+        attempts: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// A non-fatal observation (a silent failure in a tool's output, a resumed exec step).
+    #[serde(rename = "warning")]
+    Warning {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        step: Option<String>,
+        message: String,
+    },
+    /// The verifier decided the outcome.
+    #[serde(rename = "verify.finished")]
+    VerifyFinished { status: RunStatus, reasons: Vec<Reason> },
+    /// The run ended (for now: `awaiting_approval` can be resumed).
+    #[serde(rename = "run.finished")]
+    RunFinished { result: Box<RunResult> },
+}
+
+impl EventBody {
+    /// The `event` name, as printed.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::RunStarted { .. } => "run.started",
+            Self::PlanCreated { .. } => "plan.created",
+            Self::PlanRevised { .. } => "plan.revised",
+            Self::StepStarted { .. } => "step.started",
+            Self::ApprovalRequested { .. } => "approval.requested",
+            Self::ApprovalGranted { .. } => "approval.granted",
+            Self::ToolCalled { .. } => "tool.called",
+            Self::ToolFinished { .. } => "tool.finished",
+            Self::AssertionChecked { .. } => "assertion.checked",
+            Self::StepFinished { .. } => "step.finished",
+            Self::Warning { .. } => "warning",
+            Self::VerifyFinished { .. } => "verify.finished",
+            Self::RunFinished { .. } => "run.finished",
+        }
+    }
+}
+
+/// `time` as RFC 3339 in UTC with milliseconds: `2026-11-21T14:03:07.123Z`.
+pub fn rfc3339(time: SystemTime) -> String {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let millis = since.subsec_millis();
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// The current time as [`rfc3339`].
+pub fn now_rfc3339() -> String {
+    rfc3339(SystemTime::now())
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm, for
+/// non-negative day counts).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + u64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn formats_known_instants() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        // 2024-02-29T23:59:59.5Z: a leap day, the last second of it.
+        let t = UNIX_EPOCH + Duration::from_millis(1_709_251_199_500);
+        assert_eq!(rfc3339(t), "2024-02-29T23:59:59.500Z");
+        let t = UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+        assert_eq!(rfc3339(t), "2026-11-18T11:06:40.000Z");
+    }
+
+    #[test]
+    fn event_kind_is_the_event_field() {
+        let e = Event {
+            run_id: "r1".into(),
+            seq: 3,
+            at: "x".into(),
+            body: EventBody::StepStarted { step: "a".into(), attempt: 1 },
+        };
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v["event"], "step.started");
+        assert_eq!(v["seq"], 3);
+        assert_eq!(v["step"], "a");
+        let back: Event = serde_json::from_value(v).unwrap();
+        assert_eq!(back, e);
+        assert_eq!(back.body.name(), "step.started");
+    }
+}
