@@ -127,6 +127,20 @@ fn run_inner(
     Ok(exit)
 }
 
+/// Writes `result` as `pev lint` prints it in text: for `pev run`, which lints a plan first and
+/// refuses to run one with errors.
+pub fn write_text_report(
+    source: &Source,
+    format: Format,
+    result: &LintResult,
+    plan: Option<&Plan>,
+    color: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let rendering = Rendering { source, format, result, plan, threshold: 1.0 };
+    rendering.write(OutputFormat::Text, color, out)
+}
+
 /// A lint result and what its renderers need to know about the plan it came from.
 struct Rendering<'a> {
     source: &'a Source,

@@ -4,12 +4,19 @@
 //! crates, renders the result (text for people, JSON or SARIF for tools) and returns an exit
 //! code; nothing here panics on any input, and every failure is one message on stderr.
 
+mod approve_tty;
 mod explain;
 mod input;
+mod journal_cmd;
 mod lint_cmd;
 mod locate;
 mod locate_yaml;
+mod run_cmd;
+mod run_view;
 mod sarif;
+mod scratch;
+mod show_view;
+mod style;
 mod text;
 
 use std::io::{BufWriter, IsTerminal, Write};
@@ -42,6 +49,31 @@ Exit codes:
   1  errors (or the risk score reaches the threshold)
   2  bad input: unreadable file, invalid JSON or YAML (with line and column), a plan that does
      not match the schema (reported as SCHEMA_INVALID findings), a bad policy";
+
+const RUN_HELP: &str = "\
+Examples:
+  pev run examples/dark-green/plan.json --workspace examples/dark-green/site --scratch
+  pev run plan.yaml --policy policy.yaml --jobs 8
+  pev run plan.json --json | jq -c 'select(.event == \"step.finished\")'
+  pev run plan.json --yes            # approve every step that needs approval
+
+Exit codes:
+  0  success: every step done, every assertion and postcondition verified
+  1  failed: a step failed (or nothing was done), or the journal failed
+  2  bad input: unreadable or invalid plan, lint errors, a step without a tool, bad workspace
+  3  partial: some work was done, but the evidence is incomplete (see the reasons)
+  4  awaiting approval: `pev approve RUN` then `pev resume RUN`";
+
+const RESUME_HELP: &str = "\
+Examples:
+  pev resume 20261121-142233-3fa9c1
+  pev resume last --yes
+  pev resume 2026112 --workspace site      # a unique prefix is enough
+
+Steps the journal shows done are not run again. A write or patch that was under way when the
+run stopped is checked by content hash: applied already (recorded, not applied twice), not
+applied (run now), or changed by someone else (the step fails). Other interrupted calls run
+again. Exit codes are those of `pev run`.";
 
 const SCHEMA_HELP: &str = "\
 Examples:
@@ -88,11 +120,131 @@ enum Command {
             them to validate plans written by a model or to generate client types.",
         after_help = SCHEMA_HELP
     )]
+    /// Run a plan: its tool steps as a DAG in the workspace, verified by the harness
+    #[command(
+        long_about = "Run a plan: its tool steps as a DAG in the workspace, verified by the harness.\n\n\
+            The plan is linted first (a plan with lint errors does not run). Steps run when the \
+            steps they depend on (through depends_on or ${id.result...} references) are done, up \
+            to --jobs at a time, each tool confined to the workspace. After each step its \
+            assertions are checked; at the end the postconditions. The outcome is `success` only \
+            with evidence: every step done, every assertion and postcondition verified, and some \
+            effect run when the goal asks for a change. Everything is journaled in \
+            .pev/pev.db in the workspace, so `pev show` can explain the outcome and \
+            `pev resume` can finish a run that was interrupted.",
+        after_help = RUN_HELP
+    )]
+    Run(RunArgs),
+    /// Finish a run that was interrupted or is waiting for approval
+    #[command(after_help = RESUME_HELP)]
+    Resume {
+        /// The run: its id, a unique prefix of it, or `last`
+        #[arg(value_name = "RUN")]
+        run: String,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// List the runs journaled in the workspace, newest first
+    Runs {
+        #[command(flatten)]
+        journal: JournalArgs,
+    },
+    /// Show a run: plan, step states, evidence, assertions, diffs and outcome
+    Show {
+        /// The run: its id, a unique prefix of it, or `last`
+        #[arg(value_name = "RUN")]
+        run: String,
+        /// Output format (`json` prints the run result, `pev schema result`)
+        #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
+        format: ShowFormat,
+        #[command(flatten)]
+        journal: JournalArgs,
+    },
+    /// Approve a step that waits for approval (all waiting steps if STEP is left out)
+    Approve {
+        /// The run: its id, a unique prefix of it, or `last`
+        #[arg(value_name = "RUN")]
+        run: String,
+        /// The step to approve
+        #[arg(value_name = "STEP")]
+        step: Option<String>,
+        #[command(flatten)]
+        journal: JournalArgs,
+    },
     Schema {
         /// The document whose schema to print
         #[arg(value_enum)]
         kind: SchemaArg,
     },
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// The plan file (JSON or YAML); `-` reads standard input
+    #[arg(value_name = "PLAN")]
+    plan: String,
+    /// A policy (as for `pev lint`); its approve_tools and allow_hosts also apply at run time
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// Run on a fresh temporary copy of the workspace (printed), leaving the original untouched
+    #[arg(long)]
+    scratch: bool,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+/// Options of `pev run` and `pev resume`.
+#[derive(Debug, Args)]
+struct CommonArgs {
+    /// How many steps may run at once [default: the number of cores]
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    jobs: Option<u16>,
+    /// Approve every step that needs approval, without asking
+    #[arg(long, short = 'y')]
+    yes: bool,
+    #[command(flatten)]
+    journal: JournalArgs,
+}
+
+/// Where the journal is, and how to print.
+#[derive(Debug, Args)]
+struct JournalArgs {
+    /// The workspace directory [default: the current directory]
+    #[arg(long, short = 'w', value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// The journal file [default: WORKSPACE/.pev/pev.db]
+    #[arg(long, value_name = "FILE")]
+    store: Option<PathBuf>,
+    /// Print JSON: events as JSON lines (run, resume), one object per run (runs), the result (show)
+    #[arg(long)]
+    json: bool,
+    /// When to colour the output
+    #[arg(long, value_enum, default_value_t = style::ColorChoice::Auto, value_name = "WHEN")]
+    color: style::ColorChoice,
+}
+
+impl JournalArgs {
+    fn common(self, jobs: Option<u16>, yes: bool) -> run_cmd::Common {
+        run_cmd::Common {
+            workspace: self.workspace,
+            store: self.store,
+            jobs: jobs.map(usize::from),
+            yes,
+            json: self.json,
+            color: self.color,
+        }
+    }
+}
+
+impl CommonArgs {
+    fn common(self) -> run_cmd::Common {
+        self.journal.common(self.jobs, self.yes)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ShowFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Args)]
@@ -178,6 +330,36 @@ fn main() -> ExitCode {
             let code = lint_cmd::run(&req, &env, &mut out, &mut stderr.lock());
             finish(code, out.flush())
         }
+        Command::Run(args) => {
+            let req = run_cmd::RunRequest {
+                plan: args.plan,
+                policy: args.policy,
+                scratch: args.scratch,
+                common: args.common.common(),
+            };
+            report(run_cmd::run(&req, &mut stderr.lock()))
+        }
+        Command::Resume { run, common } => {
+            report(run_cmd::resume(&run, &common.common(), &mut stderr.lock()))
+        }
+        Command::Runs { journal } => {
+            let mut out = BufWriter::new(stdout.lock());
+            let code = report(journal_cmd::runs(&journal.common(None, false), &mut out));
+            finish(code, out.flush())
+        }
+        Command::Show { run, format, journal } => {
+            let mut common = journal.common(None, false);
+            common.json |= format == ShowFormat::Json;
+            let mut out = BufWriter::new(stdout.lock());
+            let code = report(journal_cmd::show(&run, &common, &mut out));
+            finish(code, out.flush())
+        }
+        Command::Approve { run, step, journal } => report(journal_cmd::approve(
+            &run,
+            step.as_deref(),
+            &journal.common(None, false),
+            &mut stderr.lock(),
+        )),
         Command::Schema { kind } => {
             let mut out = BufWriter::new(stdout.lock());
             let code = print_schema(kind, &mut out);
@@ -215,5 +397,17 @@ fn print_schema(kind: SchemaArg, out: &mut dyn Write) -> u8 {
         Ok(()) => EXIT_OK,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
         Err(_) => EXIT_BAD_INPUT,
+    }
+}
+
+/// The exit code of a command, with its failure (if any) printed on stderr.
+fn report(outcome: Result<u8, run_cmd::Fail>) -> u8 {
+    match outcome {
+        Ok(code) => code,
+        Err(run_cmd::Fail(code, message)) => {
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(err, "pev: error: {message}");
+            code
+        }
     }
 }

@@ -1,11 +1,35 @@
 //! pev's scheduler: runs a plan's steps as a DAG over `depends_on` and references, calls tools in
 //! the workspace sandbox, checks each step's assertions, journals everything, and resumes a
 //! crashed run without repeating its side effects.
+//!
+//! The pieces: [`Engine`] holds what a run needs (tools, sandbox, journal, observer, approval
+//! settings); `scheduler` decides what runs when; `step` runs one step (resolve references, ask
+//! for approval, hash what it may change, journal the intent, call the tool, check assertions);
+//! `recover` decides, on resume, what an interrupted tool call already did; `finish` checks the
+//! postconditions and asks `pev-verify` for the outcome.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use pev_protocol::event::Event;
+use pev_store::StoreError;
+use pev_tools::{Registry, ToolContext};
 use serde_json::Value;
+use tokio::sync::Notify;
 
+mod check;
+mod finish;
+mod recorder;
+mod recover;
 pub mod resolve;
+mod scheduler;
+mod snapshot;
+mod state;
+mod step;
+
+pub use finish::status_name;
+pub use scheduler::{ResumeInput, RunInput};
+pub use snapshot::snapshot;
 
 /// Receives every event of a run, in `seq` order, as it is recorded. The CLI's live view and
 /// its `--json` printer are observers.
@@ -45,4 +69,126 @@ pub enum Approval {
 /// Asks for approval. Called from a blocking thread, one request at a time.
 pub trait Approver: Send + Sync {
     fn decide(&self, request: &ApprovalRequest) -> Approval;
+}
+
+/// How approval is obtained in this run.
+#[derive(Clone, Default)]
+pub enum ApprovalMode {
+    /// `--yes`: every step is approved, and the approval is journaled as `--yes`.
+    All,
+    /// Ask a person.
+    Ask(Arc<dyn Approver>),
+    /// Nobody to ask: steps that need approval wait, and the run ends `awaiting_approval`.
+    #[default]
+    Defer,
+}
+
+impl std::fmt::Debug for ApprovalMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::All => "All",
+            Self::Ask(_) => "Ask",
+            Self::Defer => "Defer",
+        })
+    }
+}
+
+/// A flag the CLI raises on Ctrl-C: no new step starts, running steps finish, the run ends with
+/// reason `cancelled` and can be resumed.
+#[derive(Debug, Default)]
+pub struct Cancel {
+    flag: AtomicBool,
+    notify: Notify,
+}
+
+impl Cancel {
+    pub fn cancel(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once [`Cancel::cancel`] has been called.
+    pub async fn cancelled(&self) {
+        loop {
+            let notified = self.notify.notified();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Settings of one run.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Steps that may run at once (at least 1).
+    pub jobs: usize,
+    pub approval: ApprovalMode,
+    /// Tools whose steps need approval (exact names or globs, from the policy's `approve_tools`).
+    pub approve_tools: Vec<String>,
+    pub cancel: Arc<Cancel>,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            jobs: std::thread::available_parallelism().map_or(2, usize::from),
+            approval: ApprovalMode::Defer,
+            approve_tools: Vec::new(),
+            cancel: Arc::new(Cancel::default()),
+        }
+    }
+}
+
+/// Everything a run needs besides the plan.
+#[derive(Clone)]
+pub struct Engine {
+    pub registry: Arc<Registry>,
+    pub ctx: Arc<ToolContext>,
+    pub observer: Arc<dyn Observer>,
+    pub config: EngineConfig,
+}
+
+/// Why a run could not be carried out (as opposed to a run that ended `failed`, which is a
+/// result).
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The plan cannot be run as written (an instruction step, an unknown tool).
+    #[error("{0}")]
+    Plan(String),
+    /// The journal failed: the run stopped, and what was recorded before is intact.
+    #[error("journal: {0}")]
+    Journal(#[from] StoreError),
+    /// The stored run cannot be resumed.
+    #[error("{0}")]
+    Resume(String),
+}
+
+/// Checks that every step can be run without a model: each names a tool the registry has.
+pub fn check_runnable(plan: &pev_protocol::Plan, registry: &Registry) -> Result<(), EngineError> {
+    let mut problems = Vec::new();
+    for step in &plan.steps {
+        match &step.tool {
+            None => problems.push(format!(
+                "step `{}` has no `tool`: it is an instruction for an executor model, which \
+                 `pev run` does not have (use `pev agent`)",
+                step.id
+            )),
+            Some(tool) if registry.get(tool).is_none() => {
+                let known: Vec<&str> = registry.iter().map(|t| t.name()).collect();
+                problems.push(format!(
+                    "step `{}` names tool `{tool}`, which pev does not have (known: {})",
+                    step.id,
+                    known.join(", ")
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    if problems.is_empty() { Ok(()) } else { Err(EngineError::Plan(problems.join("\n"))) }
 }

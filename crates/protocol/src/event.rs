@@ -55,13 +55,7 @@ pub enum EventBody {
     ApprovalGranted { step: String, by: String },
     /// A tool call is about to run, with its resolved arguments.
     #[serde(rename = "tool.called")]
-    ToolCalled {
-        step: String,
-        call_id: String,
-        tool: String,
-        effect: Effect,
-        arguments: Value,
-    },
+    ToolCalled { step: String, call_id: String, tool: String, effect: Effect, arguments: Value },
     /// A tool call ended.
     #[serde(rename = "tool.finished")]
     ToolFinished {

@@ -192,7 +192,10 @@ impl HttpRequest {
 /// A reqwest client on rustls with ring and the platform's trust store. If the trust store
 /// cannot be set up, TLS falls back to an empty root store (every https request then fails
 /// verification, loudly) rather than plain http failing too.
-fn build_client() -> Result<reqwest::Client, String> {
+///
+/// Public so that the verifier's `http_status` reaches hosts exactly the way `http.request` does
+/// (reqwest is built without a default TLS provider: a client built any other way panics).
+pub fn build_client() -> Result<reqwest::Client, String> {
     use rustls_platform_verifier::BuilderVerifierExt;
 
     let provider = Arc::new(rustls::crypto::ring::default_provider());

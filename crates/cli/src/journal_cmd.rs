@@ -1,0 +1,130 @@
+//! `pev runs`, `pev show RUN` and `pev approve RUN [STEP]`: the journal, read (and, for
+//! approvals, written) from the CLI.
+
+use std::io::Write;
+
+use pev_protocol::Plan;
+use pev_protocol::run::StepStatus;
+use pev_store::{RunRecord, Store};
+
+use crate::run_cmd::{Common, EXIT_OK, Fail, store_path, workspace_dir};
+use crate::show_view::{FileDiff, RunRow, render_runs, render_show};
+use crate::style::Style;
+
+const EXIT_FAILED: u8 = 1;
+
+fn open(common: &Common) -> Result<Store, Fail> {
+    let workspace = workspace_dir(common.workspace.as_deref())?;
+    let db = store_path(common, &workspace);
+    Store::open_existing(&db).map_err(|e| Fail(2, e.to_string()))
+}
+
+/// `pev runs`: one line (or one JSON object) per run, newest first.
+pub fn runs(common: &Common, out: &mut dyn Write) -> Result<u8, Fail> {
+    let store = open(common)?;
+    let runs = store.list_runs().map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    if common.json {
+        for run in &runs {
+            let line = serde_json::to_string(run).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+            let _ = writeln!(out, "{line}");
+        }
+    } else {
+        let rows: Vec<RunRow> = runs
+            .into_iter()
+            .map(|r| RunRow {
+                run_id: r.run_id,
+                status: r.status,
+                goal: r.goal,
+                created_at: r.created_at,
+                steps_done: r.steps_done,
+                steps_total: r.steps_total,
+            })
+            .collect();
+        let _ = write!(out, "{}", render_runs(&rows, &Style::for_stdout(common.color)));
+    }
+    Ok(EXIT_OK)
+}
+
+/// `pev show RUN`: the plan, the steps with their evidence, the diffs and the outcome; with
+/// `--json`/`--format json`, the run result of CONTRACTS.md §4.
+pub fn show(run: &str, common: &Common, out: &mut dyn Write) -> Result<u8, Fail> {
+    let store = open(common)?;
+    let run_id = store.resolve_run(run).map_err(|e| Fail(2, e.to_string()))?;
+    let record = store.load_run(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    let result = pev_engine::snapshot(&record);
+    if common.json {
+        let text =
+            serde_json::to_string_pretty(&result).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+        let _ = writeln!(out, "{text}");
+        return Ok(EXIT_OK);
+    }
+    let plan: Plan = serde_json::from_value(record.plan.clone()).unwrap_or_default();
+    let blob = |sha: &Option<String>| sha.as_ref().and_then(|s| store.blob(s).ok().flatten());
+    let diffs: Vec<FileDiff> = record
+        .mutations
+        .iter()
+        .map(|m| FileDiff {
+            step: m.step_id.clone(),
+            path: m.mutation.path.clone(),
+            before: blob(&m.before_sha256),
+            after: blob(&m.after_sha256),
+        })
+        .collect();
+    let style = Style::for_stdout(common.color);
+    let _ = write!(out, "{}", render_show(&run_id, &record.status, &plan, &result, &diffs, &style));
+    Ok(EXIT_OK)
+}
+
+/// The steps of a run that wait for approval.
+fn waiting(record: &RunRecord) -> Vec<String> {
+    record
+        .steps
+        .iter()
+        .filter(|s| s.status == StepStatus::Blocked)
+        .map(|s| s.step_id.clone())
+        .collect()
+}
+
+/// `pev approve RUN [STEP]`: records a person's approval; `pev resume RUN` then runs the steps.
+pub fn approve(
+    run: &str,
+    step: Option<&str>,
+    common: &Common,
+    err: &mut dyn Write,
+) -> Result<u8, Fail> {
+    let store = open(common)?;
+    let run_id = store.resolve_run(run).map_err(|e| Fail(2, e.to_string()))?;
+    let record = store.load_run(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    let waiting = waiting(&record);
+    let steps: Vec<String> = match step {
+        Some(step) => {
+            let plan: Plan = serde_json::from_value(record.plan.clone()).unwrap_or_default();
+            if !plan.steps.iter().any(|s| s.id.as_str() == step) {
+                return Err(Fail(
+                    2,
+                    format!(
+                        "run {run_id} has no step `{step}` (steps waiting: {})",
+                        list(&waiting)
+                    ),
+                ));
+            }
+            vec![step.to_owned()]
+        }
+        None if waiting.is_empty() => {
+            let _ = writeln!(err, "pev: no step of run {run_id} is waiting for approval");
+            return Ok(EXIT_OK);
+        }
+        None => waiting,
+    };
+    let by = std::env::var("USER").unwrap_or_else(|_| "pev approve".to_owned());
+    for s in &steps {
+        store.approve(&run_id, s, &by).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+        let _ = writeln!(err, "pev: approved step `{s}` of run {run_id}");
+    }
+    let _ = writeln!(err, "pev: continue with `pev resume {run_id}`");
+    Ok(EXIT_OK)
+}
+
+fn list(items: &[String]) -> String {
+    if items.is_empty() { "none".to_owned() } else { items.join(", ") }
+}

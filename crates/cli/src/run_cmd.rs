@@ -1,0 +1,324 @@
+//! `pev run` and `pev resume`: lint the plan, open the journal, run the engine with the right
+//! view and approval mode, print the outcome, and map it to the exit code.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use pev_engine::{
+    ApprovalMode, Cancel, Engine, EngineConfig, EngineError, Observer, ResumeInput, RunInput,
+};
+use pev_lint::{CompiledPolicy, LintOptions, lint};
+use pev_protocol::LintStatus;
+use pev_protocol::event::{EventBody, now_rfc3339};
+use pev_protocol::parse::{Format, ParseError, parse_plan};
+use pev_protocol::run::{RunResult, RunStatus};
+use pev_store::{Journal, NewRun, Store};
+use pev_tools::{Registry, ToolContext, ToolPolicy, Workspace};
+use serde_json::{Value, json};
+
+use crate::approve_tty::TtyApprover;
+use crate::run_view::{JsonLines, LiveView, PlainView, render_summary};
+use crate::style::{ColorChoice, Style};
+use crate::{input, lint_cmd, scratch};
+
+pub const EXIT_OK: u8 = 0;
+pub const EXIT_FAILED: u8 = 1;
+pub const EXIT_BAD_INPUT: u8 = 2;
+pub const EXIT_PARTIAL: u8 = 3;
+pub const EXIT_AWAITING: u8 = 4;
+
+/// What `pev run` and `pev resume` share.
+#[derive(Debug, Clone)]
+pub struct Common {
+    pub workspace: Option<PathBuf>,
+    pub store: Option<PathBuf>,
+    pub jobs: Option<usize>,
+    pub yes: bool,
+    pub json: bool,
+    pub color: ColorChoice,
+}
+
+/// `pev run PLAN`.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    pub plan: String,
+    pub policy: Option<PathBuf>,
+    pub scratch: bool,
+    pub common: Common,
+}
+
+/// A failure that ends the command: the message and the exit code.
+pub struct Fail(pub u8, pub String);
+
+impl Fail {
+    fn input(message: impl Into<String>) -> Self {
+        Self(EXIT_BAD_INPUT, message.into())
+    }
+}
+
+pub fn exit_code(status: RunStatus) -> u8 {
+    match status {
+        RunStatus::Success => EXIT_OK,
+        RunStatus::Failed => EXIT_FAILED,
+        RunStatus::Partial => EXIT_PARTIAL,
+        RunStatus::AwaitingApproval => EXIT_AWAITING,
+    }
+}
+
+/// The workspace directory: `--workspace`, or the current directory.
+pub fn workspace_dir(arg: Option<&Path>) -> Result<PathBuf, Fail> {
+    let dir = match arg {
+        Some(dir) => dir.to_path_buf(),
+        None => std::env::current_dir()
+            .map_err(|e| Fail::input(format!("cannot read the current directory: {e}")))?,
+    };
+    let dir = std::fs::canonicalize(&dir).map_err(|e| {
+        Fail::input(format!("workspace {}: {}", dir.display(), input::describe(&e)))
+    })?;
+    if !dir.is_dir() {
+        return Err(Fail::input(format!("workspace {} is not a directory", dir.display())));
+    }
+    Ok(dir)
+}
+
+/// The journal path: `--store`, or `.pev/pev.db` in the workspace.
+pub fn store_path(common: &Common, workspace: &Path) -> PathBuf {
+    common.store.clone().unwrap_or_else(|| pev_store::default_path(workspace))
+}
+
+pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
+    let limit = input::max_bytes(std::env::var("PEV_MAX_INPUT_BYTES").ok().as_deref());
+    let source = input::read(&req.plan, limit).map_err(|e| Fail::input(e.to_string()))?;
+    let policy = match &req.policy {
+        Some(path) => CompiledPolicy::load(path).map_err(|e| Fail::input(e.to_string()))?,
+        None => CompiledPolicy::default(),
+    };
+    for note in &policy.notes {
+        let _ = writeln!(err, "pev: note: {note}");
+    }
+    let format = match (source.is_stdin, Format::from_path(&source.name)) {
+        (false, Some(format)) => format,
+        _ => Format::sniff(&source.text),
+    };
+    let parsed = match parse_plan(&source.text, format) {
+        Ok(parsed) => parsed,
+        Err(ParseError::Syntax { format, line, column, message }) => {
+            return Err(Fail::input(format!(
+                "{}:{line}:{column}: invalid {format}: {message}",
+                source.name
+            )));
+        }
+        Err(ParseError::Schema(issues)) => {
+            let lines: Vec<String> =
+                issues.iter().map(|i| format!("  {}: {}", i.pointer, i.message)).collect();
+            return Err(Fail::input(format!(
+                "{} does not match the plan schema:\n{}",
+                source.name,
+                lines.join("\n")
+            )));
+        }
+    };
+    // Lint first: a plan with errors does not run.
+    let linted = lint(&parsed, &policy, LintOptions::default());
+    if linted.status == LintStatus::Error {
+        let color = Style::for_stderr(req.common.color).color;
+        let _ =
+            lint_cmd::write_text_report(&source, format, &linted, Some(&parsed.plan), color, err);
+        return Err(Fail::input(format!(
+            "{} has lint errors; it was not run (fix them, or see `pev lint --explain CODE`)",
+            source.name
+        )));
+    }
+    let plan = parsed.plan;
+    let registry = Registry::builtin();
+    pev_engine::check_runnable(&plan, &registry).map_err(|e| Fail::input(e.to_string()))?;
+
+    let mut workspace = workspace_dir(req.common.workspace.as_deref())?;
+    if req.scratch {
+        let copy = scratch::copy_workspace(&workspace).map_err(Fail::input)?;
+        let _ = writeln!(
+            err,
+            "pev: running on a scratch copy of {} at {}",
+            workspace.display(),
+            copy.display()
+        );
+        workspace = copy;
+    }
+    let db = store_path(&req.common, &workspace);
+    let store = Store::open(&db).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    let approve_tools = policy.policy.approve_tools.clone();
+    let allow_hosts = policy.policy.allow_hosts.clone();
+    let run_id = pev_store::new_run_id();
+    let options = json!({
+        "plan_file": source.name,
+        "approve_tools": approve_tools,
+        "allow_hosts": allow_hosts,
+        "scratch": req.scratch,
+    });
+    store
+        .create_run(&NewRun {
+            run_id: run_id.clone(),
+            goal: plan.goal.clone(),
+            workspace: workspace.display().to_string(),
+            plan: serde_json::to_value(&plan).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?,
+            options,
+            created_at: now_rfc3339(),
+        })
+        .map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    drop(store);
+    let _ = writeln!(err, "pev: run {run_id} (journal {})", db.display());
+    let session = Session::open(&req.common, &workspace, &db, approve_tools, allow_hosts)?;
+    let journal = session.journal()?;
+    let outcome = session.block_on(session.engine.run(RunInput { run_id, plan, journal }));
+    session.report(outcome, err)
+}
+
+/// `pev resume RUN`.
+pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fail> {
+    let workspace = workspace_dir(common.workspace.as_deref())?;
+    let db = store_path(common, &workspace);
+    let store = Store::open_existing(&db).map_err(|e| Fail::input(e.to_string()))?;
+    let run_id = store.resolve_run(run).map_err(|e| Fail::input(e.to_string()))?;
+    let record = store.load_run(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    if record.workspace != workspace.display().to_string() {
+        let _ = writeln!(
+            err,
+            "pev: note: run {run_id} was started in {}; resuming in {}",
+            record.workspace,
+            workspace.display()
+        );
+    }
+    let mut blobs = std::collections::HashMap::new();
+    for sha in ResumeInput::blobs_needed(&record) {
+        if let Ok(Some(content)) = store.blob(&sha) {
+            blobs.insert(sha, content);
+        }
+    }
+    let warnings = store
+        .events(&run_id)
+        .map_err(|e| Fail(EXIT_FAILED, e.to_string()))?
+        .into_iter()
+        .filter_map(|e| match e.body {
+            EventBody::Warning { message, .. } => Some(message),
+            _ => None,
+        })
+        .collect();
+    drop(store);
+    let strings = |key: &str| -> Vec<String> {
+        record.options.get(key).and_then(Value::as_array).map_or_else(Vec::new, |items| {
+            items.iter().filter_map(Value::as_str).map(str::to_owned).collect()
+        })
+    };
+    let (approve_tools, allow_hosts) = (strings("approve_tools"), strings("allow_hosts"));
+    let _ = writeln!(err, "pev: resuming run {run_id}");
+    let session = Session::open(common, &workspace, &db, approve_tools, allow_hosts)?;
+    let journal = session.journal()?;
+    let input = ResumeInput { record, journal, blobs, warnings };
+    let outcome = session.block_on(session.engine.resume(input));
+    session.report(outcome, err)
+}
+
+/// The runtime, engine and view of one `run` or `resume`.
+struct Session {
+    runtime: tokio::runtime::Runtime,
+    engine: Engine,
+    db: PathBuf,
+    json: bool,
+    live: Option<Arc<LiveView>>,
+    style: Style,
+}
+
+impl Session {
+    fn open(
+        common: &Common,
+        workspace: &Path,
+        db: &Path,
+        approve_tools: Vec<String>,
+        allow_hosts: Vec<String>,
+    ) -> Result<Self, Fail> {
+        let ws = Workspace::open(workspace).map_err(|e| Fail::input(e.to_string()))?;
+        let ctx = ToolContext {
+            workspace: ws,
+            policy: ToolPolicy { allow_hosts, ..ToolPolicy::default() },
+        };
+        let stderr_tty = std::io::stderr().is_terminal();
+        let style = Style::for_stderr(common.color);
+        let live = (!common.json && stderr_tty).then(|| Arc::new(LiveView::stderr(style.clone())));
+        let observer: Arc<dyn Observer> = match (&live, common.json) {
+            (_, true) => Arc::new(JsonLines::stdout()),
+            (Some(live), false) => Arc::clone(live) as Arc<dyn Observer>,
+            (None, false) => Arc::new(PlainView::stderr(style.clone())),
+        };
+        let approval = if common.yes {
+            ApprovalMode::All
+        } else if std::io::stdin().is_terminal() && stderr_tty {
+            ApprovalMode::Ask(Arc::new(TtyApprover::new(live.clone(), style.clone())))
+        } else {
+            ApprovalMode::Defer
+        };
+        let jobs = common
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from))
+            .max(1);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(std::thread::available_parallelism().map_or(2, usize::from).min(4))
+            .enable_all()
+            .build()
+            .map_err(|e| Fail(EXIT_FAILED, format!("cannot start the runtime: {e}")))?;
+        let cancel = Arc::new(Cancel::default());
+        let on_signal = Arc::clone(&cancel);
+        runtime.spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                on_signal.cancel();
+            }
+        });
+        let engine = Engine {
+            registry: Arc::new(Registry::builtin()),
+            ctx: Arc::new(ctx),
+            observer,
+            config: EngineConfig { jobs, approval, approve_tools, cancel },
+        };
+        Ok(Self { runtime, engine, db: db.to_path_buf(), json: common.json, live, style })
+    }
+
+    fn journal(&self) -> Result<Journal, Fail> {
+        Journal::start(&self.db).map_err(|e| Fail(EXIT_FAILED, e.to_string()))
+    }
+
+    fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        self.runtime.block_on(future)
+    }
+
+    fn report(
+        self,
+        outcome: Result<RunResult, EngineError>,
+        err: &mut dyn Write,
+    ) -> Result<u8, Fail> {
+        if let Some(live) = &self.live {
+            live.finish();
+        }
+        let result = match outcome {
+            Ok(result) => result,
+            Err(EngineError::Plan(message)) => return Err(Fail::input(message)),
+            Err(e) => {
+                return Err(Fail(
+                    EXIT_FAILED,
+                    format!(
+                        "{e}\nwhat was journaled before the failure is kept; `pev resume` can \
+                         continue the run"
+                    ),
+                ));
+            }
+        };
+        if !self.json {
+            let mut out = std::io::stdout().lock();
+            let style = Style::for_stdout(ColorChoice::Auto);
+            let _ = write!(out, "{}", render_summary(&result, &style));
+            let _ = out.flush();
+        }
+        let _ = self.style;
+        let _ = err.flush();
+        Ok(exit_code(result.status))
+    }
+}

@@ -1,0 +1,630 @@
+//! How `pev run` looks while it runs and when it ends: three observers of the engine's event
+//! stream and the final summary.
+//!
+//! - [`JsonLines`] (`--json`): each event as one compact JSON line on stdout, and nothing else
+//!   there, so a consumer can read stdout line by line.
+//! - [`LiveView`] (a terminal): one spinner line per running step and an overall `3/12 steps`
+//!   line, drawn on stderr by indicatif; a finished step leaves one permanent line behind.
+//! - [`PlainView`] (stderr is not a terminal, no `--json`): the same information as plain lines.
+//!
+//! The two human views share a [`Tracker`] that turns events into what to show, so they cannot
+//! drift apart and the tests can check the wording without a terminal.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+use std::io::{self, Stderr, Stdout, Write};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
+use pev_engine::Observer;
+use pev_protocol::event::{Event, EventBody};
+use pev_protocol::run::{FileMutation, ReasonCode, RunResult, RunStatus, StepStatus};
+use serde_json::Value;
+
+use crate::style::{Style, clean, duration, truncate};
+
+/// Locks a mutex even if a thread panicked while holding it: a view must keep drawing.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `--json`: every event as one JSON line. Writes are flushed per line so a reader sees each
+/// event as it happens; a closed pipe stops the output silently (the run goes on and is
+/// journaled), any other write error is kept for [`JsonLines::error`].
+pub struct JsonLines<W: Write + Send = Stdout> {
+    state: Mutex<JsonState<W>>,
+}
+
+struct JsonState<W> {
+    out: W,
+    buf: Vec<u8>,
+    stopped: bool,
+    error: Option<String>,
+}
+
+#[allow(dead_code)] // called by the lead's run command
+impl JsonLines<Stdout> {
+    pub fn stdout() -> Self {
+        JsonLines::new(io::stdout())
+    }
+}
+
+#[allow(dead_code)] // error() and into_inner() are for the lead's run command and the tests
+impl<W: Write + Send> JsonLines<W> {
+    pub fn new(out: W) -> Self {
+        let state = JsonState { out, buf: Vec::with_capacity(512), stopped: false, error: None };
+        JsonLines { state: Mutex::new(state) }
+    }
+
+    /// The first write error other than a closed pipe, if there was one.
+    pub fn error(&self) -> Option<String> {
+        lock(&self.state).error.clone()
+    }
+
+    pub fn into_inner(self) -> W {
+        self.state.into_inner().unwrap_or_else(PoisonError::into_inner).out
+    }
+}
+
+impl<W: Write + Send> Observer for JsonLines<W> {
+    fn on_event(&self, event: &Event) {
+        let mut guard = lock(&self.state);
+        let state = &mut *guard;
+        if state.stopped {
+            return;
+        }
+        state.buf.clear();
+        if let Err(e) = serde_json::to_writer(&mut state.buf, event) {
+            state.error.get_or_insert_with(|| format!("cannot encode an event: {e}"));
+            return;
+        }
+        state.buf.push(b'\n');
+        let written = state.out.write_all(&state.buf).and_then(|()| state.out.flush());
+        if let Err(e) = written {
+            state.stopped = true;
+            if e.kind() != io::ErrorKind::BrokenPipe {
+                state.error = Some(format!("cannot write the event stream: {e}"));
+            }
+        }
+    }
+}
+
+/// What a human view shows for one event.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Note {
+    /// A permanent line.
+    Line(String),
+    /// A step began an attempt.
+    Started { step: String },
+    /// What a running step is doing now (`file.patch site/style.css`).
+    Activity { step: String, text: String },
+    /// A step stopped running: drop its spinner and print `line`.
+    Stopped { step: String, line: String },
+    /// The number of steps in the plan.
+    Total(u64),
+    /// How many steps have reached a final state.
+    Progress(u64),
+    /// The run is over.
+    End,
+}
+
+/// Turns events into [`Note`]s and keeps the little state that needs: step start times, the
+/// failed assertion that explains a failure, the count of finished steps.
+pub(crate) struct Tracker {
+    style: Style,
+    total: u64,
+    finished: HashSet<String>,
+    started: HashMap<String, Instant>,
+    failed_assertion: HashMap<String, String>,
+    awaiting: HashSet<String>,
+}
+
+impl Tracker {
+    pub(crate) fn new(style: Style) -> Self {
+        Tracker {
+            style,
+            total: 0,
+            finished: HashSet::new(),
+            started: HashMap::new(),
+            failed_assertion: HashMap::new(),
+            awaiting: HashSet::new(),
+        }
+    }
+
+    pub(crate) fn counts(&self) -> (u64, u64) {
+        (self.finished.len() as u64, self.total)
+    }
+
+    pub(crate) fn apply(&mut self, event: &Event, now: Instant) -> Vec<Note> {
+        let s = self.style;
+        match &event.body {
+            EventBody::RunStarted { goal, resumed, .. } => {
+                let verb = if *resumed { "resuming run" } else { "run" };
+                let goal = clean(goal);
+                vec![Note::Line(format!("{} {}: {goal}", s.bold(verb), s.bold(&event.run_id)))]
+            }
+            EventBody::PlanCreated { steps, .. } => {
+                self.total = *steps as u64;
+                vec![Note::Total(self.total)]
+            }
+            EventBody::PlanRevised { version, steps, reason } => {
+                self.total = *steps as u64;
+                let line = format!("plan revised (v{version}, {steps} steps): {}", clean(reason));
+                vec![Note::Total(*steps as u64), Note::Line(s.yellow(&line))]
+            }
+            EventBody::StepStarted { step, attempt } => {
+                self.started.insert(step.clone(), now);
+                let mut notes = Vec::with_capacity(3);
+                if self.finished.remove(step) {
+                    notes.push(Note::Progress(self.finished.len() as u64));
+                }
+                notes.push(Note::Started { step: step.clone() });
+                if *attempt > 1 {
+                    let text = format!("attempt {attempt}");
+                    notes.push(Note::Activity { step: step.clone(), text });
+                }
+                notes
+            }
+            EventBody::ApprovalRequested { step, tool } => {
+                self.awaiting.insert(step.clone());
+                let tool = tool.as_deref().map(|t| format!(" ({})", clean(t))).unwrap_or_default();
+                let line = format!("? {} waits for approval{tool}", clean(step));
+                vec![Note::Line(s.yellow(&line))]
+            }
+            EventBody::ApprovalGranted { step, by } => {
+                self.awaiting.remove(step);
+                vec![Note::Line(s.dim(&format!("✓ {} approved by {}", clean(step), clean(by))))]
+            }
+            EventBody::ToolCalled { step, tool, arguments, .. } => {
+                vec![Note::Activity { step: step.clone(), text: activity(tool, arguments) }]
+            }
+            EventBody::ToolFinished { step, tool, recovered: true, .. } => {
+                let line = format!("↺ {}  {} was already applied (recovered)", clean(step), tool);
+                vec![Note::Line(s.dim(&line))]
+            }
+            EventBody::ToolFinished { .. } | EventBody::VerifyFinished { .. } => Vec::new(),
+            EventBody::AssertionChecked { step, postcondition, result } => {
+                let what = format!("{} {}", result.kind, clean(&result.detail));
+                match (step, postcondition) {
+                    (Some(step), _) if !result.passed => {
+                        let text = format!("assertion {} failed: {}", result.kind, result.detail);
+                        self.failed_assertion.insert(step.clone(), text);
+                        Vec::new()
+                    }
+                    (None, Some(post)) => {
+                        let post = truncate(&clean(post), 60).into_owned();
+                        let line = if result.passed {
+                            s.green(&format!("✓ postcondition {post}: {what}"))
+                        } else {
+                            s.red(&format!("✗ postcondition {post}: {what}"))
+                        };
+                        vec![Note::Line(line)]
+                    }
+                    _ => Vec::new(),
+                }
+            }
+            EventBody::StepFinished { step, status, attempts, error } => {
+                let finished = Finished { step, status: *status, attempts: *attempts, error };
+                self.step_finished(&finished, now)
+            }
+            EventBody::Warning { step, message } => {
+                let step = step.as_deref().map(|id| format!("{}: ", clean(id))).unwrap_or_default();
+                vec![Note::Line(s.yellow(&format!("! {step}{}", clean(message))))]
+            }
+            EventBody::RunFinished { .. } => vec![Note::End],
+        }
+    }
+
+    fn step_finished(&mut self, finished: &Finished<'_>, now: Instant) -> Vec<Note> {
+        let Finished { step, status, attempts, error } = *finished;
+        let error = error.as_deref();
+        let s = self.style;
+        // The engine parks a step that waits for a person as blocked (or pending): not an end.
+        let waiting = self.awaiting.contains(step)
+            && matches!(status, StepStatus::Blocked | StepStatus::Pending | StepStatus::InProgress);
+        let took = self.started.remove(step).map(|t| now.saturating_duration_since(t));
+        let took = took.map(|d| format!("  {}", s.dim(&duration(millis(d))))).unwrap_or_default();
+        let tries = if attempts > 1 { format!(" (attempt {attempts})") } else { String::new() };
+        let id = clean(step);
+        let failed_assertion = self.failed_assertion.remove(step);
+        let line = match status {
+            StepStatus::Done => format!("{} {id}  done{tries}{took}", s.green("✓")),
+            StepStatus::Failed => {
+                let why = error.map(str::to_owned).or(failed_assertion);
+                let why = why.map(|w| truncate(&clean(&w), 160).into_owned());
+                let why = why.unwrap_or_else(|| "no detail".to_owned());
+                format!("{} {id}  {}{tries}{took}", s.red("✗"), s.red(&format!("failed: {why}")))
+            }
+            _ if waiting => {
+                format!("{} {id}  {}", s.yellow("⏸"), s.yellow("waiting for approval"))
+            }
+            StepStatus::Skipped => format!("{} {id}  {}", s.dim("↷"), s.dim("skipped")),
+            StepStatus::Blocked => {
+                let why =
+                    error.map(|e| format!(": {}", truncate(&clean(e), 160))).unwrap_or_default();
+                format!("{} {id}  {}", s.yellow("⊘"), s.yellow(&format!("blocked{why}")))
+            }
+            StepStatus::Pending | StepStatus::InProgress => {
+                let state = if status == StepStatus::Pending { "pending" } else { "in progress" };
+                let why =
+                    error.map(|e| format!(": {}", truncate(&clean(e), 160))).unwrap_or_default();
+                format!("{} {id}  {state}{why}", s.dim("·"))
+            }
+        };
+        let mut notes = Vec::with_capacity(2);
+        let final_state = matches!(
+            status,
+            StepStatus::Done | StepStatus::Failed | StepStatus::Skipped | StepStatus::Blocked
+        );
+        if final_state && !waiting && self.finished.insert(step.to_owned()) {
+            notes.push(Note::Progress(self.finished.len() as u64));
+        }
+        notes.push(Note::Stopped { step: step.to_owned(), line });
+        notes
+    }
+}
+
+/// The fields of a `step.finished` event.
+#[derive(Clone, Copy)]
+struct Finished<'a> {
+    step: &'a str,
+    status: StepStatus,
+    attempts: u32,
+    error: &'a Option<String>,
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// `file.patch site/style.css`: the tool and the argument that says what it touches.
+pub(crate) fn activity(tool: &str, arguments: &Value) -> String {
+    let arg = |key: &str| arguments.get(key).and_then(Value::as_str);
+    let detail = match tool {
+        "shell.exec" => arg("command").map(str::to_owned).or_else(|| {
+            let argv = arguments.get("argv")?.as_array()?;
+            Some(argv.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "))
+        }),
+        "http.request" => arg("url").map(|url| format!("{} {url}", arg("method").unwrap_or("GET"))),
+        _ => arg("path").map(str::to_owned),
+    };
+    let text = match detail {
+        Some(d) => format!("{tool} {d}"),
+        None => tool.to_owned(),
+    };
+    truncate(&clean(&text), 70).into_owned()
+}
+
+/// The live view on a terminal: spinners for running steps, permanent lines for finished ones,
+/// an overall count. Drawn on stderr so stdout stays clean.
+pub struct LiveView {
+    multi: MultiProgress,
+    state: Mutex<LiveState>,
+}
+
+struct LiveState {
+    tracker: Tracker,
+    spinner: ProgressStyle,
+    bars: HashMap<String, ProgressBar>,
+    overall: ProgressBar,
+    ended: bool,
+}
+
+/// indicatif's `{elapsed}` says "1 second"; a step line wants `1.2s`.
+fn elapsed_key(state: &ProgressState, w: &mut dyn std::fmt::Write) {
+    let _ = w.write_str(&duration(millis(state.elapsed())));
+}
+
+fn template(text: &str) -> ProgressStyle {
+    ProgressStyle::with_template(text)
+        .map(|t| t.with_key("secs", elapsed_key))
+        .unwrap_or_else(|_| ProgressStyle::default_spinner())
+}
+
+#[allow(dead_code)] // stderr() and finish() are called by the lead's run command
+impl LiveView {
+    /// The view on stderr.
+    pub fn stderr(style: Style) -> Self {
+        LiveView::with_target(ProgressDrawTarget::stderr(), style)
+    }
+
+    /// The view on any indicatif draw target (the tests use an in-memory terminal).
+    pub fn with_target(target: ProgressDrawTarget, style: Style) -> Self {
+        let multi = MultiProgress::with_draw_target(target);
+        let (spin, total) = if style.color {
+            ("{spinner:.cyan} {prefix:.bold}  {msg}  {secs:.dim}", "{pos}/{len} steps  {secs:.dim}")
+        } else {
+            ("{spinner} {prefix}  {msg}  {secs}", "{pos}/{len} steps  {secs}")
+        };
+        let overall = multi.add(ProgressBar::new(0).with_style(template(total)));
+        overall.enable_steady_tick(Duration::from_millis(250));
+        let state = LiveState {
+            tracker: Tracker::new(style),
+            spinner: template(spin),
+            bars: HashMap::new(),
+            overall,
+            ended: false,
+        };
+        LiveView { multi, state: Mutex::new(state) }
+    }
+
+    /// Runs `f` with the bars hidden, so it can print (the approval prompt) without garbling
+    /// them; they are redrawn afterwards.
+    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.multi.suspend(f)
+    }
+
+    /// Clears every bar (done on `run.finished`, on drop, or by the caller after an error).
+    pub fn finish(&self) {
+        let mut state = lock(&self.state);
+        self.end(&mut state);
+    }
+
+    fn end(&self, state: &mut LiveState) {
+        if state.ended {
+            return;
+        }
+        state.ended = true;
+        for (_, bar) in state.bars.drain() {
+            bar.finish_and_clear();
+            self.multi.remove(&bar);
+        }
+        state.overall.finish_and_clear();
+        self.multi.remove(&state.overall);
+    }
+}
+
+impl Observer for LiveView {
+    fn on_event(&self, event: &Event) {
+        let mut guard = lock(&self.state);
+        let state = &mut *guard;
+        if state.ended {
+            return;
+        }
+        for note in state.tracker.apply(event, Instant::now()) {
+            match note {
+                // A failed println only loses a line of a display; the journal has everything.
+                Note::Line(line) => drop(self.multi.println(line)),
+                Note::Started { step } => match state.bars.get(&step) {
+                    Some(bar) => bar.reset_elapsed(),
+                    None => {
+                        let bar = ProgressBar::new_spinner()
+                            .with_style(state.spinner.clone())
+                            .with_prefix(clean(&step).into_owned());
+                        let bar = self.multi.insert_before(&state.overall, bar);
+                        bar.enable_steady_tick(Duration::from_millis(100));
+                        state.bars.insert(step, bar);
+                    }
+                },
+                Note::Activity { step, text } => {
+                    if let Some(bar) = state.bars.get(&step) {
+                        bar.set_message(text);
+                    }
+                }
+                Note::Stopped { step, line } => {
+                    if let Some(bar) = state.bars.remove(&step) {
+                        bar.finish_and_clear();
+                        self.multi.remove(&bar);
+                    }
+                    drop(self.multi.println(line));
+                }
+                Note::Total(n) => state.overall.set_length(n),
+                Note::Progress(n) => state.overall.set_position(n),
+                Note::End => self.end(state),
+            }
+        }
+    }
+}
+
+impl Drop for LiveView {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// The same information as [`LiveView`], one line at a time, for a stderr that is not a
+/// terminal (CI logs): no spinners, no cursor movement.
+pub struct PlainView<W: Write + Send = Stderr> {
+    state: Mutex<PlainState<W>>,
+}
+
+struct PlainState<W> {
+    out: W,
+    tracker: Tracker,
+    stopped: bool,
+}
+
+#[allow(dead_code)] // stderr() is called by the lead's run command
+impl PlainView<Stderr> {
+    pub fn stderr(style: Style) -> Self {
+        PlainView::new(io::stderr(), style)
+    }
+}
+
+#[allow(dead_code)] // into_inner() is for the tests
+impl<W: Write + Send> PlainView<W> {
+    pub fn new(out: W, style: Style) -> Self {
+        let state = PlainState { out, tracker: Tracker::new(style), stopped: false };
+        PlainView { state: Mutex::new(state) }
+    }
+
+    pub fn into_inner(self) -> W {
+        self.state.into_inner().unwrap_or_else(PoisonError::into_inner).out
+    }
+}
+
+impl<W: Write + Send> Observer for PlainView<W> {
+    fn on_event(&self, event: &Event) {
+        let mut guard = lock(&self.state);
+        let state = &mut *guard;
+        if state.stopped {
+            return;
+        }
+        let mut text = String::new();
+        for note in state.tracker.apply(event, Instant::now()) {
+            match note {
+                Note::Line(line) => {
+                    let _ = writeln!(text, "{line}");
+                }
+                Note::Activity { step, text: what } => {
+                    let _ = writeln!(text, "▸ {}  {what}", clean(&step));
+                }
+                Note::Stopped { line, .. } => {
+                    let (done, total) = state.tracker.counts();
+                    let _ = writeln!(text, "{line}  [{done}/{total}]");
+                }
+                Note::Started { .. } | Note::Total(_) | Note::Progress(_) | Note::End => {}
+            }
+        }
+        if !text.is_empty() && state.out.write_all(text.as_bytes()).is_err() {
+            // Nowhere left to report to: stop writing, the run goes on and is journaled.
+            state.stopped = true;
+        }
+    }
+}
+
+/// The summary printed when `pev run` ends: the outcome, why, what ran and changed, and what
+/// to do next. Long lists (warnings, files) are capped; `pev show` has everything.
+pub fn render_summary(result: &RunResult, style: &Style) -> String {
+    let s = style;
+    let mut out = String::new();
+    let id = clean(&result.run_id);
+    let status = status_name(result.status);
+    let _ = writeln!(out, "{} {id}: {}", s.bold("run"), s.status(status));
+    let _ = writeln!(out, "{} {}", s.dim("goal:"), clean(&result.goal));
+    if !result.reasons.is_empty() {
+        let _ = writeln!(out, "{}", s.bold("reasons:"));
+        for r in &result.reasons {
+            let code = reason_name(r.code);
+            let step = r.step.as_deref().map(|st| format!(" [{}]", clean(st))).unwrap_or_default();
+            let code =
+                if result.status == RunStatus::Failed { s.red(code) } else { s.yellow(code) };
+            let _ = writeln!(out, "  {code}{step}: {}", clean(&r.message));
+        }
+    }
+    let count =
+        |want: &[StepStatus]| result.steps.iter().filter(|st| want.contains(&st.status)).count();
+    let done = count(&[StepStatus::Done]);
+    let failed = count(&[StepStatus::Failed]);
+    let skipped = count(&[StepStatus::Skipped]);
+    let not_run = count(&[StepStatus::Pending, StepStatus::InProgress, StepStatus::Blocked]);
+    let mut parts = vec![s.green(&format!("{done} done"))];
+    if failed > 0 {
+        parts.push(s.red(&format!("{failed} failed")));
+    }
+    if skipped > 0 {
+        parts.push(format!("{skipped} skipped"));
+    }
+    if not_run > 0 {
+        parts.push(s.yellow(&format!("{not_run} not run")));
+    }
+    let total = result.steps.len();
+    let _ = writeln!(out, "{} {} (of {total})", s.dim("steps:"), parts.join(", "));
+    let assertions = result.steps.iter().flat_map(|st| &st.assertions);
+    let (passed, failed): (Vec<_>, Vec<_>) = assertions.partition(|a| a.passed);
+    if !passed.is_empty() || !failed.is_empty() {
+        let failed = if failed.is_empty() {
+            "0 failed".to_owned()
+        } else {
+            s.red(&format!("{} failed", failed.len()))
+        };
+        let _ = writeln!(out, "{} {} passed, {failed}", s.dim("assertions:"), passed.len());
+    }
+    if !result.postconditions.is_empty() {
+        let ok = result.postconditions.iter().filter(|p| p.satisfied).count();
+        let n = result.postconditions.len();
+        let _ = writeln!(out, "{} {ok} of {n} satisfied", s.dim("postconditions:"));
+        for p in &result.postconditions {
+            let mark = if p.satisfied { s.green("✓") } else { s.red("✗") };
+            let desc = truncate(&clean(&p.description), 80).into_owned();
+            let _ = writeln!(out, "  {mark} {desc}: {}", truncate(&clean(&p.evidence), 120));
+        }
+    }
+    if !result.file_mutations.is_empty() {
+        let _ = writeln!(out, "{}", s.dim("files:"));
+        for m in result.file_mutations.iter().take(MAX_LISTED) {
+            let _ = writeln!(out, "  {}", mutation_line(m, s));
+        }
+        more(&mut out, result.file_mutations.len(), s);
+    }
+    if !result.warnings.is_empty() {
+        let _ = writeln!(out, "{}", s.dim("warnings:"));
+        for w in result.warnings.iter().take(MAX_LISTED) {
+            let _ = writeln!(out, "  {}", s.yellow(&format!("! {}", clean(w))));
+        }
+        more(&mut out, result.warnings.len(), s);
+    }
+    let u = &result.usage;
+    let mut usage =
+        format!("{} tool call{}", u.tool_calls, if u.tool_calls == 1 { "" } else { "s" });
+    if u.llm_calls > 0 {
+        let _ = write!(
+            usage,
+            ", {} model calls ({} in / {} out tokens, ${:.4})",
+            u.llm_calls, u.input_tokens, u.output_tokens, u.cost_usd
+        );
+    }
+    let _ = writeln!(out, "{} {usage} in {}", s.dim("usage:"), duration(result.duration_ms));
+    let next = match result.status {
+        RunStatus::AwaitingApproval => format!("pev approve {id} && pev resume {id}"),
+        RunStatus::Success => format!("pev show {id}  (steps, evidence and diffs)"),
+        RunStatus::Partial | RunStatus::Failed => format!("pev show {id}"),
+    };
+    let _ = writeln!(out, "{} {}", s.dim("next:"), s.bold(&next));
+    out
+}
+
+/// How many files or warnings the summary lists before "… N more".
+const MAX_LISTED: usize = 20;
+
+fn more(out: &mut String, n: usize, s: &Style) {
+    if n > MAX_LISTED {
+        let _ = writeln!(out, "  {}", s.dim(&format!("… {} more (pev show)", n - MAX_LISTED)));
+    }
+}
+
+/// `site/style.css  120 → 121 bytes  +1 −1` (or `no-op`).
+pub(crate) fn mutation_line(m: &FileMutation, s: &Style) -> String {
+    let change = if m.no_op {
+        s.yellow("no-op")
+    } else {
+        format!(
+            "{} {}",
+            s.green(&format!("+{}", m.lines_added)),
+            s.red(&format!("−{}", m.lines_removed))
+        )
+    };
+    format!("{}  {} → {} bytes  {change}", clean(&m.path), m.bytes_before, m.bytes_after)
+}
+
+/// The reason code as written in JSON (`assertion_failed`).
+pub(crate) fn reason_name(code: ReasonCode) -> &'static str {
+    match code {
+        ReasonCode::StepFailed => "step_failed",
+        ReasonCode::StepsNotRun => "steps_not_run",
+        ReasonCode::AssertionFailed => "assertion_failed",
+        ReasonCode::PostconditionUnverified => "postcondition_unverified",
+        ReasonCode::NoEffects => "no_effects",
+        ReasonCode::NoOpMutation => "no_op_mutation",
+        ReasonCode::BudgetExhausted => "budget_exhausted",
+        ReasonCode::JudgeRejected => "judge_rejected",
+        ReasonCode::Stagnation => "stagnation",
+        ReasonCode::Cancelled => "cancelled",
+        ReasonCode::ApprovalPending => "approval_pending",
+    }
+}
+
+/// The status as written in JSON (`awaiting_approval`).
+pub(crate) fn status_name(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Success => "success",
+        RunStatus::Partial => "partial",
+        RunStatus::Failed => "failed",
+        RunStatus::AwaitingApproval => "awaiting_approval",
+    }
+}
+
+#[cfg(test)]
+#[path = "run_view_tests.rs"]
+mod tests;

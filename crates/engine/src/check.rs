@@ -1,0 +1,137 @@
+//! After a tool call: what changed on disk, what the output hides, and whether the step's
+//! assertions hold. This decides the step's status for the attempt.
+
+use std::collections::HashMap;
+
+use pev_protocol::event::{EventBody, now_rfc3339};
+use pev_protocol::run::StepStatus;
+use pev_store::{FileHashRecord, HashPhase, MutationRecord, Record, StoreError};
+use pev_verify::CheckEnv;
+use serde_json::Value;
+
+use crate::state::StepMutation;
+use crate::step::{Before, Call, CallEnd, Shared, StepReport, sha256_hex, snapshot};
+
+pub(crate) async fn after_call(
+    shared: &Shared,
+    call: &Call<'_>,
+    before: Before,
+    end: CallEnd,
+    inputs: &HashMap<String, Value>,
+    report: &mut StepReport,
+) -> Result<(), StoreError> {
+    let engine = &shared.engine;
+    let run_id = shared.recorder.run_id().to_owned();
+    let id = call.step.id.as_str();
+    let slot = &mut report.slot;
+    let now = now_rfc3339();
+
+    // What the watched files look like now.
+    for path in call.watched {
+        let Some(after) = snapshot(engine, path) else { continue };
+        let after_sha = after.as_deref().map(sha256_hex);
+        shared.recorder.record(Record::FileHash(FileHashRecord {
+            run_id: run_id.clone(),
+            step_id: id.to_owned(),
+            path: path.clone(),
+            phase: HashPhase::After,
+            sha256: after_sha.clone(),
+            bytes: after.as_ref().map(|c| c.len() as u64),
+            at: now.clone(),
+        }))?;
+        let Some(before_sha) = before.hashes.get(path) else { continue };
+        let is_target = call.target == Some(path.as_str());
+        // A write or patch is a mutation even when it changed nothing (that is the no-op this
+        // records); another watched file only when it changed.
+        if !(is_target && end.output.is_ok()) && *before_sha == after_sha {
+            continue;
+        }
+        let before_content = before.contents.get(path).and_then(Option::as_deref);
+        let mutation = pev_verify::mutation(path, before_content, after.as_deref());
+        if let Some(content) = &after {
+            shared.recorder.record(Record::Blob {
+                sha256: after_sha.clone().unwrap_or_default(),
+                content: content.clone(),
+            })?;
+        }
+        if let (Some(content), Some(sha)) = (before_content, before_sha) {
+            shared
+                .recorder
+                .record(Record::Blob { sha256: sha.clone(), content: content.to_vec() })?;
+        }
+        shared.recorder.record(Record::Mutation(MutationRecord {
+            run_id: run_id.clone(),
+            step_id: id.to_owned(),
+            mutation: mutation.clone(),
+            before_sha256: before_sha.clone(),
+            after_sha256: after_sha,
+        }))?;
+        slot.evidence.push(if mutation.no_op {
+            format!("{} left {path} unchanged ({} bytes)", call.tool, mutation.bytes_after)
+        } else {
+            format!(
+                "{} changed {path}: {} -> {} bytes, +{} -{} lines",
+                call.tool,
+                mutation.bytes_before,
+                mutation.bytes_after,
+                mutation.lines_added,
+                mutation.lines_removed
+            )
+        });
+        report.mutations.push(StepMutation { step: id.to_owned(), mutation });
+    }
+
+    let output = match end.output {
+        Ok(output) => output,
+        Err(error) => {
+            slot.status = StepStatus::Failed;
+            slot.error = Some(format!("{} failed: {error}", call.tool));
+            slot.output = None;
+            slot.ended_at = Some(now_rfc3339());
+            return Ok(());
+        }
+    };
+
+    for warning in pev_verify::silent_failures(call.tool, &output) {
+        let message = format!("step `{id}`: {warning}");
+        shared
+            .recorder
+            .emit(EventBody::Warning { step: Some(id.to_owned()), message: message.clone() })?;
+        report.warnings.push(message);
+    }
+
+    let mut outputs = inputs.clone();
+    outputs.insert(id.to_owned(), output.clone());
+    let env =
+        CheckEnv { ctx: &engine.ctx, step: Some(id), outputs: &outputs, before: &before.hashes };
+    let mut results = Vec::with_capacity(call.step.assertions.len());
+    for assertion in &call.step.assertions {
+        let result = pev_verify::check(assertion, &env).await;
+        shared.recorder.emit(EventBody::AssertionChecked {
+            step: Some(id.to_owned()),
+            postcondition: None,
+            result: result.clone(),
+        })?;
+        results.push(result);
+    }
+    let failed = results.iter().find(|r| !r.passed);
+    for r in results.iter().filter(|r| r.passed) {
+        slot.evidence.push(format!("{}: {}", r.kind, r.detail));
+    }
+    if let Some(f) = failed {
+        slot.status = StepStatus::Failed;
+        slot.by_assertion = true;
+        slot.error = Some(format!("assertion {} failed: {}", f.kind, f.detail));
+    } else {
+        slot.status = StepStatus::Done;
+        slot.by_assertion = false;
+        slot.goal_action = pev_verify::is_goal_action(call.tool, call.effect, call.args);
+        if results.is_empty() && slot.evidence.is_empty() {
+            slot.evidence.push(format!("{} returned without error", call.tool));
+        }
+    }
+    slot.assertions = results;
+    slot.output = Some(output);
+    slot.ended_at = Some(now_rfc3339());
+    Ok(())
+}

@@ -1,0 +1,112 @@
+//! The end of a run: postconditions checked against the workspace, the outcome decided by
+//! `pev-verify` (never by the steps themselves), the result journaled and announced.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use pev_protocol::event::{EventBody, now_rfc3339};
+use pev_protocol::run::{FileMutation, RunResult, RunStatus, StepStatus, Usage};
+use pev_store::Record;
+use pev_verify::{CheckEnv, OutcomeInput};
+
+use crate::EngineError;
+use crate::scheduler::RunState;
+use crate::step::Shared;
+
+pub(crate) async fn finish(
+    shared: &Shared,
+    state: &mut RunState,
+    started: Instant,
+) -> Result<RunResult, EngineError> {
+    let plan = &shared.plan;
+    let outputs: HashMap<String, serde_json::Value> = plan
+        .steps
+        .iter()
+        .zip(&state.slots)
+        .filter(|(_, slot)| slot.status == StepStatus::Done)
+        .filter_map(|(step, slot)| slot.output.clone().map(|o| (step.id.as_str().to_owned(), o)))
+        .collect();
+    let env = CheckEnv {
+        ctx: &shared.engine.ctx,
+        step: None,
+        outputs: &outputs,
+        before: &state.run_before,
+    };
+    let checked = pev_verify::check_postconditions(plan, &env).await;
+    let mut postconditions = Vec::with_capacity(checked.len());
+    for (result, assertions) in checked {
+        for a in assertions {
+            shared.recorder.emit(EventBody::AssertionChecked {
+                step: None,
+                postcondition: Some(result.description.clone()),
+                result: a,
+            })?;
+        }
+        postconditions.push(result);
+    }
+
+    let steps: Vec<_> = plan
+        .steps
+        .iter()
+        .zip(&state.slots)
+        .map(|(step, slot)| slot.to_result(step.id.as_str()))
+        .collect();
+    let awaiting: Vec<String> = plan
+        .steps
+        .iter()
+        .zip(&state.slots)
+        .filter(|(_, slot)| slot.awaiting_approval)
+        .map(|(step, _)| step.id.as_str().to_owned())
+        .collect();
+    let goal_actions_executed =
+        state.slots.iter().any(|s| s.goal_action && s.status == StepStatus::Done);
+    let file_mutations: Vec<FileMutation> =
+        state.mutations.iter().map(|m| m.mutation.clone()).collect();
+    let mutation_steps: Vec<String> = state.mutations.iter().map(|m| m.step.clone()).collect();
+    let (status, reasons) = pev_verify::decide(&OutcomeInput {
+        plan,
+        steps: &steps,
+        postconditions: &postconditions,
+        mutations: &file_mutations,
+        mutation_steps: &mutation_steps,
+        goal_actions_executed,
+        awaiting_approval: &awaiting,
+        cancelled: state.cancelled,
+    });
+    let duration_ms = state
+        .prior_duration_ms
+        .saturating_add(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
+    let result = RunResult {
+        run_id: shared.recorder.run_id().to_owned(),
+        goal: plan.goal.clone(),
+        status,
+        reasons: reasons.clone(),
+        goal_actions_executed,
+        steps,
+        postconditions,
+        file_mutations,
+        warnings: state.warnings.clone(),
+        usage: Usage { tool_calls: state.tool_calls, ..Usage::default() },
+        duration_ms,
+    };
+    shared.recorder.emit(EventBody::VerifyFinished { status, reasons })?;
+    shared.recorder.record(Record::RunStatus {
+        run_id: result.run_id.clone(),
+        status: status_name(status).to_owned(),
+        result: Some(Box::new(result.clone())),
+        updated_at: now_rfc3339(),
+    })?;
+    shared.recorder.emit(EventBody::RunFinished { result: Box::new(result.clone()) })?;
+    shared.recorder.flush().await?;
+    Ok(result)
+}
+
+/// The status as stored and printed.
+pub fn status_name(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Success => "success",
+        RunStatus::Partial => "partial",
+        RunStatus::Failed => "failed",
+        RunStatus::AwaitingApproval => "awaiting_approval",
+    }
+}

@@ -1,0 +1,79 @@
+//! The one place events are numbered: each event gets the next `seq`, goes to the journal, and is
+//! shown to the observer, under one lock so that the journal, the `--json` stream and the live
+//! view all see the same order.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use pev_protocol::event::{Event, EventBody, now_rfc3339};
+use pev_store::{Journal, Record, StoreError};
+
+use crate::Observer;
+
+pub(crate) struct Recorder {
+    run_id: String,
+    next_seq: Mutex<u64>,
+    journal: Journal,
+    observer: Arc<dyn Observer>,
+}
+
+impl Recorder {
+    pub(crate) fn new(
+        run_id: String,
+        next_seq: u64,
+        journal: Journal,
+        observer: Arc<dyn Observer>,
+    ) -> Self {
+        Self { run_id, next_seq: Mutex::new(next_seq), journal, observer }
+    }
+
+    pub(crate) fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// Numbers, journals (queued, not yet durable) and shows one event.
+    pub(crate) fn emit(&self, body: EventBody) -> Result<(), StoreError> {
+        let mut seq = self.next_seq.lock().unwrap_or_else(PoisonError::into_inner);
+        let event = Event { run_id: self.run_id.clone(), seq: *seq, at: now_rfc3339(), body };
+        *seq += 1;
+        self.journal.record(Record::Event(event.clone()))?;
+        self.observer.on_event(&event);
+        Ok(())
+    }
+
+    /// Queues a record (not an event).
+    pub(crate) fn record(&self, record: Record) -> Result<(), StoreError> {
+        self.journal.record(record)
+    }
+
+    /// Queues `records` and waits until the last of them (and so all of them, and everything
+    /// queued before) is on disk. Runs the wait on a blocking thread.
+    pub(crate) async fn durable(&self, mut records: Vec<Record>) -> Result<(), StoreError> {
+        let Some(last) = records.pop() else { return Ok(()) };
+        for record in records {
+            self.journal.record(record)?;
+        }
+        let journal = self.journal.clone();
+        match tokio::task::spawn_blocking(move || journal.record_durable(last)).await {
+            Ok(result) => result,
+            // The blocking task panicked or was cancelled: the write's fate is unknown, so the
+            // caller must not go on as if it were durable.
+            Err(e) => Err(wait_failed(&e)),
+        }
+    }
+
+    pub(crate) async fn flush(&self) -> Result<(), StoreError> {
+        let journal = self.journal.clone();
+        match tokio::task::spawn_blocking(move || journal.flush()).await {
+            Ok(result) => result,
+            Err(e) => Err(wait_failed(&e)),
+        }
+    }
+}
+
+/// The blocking wait for the journal did not return (it panicked or was cancelled).
+fn wait_failed(e: &tokio::task::JoinError) -> StoreError {
+    StoreError::Invalid {
+        path: std::path::PathBuf::from("(journal)"),
+        message: format!("waiting for the writer failed: {e}"),
+    }
+}

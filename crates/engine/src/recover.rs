@@ -1,0 +1,159 @@
+//! Resume: what an interrupted step already did.
+//!
+//! A step the journal shows as started but not finished had its tool call's intent recorded
+//! durably before the call ran. Three cases:
+//! - the call finished and its end was journaled: its output is reused, not produced again;
+//! - a write or patch was interrupted: the file is hashed. The hash the call would produce means
+//!   it was applied (recorded as recovered, not applied twice); the hash from before means it was
+//!   not (it runs now); anything else means someone else changed the file, and the step fails
+//!   rather than guess;
+//! - any other interrupted call runs again: reads are harmless, and an exec or network effect
+//!   cannot be checked from outside, which a warning says.
+
+use std::collections::HashMap;
+
+use pev_protocol::event::{EventBody, now_rfc3339};
+use pev_protocol::tool::Effect;
+use pev_store::{Record, StoreError, ToolCallEnd, ToolCallRecord, ToolCallStatus};
+use serde_json::{Value, json};
+
+use crate::step::{Before, Call, CallEnd, Shared, StepReport, sha256_hex, snapshot};
+
+/// What the journal says about a step's last tool call, with what was recorded before it.
+#[derive(Debug, Clone)]
+pub(crate) struct Recovery {
+    pub call: ToolCallRecord,
+    pub before_hashes: HashMap<String, Option<String>>,
+    /// The write target's content before the call, from the journal's blobs.
+    pub before_content: Option<Vec<u8>>,
+}
+
+/// `Some` when the interrupted attempt's outcome is known (reused or recovered); `None` when the
+/// call must run again.
+pub(crate) async fn settle(
+    shared: &Shared,
+    call: &Call<'_>,
+    recovery: Recovery,
+    report: &mut StepReport,
+) -> Result<Option<(Before, CallEnd)>, StoreError> {
+    let Recovery { call: record, before_hashes, before_content } = recovery;
+    let id = call.step.id.as_str();
+    let mut contents = HashMap::new();
+    if let (Some(path), Some(content)) = (&record.path, before_content) {
+        contents.insert(path.clone(), Some(content));
+    } else if let Some(path) = &record.path
+        && record.pre_sha256.is_none()
+    {
+        // The file did not exist before the call.
+        contents.insert(path.clone(), None);
+    }
+    let before = Before { hashes: before_hashes, contents };
+
+    match record.status {
+        ToolCallStatus::Finished | ToolCallStatus::Recovered => {
+            report.slot.evidence.push(format!(
+                "{} finished before the interruption; its journaled output is used",
+                record.tool
+            ));
+            let output = record.output.clone().unwrap_or(Value::Null);
+            return Ok(Some((before, CallEnd { output: Ok(output) })));
+        }
+        ToolCallStatus::Failed => {
+            let error = record.error.clone().unwrap_or_else(|| "failed".to_owned());
+            return Ok(Some((before, CallEnd { output: Err(error) })));
+        }
+        ToolCallStatus::Started => {}
+    }
+
+    let end = |status: ToolCallStatus, output: Option<Value>, error: Option<String>| {
+        Record::ToolCallFinished(ToolCallEnd {
+            run_id: record.run_id.clone(),
+            call_id: record.call_id.clone(),
+            status,
+            output,
+            error,
+            ended_at: now_rfc3339(),
+            duration_ms: 0,
+        })
+    };
+
+    if record.effect != Effect::Write || record.path.is_none() {
+        shared.recorder.record(end(
+            ToolCallStatus::Failed,
+            None,
+            Some("interrupted by a crash; run again on resume".to_owned()),
+        ))?;
+        if matches!(record.effect, Effect::Exec | Effect::Network) {
+            let message = format!(
+                "step `{id}` was interrupted during {}; an {} effect cannot be checked from \
+                 outside, so it runs again",
+                record.tool,
+                if record.effect == Effect::Exec { "exec" } else { "network" },
+            );
+            shared
+                .recorder
+                .emit(EventBody::Warning { step: Some(id.to_owned()), message: message.clone() })?;
+            report.warnings.push(message);
+        }
+        return Ok(None);
+    }
+
+    let path = record.path.clone().unwrap_or_default();
+    let now = snapshot(&shared.engine, &path);
+    let now_sha = now.as_ref().map(|c| c.as_deref().map(sha256_hex));
+    let applied = record.intended_sha256.is_some()
+        && now_sha.as_ref().is_some_and(|s| *s == record.intended_sha256);
+    if applied {
+        let content = now.flatten().unwrap_or_default();
+        let sha = sha256_hex(&content);
+        let bytes_before =
+            before.contents.get(&path).map_or(0, |c| c.as_ref().map_or(0, |c| c.len() as u64));
+        let output = match record.tool.as_str() {
+            "file.patch" => json!({
+                "changed": record.pre_sha256.as_deref() != Some(sha.as_str()),
+                "bytes_before": bytes_before,
+                "bytes_after": content.len(),
+                "sha256": sha,
+                "recovered": true,
+            }),
+            _ => json!({
+                "bytes": content.len(),
+                "sha256": sha,
+                "created": record.pre_sha256.is_none(),
+                "recovered": true,
+            }),
+        };
+        shared.recorder.record(end(ToolCallStatus::Recovered, Some(output.clone()), None))?;
+        shared.recorder.emit(EventBody::ToolFinished {
+            step: id.to_owned(),
+            call_id: record.call_id.clone(),
+            tool: record.tool.clone(),
+            ok: true,
+            output: Some(output.clone()),
+            error: None,
+            duration_ms: 0,
+            recovered: true,
+        })?;
+        report.slot.evidence.push(format!(
+            "{} on {path} had been applied before the interruption (content hash matches); not \
+             applied again",
+            record.tool
+        ));
+        return Ok(Some((before, CallEnd { output: Ok(output) })));
+    }
+    if now_sha.as_ref().is_some_and(|s| *s == record.pre_sha256) {
+        shared.recorder.record(end(
+            ToolCallStatus::Failed,
+            None,
+            Some("interrupted before it took effect; run again on resume".to_owned()),
+        ))?;
+        return Ok(None);
+    }
+    let error = format!(
+        "{path} changed since the interrupted {} (its content is neither the state before the \
+         call nor the state the call would leave); not applied again",
+        record.tool
+    );
+    shared.recorder.record(end(ToolCallStatus::Failed, None, Some(error.clone())))?;
+    Ok(Some((before, CallEnd { output: Err(error) })))
+}

@@ -1,0 +1,407 @@
+//! The run loop: which step starts when.
+//!
+//! A step is ready when every step it waits for (through `depends_on` or a reference) is done.
+//! Ready steps start in plan order, at most `jobs` at a time. When a step fails, its `on_fail`
+//! decides: `abort` (and `retry` once its attempts are spent) starts nothing new but lets running
+//! steps finish; `continue` skips the steps that wait for it, directly or not, and lets the rest
+//! go on; `replan` needs a planner, which `pev run` does not have, so it stops like `abort`.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+
+use pev_lint::graph::StepGraph;
+use pev_lint::policy::Glob;
+use pev_protocol::event::{EventBody, now_rfc3339};
+use pev_protocol::run::{RunResult, StepStatus};
+use pev_protocol::{OnFail, Plan};
+use pev_store::{FileHashRecord, HashPhase, Journal, Record, RunRecord, ToolCallStatus};
+use tokio::task::JoinSet;
+
+use crate::recorder::Recorder;
+use crate::recover::Recovery;
+use crate::state::{Slot, StepMutation};
+use crate::step::{Shared, StepJob, StepReport, run_step, sha256_hex, snapshot};
+use crate::{Engine, EngineError};
+
+/// A new run: its id (already created in the store), the plan and the journal to write.
+pub struct RunInput {
+    pub run_id: String,
+    pub plan: Plan,
+    pub journal: Journal,
+}
+
+/// A stored run to finish.
+pub struct ResumeInput {
+    pub record: RunRecord,
+    pub journal: Journal,
+    /// Blob contents by sha256, for the hashes [`ResumeInput::blobs_needed`] names.
+    pub blobs: HashMap<String, Vec<u8>>,
+    /// Warnings recorded by earlier sessions, in order.
+    pub warnings: Vec<String>,
+}
+
+impl ResumeInput {
+    /// The blobs resume wants: the content before each write that was under way.
+    pub fn blobs_needed(record: &RunRecord) -> Vec<String> {
+        record.tool_calls.iter().filter_map(|c| c.pre_sha256.clone()).collect()
+    }
+}
+
+/// Everything the loop tracks.
+pub(crate) struct RunState {
+    pub slots: Vec<Slot>,
+    pub recoveries: HashMap<usize, Recovery>,
+    pub approved: HashSet<String>,
+    pub mutations: Vec<StepMutation>,
+    pub warnings: Vec<String>,
+    pub tool_calls: u64,
+    /// Hashes before the run of the paths postconditions check with `content_changed`.
+    pub run_before: HashMap<String, Option<String>>,
+    pub prior_duration_ms: u64,
+    pub cancelled: bool,
+}
+
+impl Engine {
+    /// Runs a new plan to its end (or to a point where it waits for approval).
+    pub async fn run(&self, input: RunInput) -> Result<RunResult, EngineError> {
+        crate::check_runnable(&input.plan, &self.registry)?;
+        let mut plan = input.plan;
+        for step in &mut plan.steps {
+            if step.refs.is_empty() {
+                step.index_references();
+            }
+        }
+        let n = plan.steps.len();
+        let recorder = Recorder::new(input.run_id, 0, input.journal, Arc::clone(&self.observer));
+        recorder.emit(EventBody::RunStarted {
+            goal: plan.goal.clone(),
+            workspace: self.ctx.workspace.root().display().to_string(),
+            resumed: false,
+        })?;
+        recorder.emit(EventBody::PlanCreated { version: 1, steps: n })?;
+        let mut run_before = HashMap::new();
+        for pc in &plan.postconditions {
+            for a in &pc.assertions {
+                if let pev_protocol::Assertion::ContentChanged { path, .. } = a
+                    && let Some(state) = snapshot(self, path)
+                {
+                    let sha = state.as_deref().map(sha256_hex);
+                    recorder.record(Record::FileHash(FileHashRecord {
+                        run_id: recorder.run_id().to_owned(),
+                        step_id: String::new(),
+                        path: path.clone(),
+                        phase: HashPhase::Before,
+                        sha256: sha.clone(),
+                        bytes: state.as_ref().map(|c| c.len() as u64),
+                        at: now_rfc3339(),
+                    }))?;
+                    run_before.insert(path.clone(), sha);
+                }
+            }
+        }
+        let state = RunState {
+            slots: vec![Slot::default(); n],
+            recoveries: HashMap::new(),
+            approved: HashSet::new(),
+            mutations: Vec::new(),
+            warnings: Vec::new(),
+            tool_calls: 0,
+            run_before,
+            prior_duration_ms: 0,
+            cancelled: false,
+        };
+        self.execute(Arc::new(plan), recorder, state, 0).await
+    }
+
+    /// Finishes a stored run: done steps stay done, interrupted ones are settled (see
+    /// `recover`), the rest run.
+    pub async fn resume(&self, input: ResumeInput) -> Result<RunResult, EngineError> {
+        let ResumeInput { record, journal, blobs, warnings } = input;
+        let mut plan: Plan = serde_json::from_value(record.plan.clone()).map_err(|e| {
+            EngineError::Resume(format!(
+                "the stored plan of run {} cannot be read: {e}",
+                record.run_id
+            ))
+        })?;
+        for step in &mut plan.steps {
+            step.index_references();
+        }
+        crate::check_runnable(&plan, &self.registry)?;
+        let index = plan.index();
+        let mut slots = vec![Slot::default(); plan.steps.len()];
+        for stored in &record.steps {
+            if let Some(&i) = index.get(stored.step_id.as_str())
+                && let Some(slot) = slots.get_mut(i)
+            {
+                *slot = Slot::from_stored(stored);
+            }
+        }
+        // The last tool call of each step, in journal order.
+        let mut last_call: HashMap<&str, &pev_store::ToolCallRecord> = HashMap::new();
+        for call in &record.tool_calls {
+            last_call.insert(call.step_id.as_str(), call);
+        }
+        let mut recoveries = HashMap::new();
+        for (i, slot) in slots.iter_mut().enumerate() {
+            let id = plan.steps[i].id.as_str();
+            match slot.status {
+                StepStatus::Done => {
+                    slot.goal_action = last_call.get(id).is_some_and(|c| {
+                        matches!(c.status, ToolCallStatus::Finished | ToolCallStatus::Recovered)
+                            && pev_verify::is_goal_action(&c.tool, c.effect, &c.arguments)
+                    });
+                }
+                StepStatus::InProgress => {
+                    if let Some(call) = last_call.get(id).filter(|c| c.attempt == slot.attempts) {
+                        let before_hashes = record
+                            .file_hashes
+                            .iter()
+                            .filter(|h| h.step_id == id && h.phase == HashPhase::Before)
+                            .map(|h| (h.path.clone(), h.sha256.clone()))
+                            .collect();
+                        let before_content =
+                            call.pre_sha256.as_ref().and_then(|s| blobs.get(s).cloned());
+                        recoveries.insert(
+                            i,
+                            Recovery { call: (*call).clone(), before_hashes, before_content },
+                        );
+                        // The attempt being settled is the one that was interrupted.
+                        slot.attempts = slot.attempts.saturating_sub(1);
+                    }
+                    slot.status = StepStatus::Pending;
+                }
+                StepStatus::Blocked => slot.status = StepStatus::Pending,
+                _ => {}
+            }
+            slot.awaiting_approval = false;
+        }
+        let run_before = record
+            .file_hashes
+            .iter()
+            .filter(|h| h.step_id.is_empty() && h.phase == HashPhase::Before)
+            .map(|h| (h.path.clone(), h.sha256.clone()))
+            .collect();
+        let approved = record.approvals.iter().map(|a| a.step_id.clone()).collect();
+        let mutations = record
+            .mutations
+            .iter()
+            .map(|m| StepMutation { step: m.step_id.clone(), mutation: m.mutation.clone() })
+            .collect();
+        let prior_duration_ms = record.result.as_ref().map_or(0, |r| r.duration_ms);
+        let recorder = Recorder::new(
+            record.run_id.clone(),
+            record.next_seq,
+            journal,
+            Arc::clone(&self.observer),
+        );
+        recorder.emit(EventBody::RunStarted {
+            goal: plan.goal.clone(),
+            workspace: self.ctx.workspace.root().display().to_string(),
+            resumed: true,
+        })?;
+        let state = RunState {
+            slots,
+            recoveries,
+            approved,
+            mutations,
+            warnings,
+            tool_calls: record.tool_calls.len() as u64,
+            run_before,
+            prior_duration_ms,
+            cancelled: false,
+        };
+        self.execute(Arc::new(plan), recorder, state, record.next_seq).await
+    }
+
+    async fn execute(
+        &self,
+        plan: Arc<Plan>,
+        recorder: Recorder,
+        mut state: RunState,
+        session: u64,
+    ) -> Result<RunResult, EngineError> {
+        let started = Instant::now();
+        let graph = StepGraph::new(&plan);
+        let n = plan.steps.len();
+        let shared = Arc::new(Shared {
+            engine: self.clone(),
+            plan: Arc::clone(&plan),
+            recorder,
+            approve_globs: self.config.approve_tools.iter().map(|g| Glob::new(g)).collect(),
+            approval_lock: tokio::sync::Mutex::new(()),
+            session,
+        });
+        let mut remaining: Vec<usize> = (0..n)
+            .map(|i| {
+                graph
+                    .edges(i)
+                    .iter()
+                    .filter(|e| state.slots[e.to].status != StepStatus::Done)
+                    .count()
+            })
+            .collect();
+        let mut ready: VecDeque<usize> =
+            (0..n).filter(|&i| remaining[i] == 0 && !state.slots[i].is_settled()).collect();
+        let jobs = self.config.jobs.max(1);
+        let mut aborting = false;
+        let mut running: JoinSet<StepReport> = JoinSet::new();
+        let cancel = Arc::clone(&self.config.cancel);
+        let index = plan.index();
+        loop {
+            while !aborting && !state.cancelled && running.len() < jobs {
+                let Some(i) = ready.pop_front() else { break };
+                let job = job_for(&plan, &index, &mut state, i);
+                running.spawn(run_step(Arc::clone(&shared), job));
+            }
+            if running.is_empty() {
+                break;
+            }
+            tokio::select! {
+                joined = running.join_next() => {
+                    let report = match joined {
+                        Some(Ok(report)) => report,
+                        Some(Err(e)) => {
+                            return Err(EngineError::Plan(format!("a step task ended abnormally: {e}")));
+                        }
+                        None => break,
+                    };
+                    let failed = self.settle(&shared, &graph, &mut state, report, &mut remaining, &mut ready)?;
+                    if let Some(on_fail) = failed {
+                        match on_fail {
+                            OnFail::Continue => {}
+                            OnFail::Replan => {
+                                let message = "on_fail: replan needs a planner model (pev agent); \
+                                               the run stops as for abort".to_owned();
+                                shared.recorder.emit(EventBody::Warning { step: None, message: message.clone() })?;
+                                state.warnings.push(message);
+                                aborting = true;
+                            }
+                            OnFail::Abort | OnFail::Retry => aborting = true,
+                        }
+                    }
+                }
+                () = cancel.cancelled(), if !state.cancelled => {
+                    state.cancelled = true;
+                }
+            }
+        }
+        crate::finish::finish(&shared, &mut state, started).await
+    }
+
+    /// Takes a finished step task's report into the state; returns the `on_fail` of a failed
+    /// step.
+    fn settle(
+        &self,
+        shared: &Shared,
+        graph: &StepGraph,
+        state: &mut RunState,
+        report: StepReport,
+        remaining: &mut [usize],
+        ready: &mut VecDeque<usize>,
+    ) -> Result<Option<OnFail>, EngineError> {
+        let i = report.idx;
+        let step = &shared.plan.steps[i];
+        let id = step.id.as_str();
+        state.tool_calls += report.tool_calls;
+        state.warnings.extend(report.warnings);
+        state.mutations.extend(report.mutations);
+        let slot = report.slot;
+        let run_id = shared.recorder.run_id();
+        shared.recorder.record(Record::StepState(slot.to_stored(run_id, id)))?;
+        let status = slot.status;
+        if status != StepStatus::Blocked {
+            shared.recorder.emit(EventBody::StepFinished {
+                step: id.to_owned(),
+                status,
+                attempts: slot.attempts,
+                error: slot.error.clone(),
+            })?;
+        }
+        state.slots[i] = slot;
+        match status {
+            StepStatus::Done => {
+                for &d in graph.dependents(i) {
+                    if let Some(r) = remaining.get_mut(d) {
+                        *r = r.saturating_sub(1);
+                        if *r == 0 && state.slots[d].status == StepStatus::Pending {
+                            ready.push_back(d);
+                        }
+                    }
+                }
+                Ok(None)
+            }
+            StepStatus::Failed => {
+                if step.on_fail == OnFail::Continue {
+                    self.skip_dependents(shared, graph, state, i)?;
+                }
+                Ok(Some(step.on_fail))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Marks every step that waits for `failed`, directly or not, as skipped.
+    fn skip_dependents(
+        &self,
+        shared: &Shared,
+        graph: &StepGraph,
+        state: &mut RunState,
+        failed: usize,
+    ) -> Result<(), EngineError> {
+        let failed_id = shared.plan.steps[failed].id.as_str();
+        let mut queue: VecDeque<usize> = graph.dependents(failed).iter().copied().collect();
+        while let Some(d) = queue.pop_front() {
+            let Some(slot) = state.slots.get_mut(d) else { continue };
+            if slot.status != StepStatus::Pending {
+                continue;
+            }
+            slot.status = StepStatus::Skipped;
+            slot.error = Some(format!(
+                "skipped: it waits for `{failed_id}`, which failed (on_fail: continue)"
+            ));
+            slot.ended_at = Some(now_rfc3339());
+            let id = shared.plan.steps[d].id.as_str();
+            shared
+                .recorder
+                .record(Record::StepState(slot.to_stored(shared.recorder.run_id(), id)))?;
+            shared.recorder.emit(EventBody::StepFinished {
+                step: id.to_owned(),
+                status: StepStatus::Skipped,
+                attempts: slot.attempts,
+                error: slot.error.clone(),
+            })?;
+            queue.extend(graph.dependents(d).iter().copied());
+        }
+        Ok(())
+    }
+}
+
+/// The work for step `i`: the outputs it needs, whether it is approved, what to recover.
+fn job_for(plan: &Plan, index: &HashMap<&str, usize>, state: &mut RunState, i: usize) -> StepJob {
+    let step = &plan.steps[i];
+    let mut inputs = HashMap::new();
+    let mut wanted: Vec<&str> = step.refs.iter().map(|r| r.reference.step.as_str()).collect();
+    wanted.extend(step.assertions.iter().filter_map(|a| a.step().map(|s| s.as_str())));
+    for id in wanted {
+        if inputs.contains_key(id) {
+            continue;
+        }
+        if let Some(output) = index
+            .get(id)
+            .copied()
+            .and_then(|j| state.slots.get(j))
+            .filter(|s| s.status == StepStatus::Done)
+            .and_then(|s| s.output.clone())
+        {
+            inputs.insert(id.to_owned(), output);
+        }
+    }
+    StepJob {
+        idx: i,
+        attempts_before: state.slots[i].attempts,
+        inputs,
+        approved: state.approved.contains(step.id.as_str()),
+        recovery: state.recoveries.remove(&i),
+    }
+}

@@ -1,0 +1,444 @@
+//! Running one step: resolve its references, get approval if it needs it, hash the files it may
+//! change, journal the intent (durably, before any effect), call the tool, then measure what
+//! changed and check the step's assertions.
+//!
+//! The order matters for resume: the intent record (with the hash before and, for writes and
+//! patches, the hash the call will produce) reaches the disk before the tool runs, so after a
+//! crash `recover` can tell "not applied" from "applied" by looking at the file.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use pev_lint::policy::Glob;
+use pev_protocol::event::{EventBody, now_rfc3339};
+use pev_protocol::run::StepStatus;
+use pev_protocol::tool::Effect;
+use pev_protocol::{Plan, Step};
+use pev_store::{
+    ApprovalRecord, FileHashRecord, HashPhase, Record, StoreError, ToolCallEnd, ToolCallStart,
+    ToolCallStatus,
+};
+use pev_tools::builtin::file_patch::{Edit, apply};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::recorder::Recorder;
+use crate::recover::Recovery;
+use crate::resolve::resolve_parameters;
+use crate::state::{Slot, StepMutation};
+use crate::{Approval, ApprovalMode, ApprovalRequest, Engine};
+
+/// Files above this size are hashed but not kept for line counts and diffs.
+const MAX_SNAPSHOT_BYTES: usize = 8 * 1024 * 1024;
+
+/// What every step task shares.
+pub(crate) struct Shared {
+    pub engine: Engine,
+    pub plan: Arc<Plan>,
+    pub recorder: Recorder,
+    pub approve_globs: Vec<Glob>,
+    /// One approval prompt at a time.
+    pub approval_lock: tokio::sync::Mutex<()>,
+    /// Distinguishes tool-call ids of this session from those of earlier ones of the same run.
+    pub session: u64,
+}
+
+/// The work handed to a step task.
+pub(crate) struct StepJob {
+    pub idx: usize,
+    pub attempts_before: u32,
+    /// The outputs of the steps this one references or asserts on.
+    pub inputs: HashMap<String, Value>,
+    /// Approved already (journaled earlier, or `--yes`).
+    pub approved: bool,
+    pub recovery: Option<Recovery>,
+}
+
+/// What a step task hands back.
+pub(crate) struct StepReport {
+    pub idx: usize,
+    pub slot: Slot,
+    pub mutations: Vec<StepMutation>,
+    pub tool_calls: u64,
+    pub warnings: Vec<String>,
+}
+
+/// The file a write-effect call changes (its `path` argument), if it names one.
+pub(crate) fn target_path(effect: Effect, args: &Value) -> Option<String> {
+    if effect != Effect::Write {
+        return None;
+    }
+    args.get("path").and_then(Value::as_str).map(str::to_owned)
+}
+
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(64);
+    for b in digest.iter() {
+        out.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+        out.push(char::from(b"0123456789abcdef"[usize::from(b & 0xf)]));
+    }
+    out
+}
+
+/// The hash a write or patch will leave, computed before it runs; `None` when it cannot be known.
+fn intended_sha256(tool: &str, args: &Value, before: Option<&[u8]>, path: &str) -> Option<String> {
+    match tool {
+        "file.write" => {
+            args.get("content").and_then(Value::as_str).map(|c| sha256_hex(c.as_bytes()))
+        }
+        "file.patch" => {
+            let text = std::str::from_utf8(before?).ok()?;
+            let edits: Vec<Edit> = serde_json::from_value(args.get("edits")?.clone()).ok()?;
+            let (new, _) = apply(text, &edits, path).ok()?;
+            Some(sha256_hex(new.as_bytes()))
+        }
+        _ => None,
+    }
+}
+
+/// The paths whose state before and after the step is recorded: the file a write changes, the
+/// step's `expected_outputs`, and the paths of its `content_changed` assertions.
+fn watched_paths(step: &Step, target: Option<&str>) -> Vec<String> {
+    let mut paths: Vec<String> = Vec::new();
+    let mut add = |p: &str| {
+        if !paths.iter().any(|q| q == p) {
+            paths.push(p.to_owned());
+        }
+    };
+    if let Some(t) = target {
+        add(t);
+    }
+    for p in &step.expected_outputs {
+        add(p);
+    }
+    for a in &step.assertions {
+        if let pev_protocol::Assertion::ContentChanged { path, .. } = a {
+            add(path);
+        }
+    }
+    paths
+}
+
+/// A file's state: `Some(None)` absent, `Some(Some(bytes))` present, `None` unreadable (outside
+/// the sandbox, a directory): not recorded.
+pub(crate) fn snapshot(engine: &Engine, path: &str) -> Option<Option<Vec<u8>>> {
+    match engine.ctx.workspace.read(path) {
+        Ok(bytes) => Some(Some(bytes)),
+        Err(pev_tools::SandboxError::NotFound { .. }) => Some(None),
+        Err(_) => None,
+    }
+}
+
+/// The files' states before a call: hashes of all watched paths, content of those small enough
+/// to diff (`None` inside: the file did not exist).
+pub(crate) struct Before {
+    pub hashes: HashMap<String, Option<String>>,
+    pub contents: HashMap<String, Option<Vec<u8>>>,
+}
+
+impl Before {
+    fn take(engine: &Engine, paths: &[String]) -> Self {
+        let mut hashes = HashMap::new();
+        let mut contents = HashMap::new();
+        for path in paths {
+            let Some(state) = snapshot(engine, path) else { continue };
+            hashes.insert(path.clone(), state.as_deref().map(sha256_hex));
+            if state.as_ref().is_none_or(|c| c.len() <= MAX_SNAPSHOT_BYTES) {
+                contents.insert(path.clone(), state);
+            }
+        }
+        Self { hashes, contents }
+    }
+}
+
+/// How a call ended.
+pub(crate) struct CallEnd {
+    pub output: Result<Value, String>,
+}
+
+/// One tool call as the step will make it.
+pub(crate) struct Call<'a> {
+    pub step: &'a Step,
+    pub tool: &'a str,
+    pub effect: Effect,
+    pub args: &'a Value,
+    pub watched: &'a [String],
+    pub target: Option<&'a str>,
+}
+
+pub(crate) async fn run_step(shared: Arc<Shared>, mut job: StepJob) -> StepReport {
+    let mut report = StepReport {
+        idx: job.idx,
+        slot: Slot { attempts: job.attempts_before, ..Slot::default() },
+        mutations: Vec::new(),
+        tool_calls: 0,
+        warnings: Vec::new(),
+    };
+    let plan = Arc::clone(&shared.plan);
+    let Some(step) = plan.steps.get(job.idx) else {
+        fail(&mut report.slot, "internal error: no such step");
+        return report;
+    };
+    if let Err(e) = drive(&shared, step, &mut job, &mut report).await {
+        fail(&mut report.slot, &format!("the journal failed: {e}"));
+    }
+    report
+}
+
+fn fail(slot: &mut Slot, message: &str) {
+    slot.status = StepStatus::Failed;
+    slot.error = Some(message.to_owned());
+    slot.ended_at = Some(now_rfc3339());
+}
+
+/// How many attempts a step gets: `max_attempts` if the plan says, else 3 for `on_fail: retry`
+/// and 1 otherwise.
+fn max_attempts(step: &Step) -> u32 {
+    let default = if step.on_fail == pev_protocol::OnFail::Retry { 3 } else { 1 };
+    step.max_attempts.unwrap_or(default).max(1)
+}
+
+async fn drive(
+    shared: &Shared,
+    step: &Step,
+    job: &mut StepJob,
+    report: &mut StepReport,
+) -> Result<(), StoreError> {
+    let engine = &shared.engine;
+    let id = step.id.as_str();
+    report.slot.started_at = Some(now_rfc3339());
+    let Some((tool_name, tool)) =
+        step.tool.as_deref().and_then(|t| engine.registry.get(t).map(|tool| (t, Arc::clone(tool))))
+    else {
+        fail(&mut report.slot, "the step names no tool pev has");
+        return Ok(());
+    };
+    let effect = tool.effect();
+    let args = match resolve_parameters(&step.parameters, &|s| job.inputs.get(s)) {
+        Ok(map) => Value::Object(map),
+        Err(e) => {
+            fail(&mut report.slot, &e.to_string());
+            return Ok(());
+        }
+    };
+
+    if !job.approved
+        && let Some(reason) = approval_reason(shared, step, tool_name)
+    {
+        match ask(shared, step, tool_name, &args, reason).await? {
+            Approval::Yes => {}
+            Approval::No => {
+                fail(&mut report.slot, "a person refused approval");
+                return Ok(());
+            }
+            Approval::Defer => {
+                report.slot.status = StepStatus::Blocked;
+                report.slot.awaiting_approval = true;
+                report.slot.started_at = None;
+                return Ok(());
+            }
+        }
+    }
+
+    let target = target_path(effect, &args);
+    let watched = watched_paths(step, target.as_deref());
+    let call = Call {
+        step,
+        tool: tool_name,
+        effect,
+        args: &args,
+        watched: &watched,
+        target: target.as_deref(),
+    };
+    let max_attempts = max_attempts(step);
+    let mut recovery = job.recovery.take();
+    loop {
+        report.slot.attempts += 1;
+        report.slot.status = StepStatus::InProgress;
+        report.slot.error = None;
+        shared
+            .recorder
+            .record(Record::StepState(report.slot.to_stored(shared.recorder.run_id(), id)))?;
+        shared
+            .recorder
+            .emit(EventBody::StepStarted { step: id.to_owned(), attempt: report.slot.attempts })?;
+
+        let settled = match recovery.take() {
+            Some(r) => crate::recover::settle(shared, &call, r, report).await?,
+            None => None,
+        };
+        let (before, end) = match settled {
+            Some(known) => known,
+            None => invoke(shared, &call, &*tool, report).await?,
+        };
+        crate::check::after_call(shared, &call, before, end, &job.inputs, report).await?;
+        if report.slot.status == StepStatus::Done
+            || report.slot.attempts >= max_attempts
+            || engine.config.cancel.is_cancelled()
+        {
+            break;
+        }
+        let message = format!(
+            "attempt {} of {max_attempts} failed: {}; trying again",
+            report.slot.attempts,
+            report.slot.error.as_deref().unwrap_or("unknown error")
+        );
+        shared.recorder.emit(EventBody::Warning { step: Some(id.to_owned()), message })?;
+    }
+    Ok(())
+}
+
+/// Why `step` needs approval, if it does.
+fn approval_reason(shared: &Shared, step: &Step, tool: &str) -> Option<String> {
+    if step.requires_approval {
+        return Some("the step sets requires_approval".to_owned());
+    }
+    shared
+        .approve_globs
+        .iter()
+        .find(|g| g.matches(tool))
+        .map(|g| format!("the policy's approve_tools lists `{}`", g.as_str()))
+}
+
+/// Asks for approval as the run's mode says, journaling the request and a yes.
+async fn ask(
+    shared: &Shared,
+    step: &Step,
+    tool: &str,
+    args: &Value,
+    reason: String,
+) -> Result<Approval, StoreError> {
+    let id = step.id.as_str().to_owned();
+    let (answer, by) = match &shared.engine.config.approval {
+        ApprovalMode::All => (Approval::Yes, "--yes"),
+        ApprovalMode::Defer => {
+            shared
+                .recorder
+                .emit(EventBody::ApprovalRequested { step: id, tool: Some(tool.to_owned()) })?;
+            return Ok(Approval::Defer);
+        }
+        ApprovalMode::Ask(approver) => {
+            shared.recorder.emit(EventBody::ApprovalRequested {
+                step: id.clone(),
+                tool: Some(tool.to_owned()),
+            })?;
+            let request = ApprovalRequest {
+                step: id.clone(),
+                title: step.label().to_owned(),
+                tool: Some(tool.to_owned()),
+                arguments: args.clone(),
+                reason,
+            };
+            let approver = Arc::clone(approver);
+            let _one_at_a_time = shared.approval_lock.lock().await;
+            let answer = tokio::task::spawn_blocking(move || approver.decide(&request))
+                .await
+                .unwrap_or(Approval::Defer);
+            (answer, "tty")
+        }
+    };
+    if answer == Approval::Yes {
+        shared.recorder.record(Record::Approval(ApprovalRecord {
+            run_id: shared.recorder.run_id().to_owned(),
+            step_id: id.clone(),
+            by: by.to_owned(),
+            at: now_rfc3339(),
+        }))?;
+        shared.recorder.emit(EventBody::ApprovalGranted { step: id, by: by.to_owned() })?;
+    }
+    Ok(answer)
+}
+
+/// Makes the call: state before, the durable intent, the tool, the end record.
+async fn invoke(
+    shared: &Shared,
+    call: &Call<'_>,
+    tool: &dyn pev_tools::Tool,
+    report: &mut StepReport,
+) -> Result<(Before, CallEnd), StoreError> {
+    let engine = &shared.engine;
+    let run_id = shared.recorder.run_id().to_owned();
+    let id = call.step.id.as_str();
+    let before = Before::take(engine, call.watched);
+    let call_id = format!("{id}#{}.{}", report.slot.attempts, shared.session);
+    let target_content =
+        call.target.and_then(|t| before.contents.get(t)).and_then(Option::as_deref);
+    let intended =
+        call.target.and_then(|path| intended_sha256(call.tool, call.args, target_content, path));
+    let now = now_rfc3339();
+    let mut records = Vec::with_capacity(call.watched.len() + 2);
+    for (path, sha) in &before.hashes {
+        records.push(Record::FileHash(FileHashRecord {
+            run_id: run_id.clone(),
+            step_id: id.to_owned(),
+            path: path.clone(),
+            phase: HashPhase::Before,
+            sha256: sha.clone(),
+            bytes: None,
+            at: now.clone(),
+        }));
+    }
+    // The content before a write goes with the intent, so a resumed run can still show the diff.
+    if let Some(content) = target_content {
+        records.push(Record::Blob { sha256: sha256_hex(content), content: content.to_vec() });
+    }
+    records.push(Record::ToolCallStarted(ToolCallStart {
+        run_id: run_id.clone(),
+        call_id: call_id.clone(),
+        step_id: id.to_owned(),
+        attempt: report.slot.attempts,
+        tool: call.tool.to_owned(),
+        effect: call.effect,
+        arguments: call.args.clone(),
+        path: call.target.map(str::to_owned),
+        pre_sha256: call.target.and_then(|t| before.hashes.get(t).cloned().flatten()),
+        intended_sha256: intended,
+        started_at: now,
+    }));
+    // An effect must not happen unless its intent is on disk: that is what makes resume safe.
+    if call.effect == Effect::Read {
+        for r in records {
+            shared.recorder.record(r)?;
+        }
+    } else {
+        shared.recorder.durable(records).await?;
+    }
+    shared.recorder.emit(EventBody::ToolCalled {
+        step: id.to_owned(),
+        call_id: call_id.clone(),
+        tool: call.tool.to_owned(),
+        effect: call.effect,
+        arguments: call.args.clone(),
+    })?;
+    report.tool_calls += 1;
+    let started = Instant::now();
+    let result = tool.call(&engine.ctx, call.args.clone()).await;
+    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let (ok, output, error) = match result {
+        Ok(v) => (true, Some(v), None),
+        Err(e) => (false, None, Some(e.to_string())),
+    };
+    shared.recorder.record(Record::ToolCallFinished(ToolCallEnd {
+        run_id,
+        call_id: call_id.clone(),
+        status: if ok { ToolCallStatus::Finished } else { ToolCallStatus::Failed },
+        output: output.clone(),
+        error: error.clone(),
+        ended_at: now_rfc3339(),
+        duration_ms,
+    }))?;
+    shared.recorder.emit(EventBody::ToolFinished {
+        step: id.to_owned(),
+        call_id,
+        tool: call.tool.to_owned(),
+        ok,
+        output: output.clone(),
+        error: error.clone(),
+        duration_ms,
+        recovered: false,
+    })?;
+    let end = CallEnd { output: output.ok_or_else(|| error.unwrap_or_default()) };
+    Ok((before, end))
+}

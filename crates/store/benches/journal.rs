@@ -1,0 +1,147 @@
+//! Benchmark of the journal writer: how many queued records per second it commits (the engine's
+//! steady state, ~5 records per step, all `record` and one `flush` at the end), and how long
+//! one `record_durable` takes (one commit with its fsync, what a write step waits for before it
+//! touches a file).
+//!
+//! The journal lives in a temporary directory on the machine's disk (synchronous=FULL, WAL), so
+//! the figures include real fsyncs. Run: `cargo bench -p pev-store --bench journal`.
+
+// A bench that cannot set up or write has nothing to measure: it stops with the error.
+#![allow(clippy::unwrap_used)]
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use pev_protocol::assertion::AssertionResult;
+use pev_protocol::event::{Event, EventBody};
+use pev_protocol::run::StepStatus;
+use pev_protocol::tool::Effect;
+use pev_store::{
+    Journal, NewRun, Record, StepState, Store, ToolCallEnd, ToolCallStart, ToolCallStatus,
+};
+use serde_json::json;
+
+const RUN: &str = "bench-run";
+const AT: &str = "2026-01-01T00:00:00.000Z";
+
+/// A journal in a fresh temporary directory, with one run created.
+fn setup() -> (tempfile::TempDir, Journal) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pev_store::default_path(dir.path());
+    let store = Store::open(&path).unwrap();
+    store
+        .create_run(&NewRun {
+            run_id: RUN.into(),
+            goal: "bench".into(),
+            workspace: "/ws".into(),
+            plan: json!({"goal": "bench", "steps": []}),
+            options: json!({}),
+            created_at: AT.into(),
+        })
+        .unwrap();
+    (dir, Journal::start(&path).unwrap())
+}
+
+fn event(seq: u64, body: EventBody) -> Record {
+    Record::Event(Event { run_id: RUN.into(), seq, at: AT.into(), body })
+}
+
+/// The five records the engine writes for one cheap `file.read` step; `n` makes ids unique.
+fn step_records(n: u64) -> [Record; 5] {
+    let step = format!("step-{n}");
+    let call = format!("call-{n}");
+    [
+        event(2 * n, EventBody::StepStarted { step: step.clone(), attempt: 1 }),
+        Record::ToolCallStarted(ToolCallStart {
+            run_id: RUN.into(),
+            call_id: call.clone(),
+            step_id: step.clone(),
+            attempt: 1,
+            tool: "file.read".into(),
+            effect: Effect::Read,
+            arguments: json!({"path": "a.txt"}),
+            path: None,
+            pre_sha256: None,
+            intended_sha256: None,
+            started_at: AT.into(),
+        }),
+        Record::ToolCallFinished(ToolCallEnd {
+            run_id: RUN.into(),
+            call_id: call,
+            status: ToolCallStatus::Finished,
+            output: Some(json!({"content": "hello world\n", "bytes": 12})),
+            error: None,
+            ended_at: AT.into(),
+            duration_ms: 0,
+        }),
+        Record::StepState(StepState {
+            run_id: RUN.into(),
+            step_id: step.clone(),
+            status: StepStatus::Done,
+            attempts: 1,
+            output: Some(json!({"content": "hello world\n", "bytes": 12})),
+            error: None,
+            started_at: Some(AT.into()),
+            ended_at: Some(AT.into()),
+            assertions: vec![AssertionResult {
+                kind: "file_exists".into(),
+                passed: true,
+                detail: "a.txt exists".into(),
+            }],
+            evidence: vec!["read 12 bytes".into()],
+        }),
+        event(
+            2 * n + 1,
+            EventBody::StepFinished { step, status: StepStatus::Done, attempts: 1, error: None },
+        ),
+    ]
+}
+
+fn queued(c: &mut Criterion) {
+    let mut group = c.benchmark_group("journal/queued");
+    group.sample_size(10);
+    for steps in [1_000u64, 10_000] {
+        group.throughput(Throughput::Elements(steps * 5));
+        group.bench_with_input(BenchmarkId::new("records", steps * 5), &steps, |b, &steps| {
+            let (_dir, journal) = setup();
+            let mut next = 0u64;
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    // Building the records is the engine's cost, not the journal's.
+                    let recs: Vec<[Record; 5]> = (next..next + steps).map(step_records).collect();
+                    next += steps;
+                    let start = Instant::now();
+                    for five in recs {
+                        for rec in five {
+                            journal.record(rec).unwrap();
+                        }
+                    }
+                    journal.flush().unwrap();
+                    total += start.elapsed();
+                }
+                total
+            });
+        });
+    }
+    group.finish();
+}
+
+fn durable(c: &mut Criterion) {
+    let mut group = c.benchmark_group("journal/durable");
+    group.sample_size(20);
+    group.bench_function("record_durable", |b| {
+        let (_dir, journal) = setup();
+        let mut seq = 0u64;
+        b.iter(|| {
+            seq += 1;
+            let rec = event(seq, EventBody::StepStarted { step: "s".into(), attempt: 1 });
+            journal.record_durable(black_box(rec)).unwrap();
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, queued, durable);
+criterion_main!(benches);

@@ -1,0 +1,248 @@
+//! [`Journal`]: the write side of a running engine. A background thread owns its own connection
+//! and commits records in groups: it blocks for one message, drains everything queued behind it
+//! (up to [`MAX_BATCH`]), writes the lot in ONE transaction, and then acknowledges every caller
+//! waiting on a record of that commit. Ten thousand cheap steps therefore cost a few hundred
+//! fsyncs, not fifty thousand, while a caller that needs a record on disk before it acts (the
+//! start of a write, before the write) still gets exactly that from [`Journal::record_durable`].
+//!
+//! Errors are sticky. If any record of a batch fails, the whole transaction is rolled back, the
+//! error is kept, every waiter of that batch gets it, and every later call on any handle returns
+//! it: a journal never silently drops a record after an earlier one failed.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
+use std::sync::{Arc, OnceLock};
+use std::thread::JoinHandle;
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::error::{StoreError, db_err};
+use crate::records::Record;
+use crate::schema::{self, Create};
+use crate::write;
+
+/// The most records one transaction holds; a longer queue is committed in several.
+pub const MAX_BATCH: usize = 4096;
+
+/// What a waiter hears back: the commit holding its record succeeded, or the sticky error.
+type Ack = Result<(), Arc<StoreError>>;
+
+enum Msg {
+    Record(Record),
+    Durable(Record, SyncSender<Ack>),
+    Flush(SyncSender<Ack>),
+}
+
+/// State the handles and the writer thread share.
+struct Shared {
+    path: PathBuf,
+    /// The first error; set once, never cleared.
+    sticky: OnceLock<Arc<StoreError>>,
+    /// Committed transactions, for tests and benches.
+    commits: AtomicU64,
+}
+
+impl Shared {
+    fn check(&self) -> Result<(), StoreError> {
+        match self.sticky.get() {
+            Some(e) => Err(StoreError::Stopped(Arc::clone(e))),
+            None => Ok(()),
+        }
+    }
+
+    /// The error a caller sees when the channel to the thread is broken.
+    fn gone(&self) -> StoreError {
+        match self.sticky.get() {
+            Some(e) => StoreError::Stopped(Arc::clone(e)),
+            None => StoreError::WriterGone { path: self.path.clone() },
+        }
+    }
+}
+
+/// The sender and thread; dropping the last handle closes the channel and joins the thread,
+/// which commits whatever was still queued first.
+struct Inner {
+    tx: Option<Sender<Msg>>,
+    thread: Option<JoinHandle<()>>,
+    shared: Arc<Shared>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.tx.take();
+        if let Some(thread) = self.thread.take() {
+            // A panicked writer has nothing left to report beyond what the handles saw.
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A handle to the journal's writer thread; clones share the thread.
+#[derive(Clone)]
+pub struct Journal {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Journal").field("path", &self.inner.shared.path).finish_non_exhaustive()
+    }
+}
+
+impl Journal {
+    /// Opens `db` (creating and migrating it if needed) and starts the writer thread. Opening
+    /// happens here, so a bad file is reported to the caller, not to a later record.
+    pub fn start(db: &Path) -> Result<Journal, StoreError> {
+        let conn = schema::open(db, Create::Yes)?;
+        let shared = Arc::new(Shared {
+            path: db.to_path_buf(),
+            sticky: OnceLock::new(),
+            commits: AtomicU64::new(0),
+        });
+        let (tx, rx) = channel();
+        let writer = Writer { conn, shared: Arc::clone(&shared) };
+        let thread = std::thread::Builder::new()
+            .name("pev-journal".to_owned())
+            .spawn(move || writer.run(&rx))
+            .map_err(|e| StoreError::Invalid {
+                path: db.to_path_buf(),
+                message: format!("cannot start the journal writer thread: {e}"),
+            })?;
+        Ok(Journal { inner: Arc::new(Inner { tx: Some(tx), thread: Some(thread), shared }) })
+    }
+
+    /// The journal's file.
+    pub fn path(&self) -> &Path {
+        &self.inner.shared.path
+    }
+
+    /// Queues `rec` and returns at once; it is committed with the next group.
+    pub fn record(&self, rec: Record) -> Result<(), StoreError> {
+        self.inner.shared.check()?;
+        self.send(Msg::Record(rec))
+    }
+
+    /// Queues `rec` and returns once the commit holding it (and everything queued before it)
+    /// is on disk.
+    pub fn record_durable(&self, rec: Record) -> Result<(), StoreError> {
+        self.inner.shared.check()?;
+        let (ack_tx, ack_rx) = sync_channel(1);
+        self.send(Msg::Durable(rec, ack_tx))?;
+        self.wait(&ack_rx)
+    }
+
+    /// Returns once everything queued so far is on disk.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        self.inner.shared.check()?;
+        let (ack_tx, ack_rx) = sync_channel(1);
+        self.send(Msg::Flush(ack_tx))?;
+        self.wait(&ack_rx)
+    }
+
+    /// Flushes; if this is the last handle, also stops and joins the writer thread.
+    pub fn close(self) -> Result<(), StoreError> {
+        self.flush()?;
+        let shared = Arc::clone(&self.inner.shared);
+        // Dropping the last `Inner` joins the thread; other handles keep it running.
+        drop(self);
+        shared.check()
+    }
+
+    /// How many transactions the writer has committed (for tests and benches).
+    #[doc(hidden)]
+    pub fn commits(&self) -> u64 {
+        self.inner.shared.commits.load(Ordering::Relaxed)
+    }
+
+    fn send(&self, msg: Msg) -> Result<(), StoreError> {
+        let tx = self.inner.tx.as_ref().ok_or_else(|| self.inner.shared.gone())?;
+        tx.send(msg).map_err(|_| self.inner.shared.gone())
+    }
+
+    fn wait(&self, ack: &Receiver<Ack>) -> Result<(), StoreError> {
+        match ack.recv() {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(StoreError::Stopped(e)),
+            Err(_) => Err(self.inner.shared.gone()),
+        }
+    }
+}
+
+/// The writer thread's state.
+struct Writer {
+    conn: Connection,
+    shared: Arc<Shared>,
+}
+
+impl Writer {
+    /// Commits groups until every handle is gone (the channel closes after the last queued
+    /// message has been received, so nothing queued is lost on close).
+    fn run(mut self, rx: &Receiver<Msg>) {
+        let mut batch: Vec<Record> = Vec::with_capacity(256);
+        let mut waiters: Vec<SyncSender<Ack>> = Vec::new();
+        while let Ok(first) = rx.recv() {
+            let mut taken = 1;
+            take(first, &mut batch, &mut waiters);
+            while taken < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(msg) => take(msg, &mut batch, &mut waiters),
+                    Err(_) => break,
+                }
+                taken += 1;
+            }
+            let outcome = self.commit(&batch);
+            batch.clear();
+            for waiter in waiters.drain(..) {
+                // A waiter that gave up (its thread ended) needs no answer.
+                let _ = waiter.send(outcome.clone());
+            }
+        }
+    }
+
+    /// Writes `batch` in one transaction, unless an earlier batch failed.
+    fn commit(&mut self, batch: &[Record]) -> Ack {
+        if let Some(e) = self.shared.sticky.get() {
+            return Err(Arc::clone(e));
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        match write_batch(&mut self.conn, &self.shared.path, batch) {
+            Ok(()) => {
+                self.shared.commits.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(e) => {
+                let e = Arc::new(e);
+                // Only this thread sets it, so the set cannot lose a race.
+                let _ = self.shared.sticky.set(Arc::clone(&e));
+                Err(e)
+            }
+        }
+    }
+}
+
+fn take(msg: Msg, batch: &mut Vec<Record>, waiters: &mut Vec<SyncSender<Ack>>) {
+    match msg {
+        Msg::Record(rec) => batch.push(rec),
+        Msg::Durable(rec, ack) => {
+            batch.push(rec);
+            waiters.push(ack);
+        }
+        Msg::Flush(ack) => waiters.push(ack),
+    }
+}
+
+/// One transaction for the whole batch; any failure rolls it all back (on drop).
+fn write_batch(conn: &mut Connection, path: &Path, batch: &[Record]) -> Result<(), StoreError> {
+    // IMMEDIATE takes the write lock up front, so a concurrent writer (`pev approve`) makes
+    // this wait on the busy timeout instead of failing midway with a lock upgrade error.
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|e| db_err(path, "begin journal transaction", e))?;
+    for rec in batch {
+        write::apply(&tx, path, rec)?;
+    }
+    tx.commit().map_err(|e| db_err(path, "commit journal transaction", e))
+}

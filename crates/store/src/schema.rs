@@ -1,0 +1,242 @@
+//! The journal's tables and how a connection to it is opened: the pragmas every connection
+//! needs (WAL so a reader never blocks the writer, synchronous=FULL so a commit survives power
+//! loss, a busy timeout so a CLI process and a running engine can share the file, foreign keys
+//! so no row outlives its run) and the schema migrations.
+//!
+//! The schema version is `PRAGMA user_version`. Migrations run in one IMMEDIATE transaction that
+//! re-reads the version inside it, so two processes opening a fresh file at once cannot both
+//! migrate. A version newer than this build knows is refused: guessing at a layout could
+//! corrupt a journal a newer pev relies on.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+use crate::error::StoreError;
+
+/// `PRAGMA application_id` of a pev journal: "pev1" in ASCII.
+const APPLICATION_ID: i64 = 0x7065_7631;
+
+/// How long a connection waits for another process's write lock before failing.
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
+
+/// One entry per schema version: entry `i` migrates version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[V1];
+
+/// The schema version this build writes.
+pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Version 1. JSON columns hold serde_json text; timestamps are RFC 3339 UTC text, which sorts
+/// chronologically. `runs(created_at)` is indexed for "last" and `pev runs`.
+const V1: &str = "
+CREATE TABLE runs (
+    run_id      TEXT PRIMARY KEY NOT NULL,
+    goal        TEXT NOT NULL,
+    workspace   TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL,
+    options     TEXT NOT NULL,
+    result      TEXT
+);
+CREATE INDEX runs_created ON runs(created_at);
+
+CREATE TABLE plan_versions (
+    run_id      TEXT NOT NULL REFERENCES runs(run_id),
+    version     INTEGER NOT NULL,
+    plan        TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    PRIMARY KEY (run_id, version)
+);
+
+CREATE TABLE events (
+    run_id      TEXT NOT NULL REFERENCES runs(run_id),
+    seq         INTEGER NOT NULL,
+    at          TEXT NOT NULL,
+    kind        TEXT NOT NULL,
+    body        TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+
+CREATE TABLE step_states (
+    run_id      TEXT NOT NULL REFERENCES runs(run_id),
+    step_id     TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    attempts    INTEGER NOT NULL,
+    output      TEXT,
+    error       TEXT,
+    started_at  TEXT,
+    ended_at    TEXT,
+    assertions  TEXT NOT NULL,
+    evidence    TEXT NOT NULL,
+    PRIMARY KEY (run_id, step_id)
+);
+
+CREATE TABLE tool_calls (
+    run_id          TEXT NOT NULL REFERENCES runs(run_id),
+    call_id         TEXT NOT NULL,
+    step_id         TEXT NOT NULL,
+    attempt         INTEGER NOT NULL,
+    tool            TEXT NOT NULL,
+    effect          TEXT NOT NULL,
+    arguments       TEXT NOT NULL,
+    path            TEXT,
+    pre_sha256      TEXT,
+    intended_sha256 TEXT,
+    status          TEXT NOT NULL
+        CHECK (status IN ('started', 'finished', 'failed', 'recovered')),
+    output          TEXT,
+    error           TEXT,
+    started_at      TEXT NOT NULL,
+    ended_at        TEXT,
+    duration_ms     INTEGER,
+    PRIMARY KEY (run_id, call_id)
+);
+
+CREATE TABLE file_hashes (
+    run_id      TEXT NOT NULL REFERENCES runs(run_id),
+    step_id     TEXT NOT NULL,
+    path        TEXT NOT NULL,
+    phase       TEXT NOT NULL CHECK (phase IN ('before', 'after')),
+    sha256      TEXT,
+    bytes       INTEGER,
+    at          TEXT NOT NULL
+);
+CREATE INDEX file_hashes_run ON file_hashes(run_id);
+
+CREATE TABLE blobs (
+    sha256      TEXT PRIMARY KEY NOT NULL,
+    content     BLOB NOT NULL
+);
+
+CREATE TABLE mutations (
+    run_id          TEXT NOT NULL REFERENCES runs(run_id),
+    seq             INTEGER NOT NULL,
+    step_id         TEXT NOT NULL,
+    path            TEXT NOT NULL,
+    bytes_before    INTEGER NOT NULL,
+    bytes_after     INTEGER NOT NULL,
+    lines_added     INTEGER NOT NULL,
+    lines_removed   INTEGER NOT NULL,
+    no_op           INTEGER NOT NULL,
+    before_sha256   TEXT,
+    after_sha256    TEXT,
+    PRIMARY KEY (run_id, seq)
+);
+
+CREATE TABLE approvals (
+    run_id      TEXT NOT NULL REFERENCES runs(run_id),
+    step_id     TEXT NOT NULL,
+    by          TEXT NOT NULL,
+    at          TEXT NOT NULL,
+    PRIMARY KEY (run_id, step_id)
+);
+";
+
+/// Whether opening may create the file (and its directory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Create {
+    Yes,
+    No,
+}
+
+/// Opens `path` as a journal: creates it if asked, sets the pragmas, migrates.
+pub(crate) fn open(path: &Path, create: Create) -> Result<Connection, StoreError> {
+    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    match create {
+        Create::Yes => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .map_err(|source| StoreError::CreateDir { path: path.to_path_buf(), source })?;
+            }
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        Create::No => {
+            if !path.exists() {
+                return Err(StoreError::Missing { path: path.to_path_buf() });
+            }
+        }
+    }
+    let open_err = |source| StoreError::Open { path: path.to_path_buf(), source };
+    let mut conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
+    // The first statement that reads the file: a file that is not SQLite fails here.
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+        .map_err(open_err)?;
+    if !mode.eq_ignore_ascii_case("wal") && !mode.eq_ignore_ascii_case("memory") {
+        return Err(StoreError::NotAJournal {
+            path: path.to_path_buf(),
+            reason: format!("cannot use write-ahead logging (journal mode stays {mode:?})"),
+        });
+    }
+    conn.pragma_update(None, "synchronous", "FULL").map_err(open_err)?;
+    conn.pragma_update(None, "foreign_keys", "ON").map_err(open_err)?;
+    conn.set_prepared_statement_cache_capacity(64);
+    migrate(&mut conn, path)?;
+    Ok(conn)
+}
+
+/// Brings the schema to [`SCHEMA_VERSION`], or refuses a file that is not (or no longer) ours.
+fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let open_err = |source| StoreError::Open { path: path.to_path_buf(), source };
+    // The common case, a current journal, needs no write lock.
+    let version = user_version(conn).map_err(open_err)?;
+    check_identity(conn, path, version)?;
+    if version == SCHEMA_VERSION {
+        return Ok(());
+    }
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(open_err)?;
+    let version = user_version(&tx).map_err(open_err)?;
+    check_identity(&tx, path, version)?;
+    let start = usize::try_from(version).unwrap_or(usize::MAX);
+    for (i, ddl) in MIGRATIONS.iter().enumerate().skip(start) {
+        tx.execute_batch(ddl).map_err(|source| StoreError::Db {
+            path: path.to_path_buf(),
+            op: format!("migrate schema to version {}", i + 1),
+            source,
+        })?;
+    }
+    tx.pragma_update(None, "application_id", APPLICATION_ID).map_err(open_err)?;
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION).map_err(open_err)?;
+    tx.commit().map_err(open_err)
+}
+
+fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.pragma_query_value(None, "user_version", |row| row.get(0))
+}
+
+/// Refuses a database another program wrote, and one from a newer pev.
+fn check_identity(conn: &Connection, path: &Path, version: i64) -> Result<(), StoreError> {
+    let open_err = |source| StoreError::Open { path: path.to_path_buf(), source };
+    let app: i64 =
+        conn.pragma_query_value(None, "application_id", |row| row.get(0)).map_err(open_err)?;
+    if app != 0 && app != APPLICATION_ID {
+        return Err(StoreError::NotAJournal {
+            path: path.to_path_buf(),
+            reason: format!("its application id is {app:#x}"),
+        });
+    }
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::TooNew {
+            path: path.to_path_buf(),
+            found: version,
+            known: SCHEMA_VERSION,
+        });
+    }
+    if version == 0 {
+        // A fresh file has no tables; one with tables but no version is someone else's.
+        let tables: i64 = conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))
+            .map_err(open_err)?;
+        if tables > 0 {
+            return Err(StoreError::NotAJournal {
+                path: path.to_path_buf(),
+                reason: format!("it holds {tables} schema objects but no pev schema version"),
+            });
+        }
+    }
+    Ok(())
+}

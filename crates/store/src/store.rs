@@ -1,0 +1,206 @@
+//! [`Store`]: one connection to the journal for the CLI's reads (`pev runs`, `pev show`, resume's
+//! replay) and its small writes (creating a run, `pev approve`), each in its own transaction.
+//!
+//! A `Store` may read while another process's [`crate::Journal`] writes: WAL gives the reader a
+//! consistent snapshot, and the busy timeout covers the moments a write needs the lock.
+
+use std::path::{Path, PathBuf};
+
+use pev_protocol::event::{Event, now_rfc3339};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use crate::error::{StoreError, db_err, json_err};
+use crate::read;
+use crate::records::{ApprovalRecord, NewRun, Record, RunRecord, RunSummary};
+use crate::schema::{self, Create};
+use crate::write::{self, PlanRow};
+
+/// A connection to one journal file.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens the journal at `db`, creating it (and its directory) if missing, and migrates it.
+    pub fn open(db: &Path) -> Result<Store, StoreError> {
+        Ok(Store { conn: schema::open(db, Create::Yes)?, path: db.to_path_buf() })
+    }
+
+    /// Opens an existing journal; a missing file is [`StoreError::Missing`]. For commands that
+    /// only read (`pev runs`, `pev show`) and must not leave a `.pev/` behind.
+    pub fn open_existing(db: &Path) -> Result<Store, StoreError> {
+        Ok(Store { conn: schema::open(db, Create::No)?, path: db.to_path_buf() })
+    }
+
+    /// The journal's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records a new run: its `runs` row with status `running`, and plan version 1.
+    pub fn create_run(&self, run: &NewRun) -> Result<(), StoreError> {
+        let op = format!("create run {}", run.run_id);
+        let plan = serde_json::to_string(&run.plan).map_err(|e| json_err(&self.path, &op, e))?;
+        let options =
+            serde_json::to_string(&run.options).map_err(|e| json_err(&self.path, &op, e))?;
+        let sql = |e| db_err(&self.path, &op, e);
+        let tx = self.conn.unchecked_transaction().map_err(sql)?;
+        tx.prepare_cached(
+            "INSERT INTO runs (run_id, goal, workspace, status, created_at, updated_at, options)
+             VALUES (?1, ?2, ?3, 'running', ?4, ?4, ?5)",
+        )
+        .and_then(|mut st| {
+            st.execute(params![run.run_id, run.goal, run.workspace, run.created_at, options])
+        })
+        .map_err(sql)?;
+        let row = PlanRow {
+            run_id: &run.run_id,
+            version: 1,
+            plan: &plan,
+            reason: "initial plan",
+            created_at: &run.created_at,
+        };
+        write::insert_plan_version(&tx, &row).map_err(sql)?;
+        tx.commit().map_err(sql)
+    }
+
+    /// Writes one record in its own transaction (the [`crate::Journal`] batches; this does not).
+    pub fn write(&self, rec: &Record) -> Result<(), StoreError> {
+        let sql = |e| db_err(&self.path, "write record", e);
+        let tx = self.conn.unchecked_transaction().map_err(sql)?;
+        write::apply(&tx, &self.path, rec)?;
+        tx.commit().map_err(sql)
+    }
+
+    /// The run `id` names: an exact id, `last`/`latest` (the newest run), or a unique prefix.
+    pub fn resolve_run(&self, id: &str) -> Result<String, StoreError> {
+        let sql = |e| db_err(&self.path, "resolve run id", e);
+        if id.is_empty() {
+            return Err(StoreError::NotFound(String::new()));
+        }
+        if write::run_exists(&self.conn, id).map_err(sql)? {
+            return Ok(id.to_owned());
+        }
+        if id == "last" || id == "latest" {
+            return self
+                .conn
+                .prepare_cached(
+                    "SELECT run_id FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 1",
+                )
+                .and_then(|mut st| st.query_row([], |row| row.get(0)).optional())
+                .map_err(sql)?
+                .ok_or_else(|| StoreError::NotFound(id.to_owned()));
+        }
+        let mut candidates: Vec<String> = self
+            .conn
+            .prepare_cached(
+                "SELECT run_id FROM runs WHERE substr(run_id, 1, length(?1)) = ?1
+                 ORDER BY created_at DESC, rowid DESC",
+            )
+            .and_then(|mut st| st.query_map([id], |row| row.get(0))?.collect())
+            .map_err(sql)?;
+        match candidates.len() {
+            0 => Err(StoreError::NotFound(id.to_owned())),
+            1 => Ok(candidates.swap_remove(0)),
+            _ => Err(StoreError::Ambiguous { prefix: id.to_owned(), candidates }),
+        }
+    }
+
+    /// Every run, newest first.
+    pub fn list_runs(&self) -> Result<Vec<RunSummary>, StoreError> {
+        // The plan's step count comes from SQLite's JSON functions, so listing does not parse
+        // whole plans in Rust; step states can outnumber it if a revision dropped steps.
+        self.conn
+            .prepare_cached(
+                "SELECT r.run_id, r.goal, r.status, r.created_at, r.updated_at,
+                     (SELECT json_array_length(p.plan, '$.steps') FROM plan_versions p
+                      WHERE p.run_id = r.run_id ORDER BY p.version DESC LIMIT 1),
+                     (SELECT count(*) FROM step_states s WHERE s.run_id = r.run_id),
+                     (SELECT count(*) FROM step_states s
+                      WHERE s.run_id = r.run_id AND s.status = 'done')
+                 FROM runs r ORDER BY r.created_at DESC, r.rowid DESC",
+            )
+            .and_then(|mut st| st.query_map([], summary)?.collect())
+            .map_err(|e| db_err(&self.path, "list runs", e))
+    }
+
+    /// Everything recorded about `run_id`.
+    pub fn load_run(&self, run_id: &str) -> Result<RunRecord, StoreError> {
+        read::load_run(&self.conn, &self.path, run_id)
+    }
+
+    /// The run's events in sequence order.
+    pub fn events(&self, run_id: &str) -> Result<Vec<Event>, StoreError> {
+        let op = format!("read events of run {run_id}");
+        let bodies: Vec<String> = self
+            .conn
+            .prepare_cached("SELECT body FROM events WHERE run_id = ?1 ORDER BY seq")
+            .and_then(|mut st| st.query_map([run_id], |row| row.get(0))?.collect())
+            .map_err(|e| db_err(&self.path, &op, e))?;
+        if bodies.is_empty() && !self.run_exists(run_id)? {
+            return Err(StoreError::NotFound(run_id.to_owned()));
+        }
+        bodies
+            .iter()
+            .map(|b| serde_json::from_str(b).map_err(|e| json_err(&self.path, &op, e)))
+            .collect()
+    }
+
+    /// Records that `by` approved `step` of `run_id`, now. Approving twice keeps the first.
+    pub fn approve(&self, run_id: &str, step: &str, by: &str) -> Result<(), StoreError> {
+        if !self.run_exists(run_id)? {
+            return Err(StoreError::NotFound(run_id.to_owned()));
+        }
+        let rec = ApprovalRecord {
+            run_id: run_id.to_owned(),
+            step_id: step.to_owned(),
+            by: by.to_owned(),
+            at: now_rfc3339(),
+        };
+        write::approval(&self.conn, &rec)
+            .map_err(|e| db_err(&self.path, &format!("approve step {step} of run {run_id}"), e))
+    }
+
+    /// The content stored under `sha256`, if any.
+    pub fn blob(&self, sha256: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.conn
+            .prepare_cached("SELECT content FROM blobs WHERE sha256 = ?1")
+            .and_then(|mut st| st.query_row([sha256], |row| row.get(0)).optional())
+            .map_err(|e| db_err(&self.path, "read blob", e))
+    }
+
+    /// SQLite's `PRAGMA integrity_check`: `"ok"` when intact, else its findings, one per line.
+    pub fn integrity_check(&self) -> Result<String, StoreError> {
+        let lines: Vec<String> = self
+            .conn
+            .prepare("PRAGMA integrity_check")
+            .and_then(|mut st| st.query_map([], |row| row.get(0))?.collect())
+            .map_err(|e| db_err(&self.path, "integrity check", e))?;
+        Ok(lines.join("\n"))
+    }
+
+    fn run_exists(&self, run_id: &str) -> Result<bool, StoreError> {
+        write::run_exists(&self.conn, run_id).map_err(|e| db_err(&self.path, "look up run", e))
+    }
+}
+
+fn summary(row: &Row<'_>) -> rusqlite::Result<RunSummary> {
+    let plan_steps: Option<u64> = row.get(5)?;
+    let states: u64 = row.get(6)?;
+    Ok(RunSummary {
+        run_id: row.get(0)?,
+        goal: row.get(1)?,
+        status: row.get(2)?,
+        created_at: row.get(3)?,
+        updated_at: row.get(4)?,
+        steps_total: plan_steps.unwrap_or(0).max(states),
+        steps_done: row.get(7)?,
+    })
+}

@@ -1,0 +1,265 @@
+//! Writing one [`Record`] into the journal's tables, inside a transaction the caller owns (the
+//! writer thread's group commit, or a [`crate::Store`] method's own).
+//!
+//! Every statement goes through `prepare_cached`, so a batch of thousands of records parses
+//! each SQL text once per connection. A record that contradicts the journal (the end of a call
+//! that never started, a status for an unknown run) is an error, not a silent no-op: the
+//! journal is what resume trusts.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+
+use crate::error::{StoreError, db_err, json_err};
+use crate::records::{
+    ApprovalRecord, FileHashRecord, MutationRecord, Record, StepState, ToolCallEnd, ToolCallStart,
+    effect_str, step_status_str,
+};
+
+/// Writes `rec`. Errors name the record's kind and run.
+pub(crate) fn apply(conn: &Connection, path: &Path, rec: &Record) -> Result<(), StoreError> {
+    let op = || match rec.run_id() {
+        Some(run) => format!("write {} of run {run}", rec.kind()),
+        None => format!("write {}", rec.kind()),
+    };
+    let sql = |e: rusqlite::Error| StoreError::Db { path: path.to_path_buf(), op: op(), source: e };
+    let json =
+        |e: serde_json::Error| StoreError::Json { path: path.to_path_buf(), op: op(), source: e };
+    match rec {
+        Record::Event(e) => {
+            let body = serde_json::to_string(e).map_err(json)?;
+            conn.prepare_cached(
+                "INSERT INTO events (run_id, seq, at, kind, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .and_then(|mut st| st.execute(params![e.run_id, e.seq, e.at, e.body.name(), body]))
+            .map_err(sql)?;
+        }
+        Record::StepState(s) => step_state(conn, s).map_err(|e| e.into_store(path, &op()))?,
+        Record::ToolCallStarted(s) => {
+            tool_call_start(conn, s).map_err(|e| e.into_store(path, &op()))?
+        }
+        Record::ToolCallFinished(e) => {
+            let changed = tool_call_end(conn, e).map_err(|e| e.into_store(path, &op()))?;
+            if changed == 0 {
+                return Err(StoreError::Invalid {
+                    path: path.to_path_buf(),
+                    message: format!(
+                        "{}: tool call {:?} of run {} was never recorded as started",
+                        op(),
+                        e.call_id,
+                        e.run_id
+                    ),
+                });
+            }
+        }
+        Record::FileHash(h) => file_hash(conn, h).map_err(sql)?,
+        Record::Blob { sha256, content } => {
+            conn.prepare_cached("INSERT OR IGNORE INTO blobs (sha256, content) VALUES (?1, ?2)")
+                .and_then(|mut st| st.execute(params![sha256, content]))
+                .map_err(sql)?;
+        }
+        Record::Mutation(m) => mutation(conn, m).map_err(sql)?,
+        Record::RunStatus { run_id, status, result, updated_at } => {
+            let result = result.as_ref().map(serde_json::to_string).transpose().map_err(json)?;
+            let changed = conn
+                .prepare_cached(
+                    "UPDATE runs SET status = ?2, result = ?3, updated_at = ?4 WHERE run_id = ?1",
+                )
+                .and_then(|mut st| st.execute(params![run_id, status, result, updated_at]))
+                .map_err(sql)?;
+            if changed == 0 {
+                return Err(StoreError::Invalid {
+                    path: path.to_path_buf(),
+                    message: format!("{}: no run {run_id:?}", op()),
+                });
+            }
+        }
+        Record::PlanVersion { run_id, version, plan, reason, created_at } => {
+            let plan = serde_json::to_string(plan).map_err(json)?;
+            let row = PlanRow { run_id, version: *version, plan: &plan, reason, created_at };
+            insert_plan_version(conn, &row).map_err(sql)?;
+        }
+        Record::Approval(a) => approval(conn, a).map_err(sql)?,
+    }
+    Ok(())
+}
+
+/// An error of a record with JSON columns: either half can fail.
+pub(crate) enum WriteError {
+    Sql(rusqlite::Error),
+    Json(serde_json::Error),
+}
+
+impl WriteError {
+    fn into_store(self, path: &Path, op: &str) -> StoreError {
+        match self {
+            Self::Sql(e) => db_err(path, op, e),
+            Self::Json(e) => json_err(path, op, e),
+        }
+    }
+}
+
+impl From<rusqlite::Error> for WriteError {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Sql(e)
+    }
+}
+
+impl From<serde_json::Error> for WriteError {
+    fn from(e: serde_json::Error) -> Self {
+        Self::Json(e)
+    }
+}
+
+fn to_json<T: Serialize + ?Sized>(v: &T) -> Result<String, WriteError> {
+    Ok(serde_json::to_string(v)?)
+}
+
+fn opt_json<T: Serialize>(v: Option<&T>) -> Result<Option<String>, WriteError> {
+    v.map(to_json).transpose()
+}
+
+fn step_state(conn: &Connection, s: &StepState) -> Result<(), WriteError> {
+    let output = opt_json(s.output.as_ref())?;
+    let assertions = to_json(&s.assertions)?;
+    let evidence = to_json(&s.evidence)?;
+    // An upsert keeps the row (and its rowid, which orders `RunRecord::steps`).
+    let mut st = conn.prepare_cached(
+        "INSERT INTO step_states (run_id, step_id, status, attempts, output, error, started_at,
+             ended_at, assertions, evidence)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+         ON CONFLICT (run_id, step_id) DO UPDATE SET status = excluded.status,
+             attempts = excluded.attempts, output = excluded.output, error = excluded.error,
+             started_at = excluded.started_at, ended_at = excluded.ended_at,
+             assertions = excluded.assertions, evidence = excluded.evidence",
+    )?;
+    st.execute(params![
+        s.run_id,
+        s.step_id,
+        step_status_str(s.status),
+        s.attempts,
+        output,
+        s.error,
+        s.started_at,
+        s.ended_at,
+        assertions,
+        evidence
+    ])?;
+    Ok(())
+}
+
+fn tool_call_start(conn: &Connection, s: &ToolCallStart) -> Result<(), WriteError> {
+    let arguments = to_json(&s.arguments)?;
+    let mut st = conn.prepare_cached(
+        "INSERT INTO tool_calls (run_id, call_id, step_id, attempt, tool, effect, arguments, path,
+             pre_sha256, intended_sha256, status, started_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'started', ?11)",
+    )?;
+    st.execute(params![
+        s.run_id,
+        s.call_id,
+        s.step_id,
+        s.attempt,
+        s.tool,
+        effect_str(s.effect),
+        arguments,
+        s.path,
+        s.pre_sha256,
+        s.intended_sha256,
+        s.started_at
+    ])?;
+    Ok(())
+}
+
+/// Returns how many rows changed (0: the call was never started).
+fn tool_call_end(conn: &Connection, e: &ToolCallEnd) -> Result<usize, WriteError> {
+    let output = opt_json(e.output.as_ref())?;
+    let mut st = conn.prepare_cached(
+        "UPDATE tool_calls SET status = ?3, output = ?4, error = ?5, ended_at = ?6,
+             duration_ms = ?7
+         WHERE run_id = ?1 AND call_id = ?2",
+    )?;
+    Ok(st.execute(params![
+        e.run_id,
+        e.call_id,
+        e.status.as_str(),
+        output,
+        e.error,
+        e.ended_at,
+        e.duration_ms
+    ])?)
+}
+
+fn file_hash(conn: &Connection, h: &FileHashRecord) -> rusqlite::Result<()> {
+    let mut st = conn.prepare_cached(
+        "INSERT INTO file_hashes (run_id, step_id, path, phase, sha256, bytes, at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    st.execute(params![h.run_id, h.step_id, h.path, h.phase.as_str(), h.sha256, h.bytes, h.at])?;
+    Ok(())
+}
+
+fn mutation(conn: &Connection, m: &MutationRecord) -> rusqlite::Result<()> {
+    // The sequence number orders a run's mutations; the primary key index makes MAX cheap.
+    let next: i64 = conn
+        .prepare_cached("SELECT COALESCE(MAX(seq) + 1, 0) FROM mutations WHERE run_id = ?1")?
+        .query_row([&m.run_id], |row| row.get(0))?;
+    let f = &m.mutation;
+    let mut st = conn.prepare_cached(
+        "INSERT INTO mutations (run_id, seq, step_id, path, bytes_before, bytes_after,
+             lines_added, lines_removed, no_op, before_sha256, after_sha256)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?;
+    st.execute(params![
+        m.run_id,
+        next,
+        m.step_id,
+        f.path,
+        f.bytes_before,
+        f.bytes_after,
+        f.lines_added,
+        f.lines_removed,
+        f.no_op,
+        m.before_sha256,
+        m.after_sha256
+    ])?;
+    Ok(())
+}
+
+/// A `plan_versions` row, with the plan already serialized.
+pub(crate) struct PlanRow<'a> {
+    pub run_id: &'a str,
+    pub version: u32,
+    pub plan: &'a str,
+    pub reason: &'a str,
+    pub created_at: &'a str,
+}
+
+pub(crate) fn insert_plan_version(conn: &Connection, r: &PlanRow<'_>) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO plan_versions (run_id, version, plan, reason, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![r.run_id, r.version, r.plan, r.reason, r.created_at])?;
+    Ok(())
+}
+
+/// Inserts an approval; a step approved already keeps its first approval.
+pub(crate) fn approval(conn: &Connection, a: &ApprovalRecord) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO approvals (run_id, step_id, by, at) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (run_id, step_id) DO NOTHING",
+    )?
+    .execute(params![a.run_id, a.step_id, a.by, a.at])?;
+    Ok(())
+}
+
+/// Whether the run exists.
+pub(crate) fn run_exists(conn: &Connection, run_id: &str) -> rusqlite::Result<bool> {
+    Ok(conn
+        .prepare_cached("SELECT 1 FROM runs WHERE run_id = ?1")?
+        .query_row([run_id], |_| Ok(()))
+        .optional()?
+        .is_some())
+}

@@ -1,0 +1,243 @@
+//! The writer thread: group commit, durability as seen from another connection, sticky
+//! errors, clones and close, and numbering that continues after a reopen.
+
+use std::thread;
+use std::time::Duration;
+
+use pev_protocol::run::StepStatus;
+use pev_store::{Journal, MAX_BATCH, Record, Store, StoreError, ToolCallEnd, ToolCallStatus};
+use rusqlite::Connection;
+
+use super::{create, db, event, event_rec, step_state};
+
+/// Holds the database's write lock from a second connection, so the writer thread blocks on
+/// its first transaction while the test queues more records behind it.
+fn lock(path: &std::path::Path) -> Connection {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+    conn
+}
+
+fn count(path: &std::path::Path, table: &str) -> i64 {
+    let conn = Connection::open(path).unwrap();
+    conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0)).unwrap()
+}
+
+#[test]
+fn queued_records_are_committed_in_groups() {
+    let db = db();
+    let store = Store::open(&db.path).unwrap();
+    create(&store, "r1", "2026-01-01T00:00:00.000Z");
+    let journal = Journal::start(&db.path).unwrap();
+    let locker = lock(&db.path);
+    for seq in 0..1000 {
+        journal.record(event_rec("r1", seq)).unwrap();
+    }
+    locker.execute_batch("COMMIT").unwrap();
+    journal.flush().unwrap();
+    assert_eq!(store.events("r1").unwrap().len(), 1000);
+    // At most the record the writer took before it blocked, then everything else at once.
+    let commits = journal.commits();
+    assert!((1..=2).contains(&commits), "{commits} commits for 1000 queued records");
+}
+
+#[test]
+fn a_group_holds_at_most_max_batch_records() {
+    let db = db();
+    let store = Store::open(&db.path).unwrap();
+    create(&store, "r1", "2026-01-01T00:00:00.000Z");
+    let journal = Journal::start(&db.path).unwrap();
+    let locker = lock(&db.path);
+    let n = 10_000u64;
+    for seq in 0..n {
+        journal.record(event_rec("r1", seq)).unwrap();
+    }
+    locker.execute_batch("COMMIT").unwrap();
+    journal.flush().unwrap();
+    assert_eq!(count(&db.path, "events"), 10_000);
+    // 10,000 records need at least ceil(10000 / 4096) = 3 transactions; the one the writer
+    // took before blocking adds at most one.
+    assert_eq!(MAX_BATCH, 4096);
+    let commits = journal.commits();
+    assert!((3..=4).contains(&commits), "{commits} commits");
+    assert_eq!(store.load_run("r1").unwrap().next_seq, n);
+}
+
+#[test]
+fn record_durable_is_visible_to_another_connection_when_it_returns() {
+    let db = db();
+    let store = Store::open(&db.path).unwrap();
+    create(&store, "r1", "2026-01-01T00:00:00.000Z");
+    let journal = Journal::start(&db.path).unwrap();
+    for seq in 0..5 {
+        journal.record(event_rec("r1", seq)).unwrap();
+        journal.record_durable(event_rec("r1", seq + 100)).unwrap();
+        // A brand-new connection, not the store's: nothing cached can hide a missing commit.
+        let seen = count(&db.path, "events");
+        assert_eq!(seen, i64::try_from(2 * (seq + 1)).unwrap());
+    }
+    journal.record_durable(Record::StepState(step_state("r1", "s0", StepStatus::Done))).unwrap();
+    assert_eq!(store.load_run("r1").unwrap().steps[0].status, StepStatus::Done);
+}
+
+#[test]
+fn a_failed_record_fails_its_whole_batch_and_the_error_sticks() {
+    let db = db();
+    let store = Store::open(&db.path).unwrap();
+    create(&store, "r1", "2026-01-01T00:00:00.000Z");
+    let journal = Journal::start(&db.path).unwrap();
+    journal.record_durable(event_rec("r1", 0)).unwrap();
+
+    // The writer takes seq 1 and blocks on the lock; seq 2 and the duplicate seq 0 then queue
+    // up behind it and form one batch.
+    let locker = lock(&db.path);
+    journal.record(event_rec("r1", 1)).unwrap();
+    thread::sleep(Duration::from_millis(300));
+    journal.record(event_rec("r1", 2)).unwrap();
+    journal.record(event_rec("r1", 0)).unwrap();
+    locker.execute_batch("COMMIT").unwrap();
+
+    let err = journal.flush().unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, StoreError::Stopped(_)), "{err:?}");
+    assert!(msg.contains("UNIQUE constraint failed: events.run_id, events.seq"), "{msg}");
+    assert!(msg.contains("write event of run r1"), "{msg}");
+    assert!(msg.contains(&db.path.display().to_string()), "{msg}");
+    // seq 2 was in the failed batch: rolled back with it, not half-written.
+    let seqs: Vec<u64> = store.events("r1").unwrap().iter().map(|e| e.seq).collect();
+    assert!(!seqs.contains(&2), "{seqs:?}");
+    assert!(seqs.starts_with(&[0]), "{seqs:?}");
+
+    // Every later call, on any handle, returns the same error; nothing more is written.
+    let clone = journal.clone();
+    let later = clone.record(event_rec("r1", 3)).unwrap_err();
+    assert!(later.to_string().contains("UNIQUE"), "{later}");
+    assert!(journal.record_durable(event_rec("r1", 4)).is_err());
+    assert!(journal.flush().is_err());
+    drop(clone);
+    let closed = journal.close().unwrap_err();
+    assert!(closed.to_string().contains("UNIQUE"), "{closed}");
+    let seqs: Vec<u64> = store.events("r1").unwrap().iter().map(|e| e.seq).collect();
+    assert!(!seqs.iter().any(|s| *s >= 2), "{seqs:?}");
+}
+
+#[test]
+fn the_end_of_a_call_that_never_started_is_an_error() {
+    let db = db();
+    let store = Store::open(&db.path).unwrap();
+    create(&store, "r1", "2026-01-01T00:00:00.000Z");
+    let journal = Journal::start(&db.path).unwrap();
+    let end = ToolCallEnd {
+        run_id: "r1".into(),
+        call_id: "ghost".into(),
+        status: ToolCallStatus::Finished,
+        output: None,
+        error: None,
+        ended_at: "2026-01-01T00:00:01.000Z".into(),
+        duration_ms: 1,
+    };
+    let err = journal.record_durable(Record::ToolCallFinished(end)).unwrap_err();
+    assert!(err.to_string().contains("tool call \"ghost\" of run r1 was never recorded"), "{err}");
+}
+
+#[test]
+fn a_record_for_an_unknown_run_is_an_error() {
+    let db = db();
+    let journal = Journal::start(&db.path).unwrap();
+    let err = journal.record_durable(event_rec("nope", 0)).unwrap_err();
+    assert!(err.to_string().contains("FOREIGN KEY constraint failed"), "{err}");
+    let status = Journal::start(&db.path).unwrap();
+    let err = status
+        .record_durable(Record::RunStatus {
+            run_id: "nope".into(),
+            status: "failed".into(),
+            result: None,
+            updated_at: "x".into(),
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("no run \"nope\""), "{err}");
+}
+
+#[test]
+fn clones_share_the_writer_and_dropping_the_last_commits_what_was_queued() {
+    let db = db();
+    let store = Store::open(&db.path).unwrap();
+    create(&store, "r1", "2026-01-01T00:00:00.000Z");
+    let journal = Journal::start(&db.path).unwrap();
+    let workers: Vec<_> = (0..4u64)
+        .map(|w| {
+            let j = journal.clone();
+            thread::spawn(move || {
+                for i in 0..250 {
+                    j.record(event_rec("r1", w * 1000 + i)).unwrap();
+                }
+                // Closing a handle that is not the last only flushes.
+                j.close().unwrap();
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert_eq!(count(&db.path, "events"), 1000);
+    journal.record(event_rec("r1", 5000)).unwrap();
+    // No close: the drop of the last handle still commits the queued record.
+    drop(journal);
+    assert_eq!(count(&db.path, "events"), 1001);
+}
+
+#[test]
+fn numbering_continues_after_a_reopen() {
+    let db = db();
+    {
+        let store = Store::open(&db.path).unwrap();
+        create(&store, "r1", "2026-01-01T00:00:00.000Z");
+        let journal = Journal::start(&db.path).unwrap();
+        for seq in 0..4 {
+            journal.record(event_rec("r1", seq)).unwrap();
+        }
+        journal.close().unwrap();
+    }
+    let store = Store::open(&db.path).unwrap();
+    let next = store.load_run("r1").unwrap().next_seq;
+    assert_eq!(next, 4);
+    let journal = Journal::start(&db.path).unwrap();
+    journal.record(Record::Event(event("r1", next))).unwrap();
+    journal.close().unwrap();
+    let seqs: Vec<u64> = store.events("r1").unwrap().iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, vec![0, 1, 2, 3, 4]);
+    assert_eq!(store.load_run("r1").unwrap().next_seq, 5);
+}
+
+#[test]
+fn a_store_reads_and_approves_while_a_journal_writes() {
+    let db = db();
+    let store = Store::open(&db.path).unwrap();
+    create(&store, "r1", "2026-01-01T00:00:00.000Z");
+    let journal = Journal::start(&db.path).unwrap();
+    let writer = {
+        let j = journal.clone();
+        thread::spawn(move || {
+            for seq in 0..2000 {
+                j.record(event_rec("r1", seq)).unwrap();
+                if seq % 100 == 0 {
+                    j.flush().unwrap();
+                }
+            }
+            j.flush().unwrap();
+        })
+    };
+    let mut last = 0;
+    while !writer.is_finished() {
+        // Reads see a growing, consistent prefix; a write from this connection waits its turn.
+        let n = store.events("r1").unwrap().len();
+        assert!(n >= last, "{n} < {last}");
+        last = n;
+        assert_eq!(store.list_runs().unwrap().len(), 1);
+    }
+    store.approve("r1", "s0", "reader").unwrap();
+    writer.join().unwrap();
+    journal.close().unwrap();
+    assert_eq!(store.events("r1").unwrap().len(), 2000);
+    assert_eq!(store.load_run("r1").unwrap().approvals[0].by, "reader");
+}

@@ -1,0 +1,91 @@
+//! Tests of the goal word check (both ways) and of which calls count as goal actions.
+
+use pev_protocol::tool::Effect;
+use serde_json::json;
+
+use super::*;
+
+#[test]
+fn goals_that_ask_for_a_change() {
+    for goal in [
+        "Change the site background to dark green",
+        "change the site background to dark green",
+        "CHANGE THE SITE BACKGROUND",
+        "Fix the failing test in src/lib.rs",
+        "Please add a README",
+        "Create a file hello.txt containing hi",
+        "Delete the temporary files",
+        "Rename foo.rs to bar.rs",
+        "Set the log level to debug",
+        "Make the build pass",
+        "Install the dependencies and run the tests",
+        "Bump the version to 1.2.0",
+        "Refactor the parser",
+        "The background should be changed to green",
+        "Make sure style.css is updated",
+        "Adds a dark theme",
+        "Start patching the config, then report",
+        "Read config.toml and update the port",
+        "Write the summary to notes.md",
+        "Deploy: the app",
+        "Don't read anything, just write out.txt",
+        "Without breaking anything, update the README",
+        "List the files but do not change or delete anything",
+        "Goal: adds a footer",
+    ] {
+        assert!(goal_asks_for_change(goal), "{goal:?} asks for a change");
+    }
+}
+
+#[test]
+fn goals_that_only_read() {
+    for goal in [
+        "List the files in src",
+        "Read the CSS and report the background colour",
+        "Find every TODO in the repository",
+        "Summarize the README",
+        "Check the tests pass and count them",
+        "Count the lines of code",
+        "Summarize changes in the last commit",
+        "Report the build status",
+        "What is the latest update?",
+        "List the files without changing anything",
+        "Do not modify anything; report the size of style.css",
+        "Do not ever modify files, only read them",
+        "Never delete anything. Count the files.",
+        "Report the settings",
+        "Address book lookup: find Alice",
+        "",
+        "   ",
+        "Readme reader: list sections",
+    ] {
+        assert!(!goal_asks_for_change(goal), "{goal:?} does not ask for a change");
+    }
+}
+
+#[test]
+fn inflections_count_but_lookalikes_do_not() {
+    assert!(goal_asks_for_change("files changed by the script must be reviewed"));
+    assert!(goal_asks_for_change("keep setting it"));
+    assert!(goal_asks_for_change("it was rewritten"));
+    assert!(!goal_asks_for_change("read the bed file"));
+    assert!(!goal_asks_for_change("list the ones you need"));
+    assert!(!goal_asks_for_change("report addresses"));
+}
+
+#[test]
+fn goal_actions_are_writes_execs_and_unsafe_requests() {
+    assert!(is_goal_action("file.write", Effect::Write, &json!({"path": "a"})));
+    assert!(is_goal_action("file.patch", Effect::Write, &json!({})));
+    assert!(is_goal_action("shell.exec", Effect::Exec, &json!({"command": "true"})));
+    assert!(!is_goal_action("file.read", Effect::Read, &json!({"path": "a"})));
+    assert!(!is_goal_action("file.list", Effect::Read, &json!({})));
+    for method in ["POST", "put", "DELETE", "patch"] {
+        assert!(is_goal_action("http.request", Effect::Network, &json!({"method": method})));
+    }
+    for method in ["GET", "get", " HEAD ", "options"] {
+        assert!(!is_goal_action("http.request", Effect::Network, &json!({"method": method})));
+    }
+    assert!(!is_goal_action("http.request", Effect::Network, &json!({"url": "http://x"})));
+    assert!(!is_goal_action("http.request", Effect::Network, &json!({"method": 5})));
+}
