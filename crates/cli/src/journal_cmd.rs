@@ -98,7 +98,7 @@ pub fn approve(
     let waiting = waiting(&record);
     let steps: Vec<String> = match step {
         Some(step) => {
-            let plan: Plan = serde_json::from_value(record.plan.clone()).unwrap_or_default();
+            let plan: Plan = serde_json::from_value(record.plan).unwrap_or_default();
             if !plan.steps.iter().any(|s| s.id.as_str() == step) {
                 return Err(Fail(
                     2,

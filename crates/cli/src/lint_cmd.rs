@@ -132,12 +132,11 @@ fn run_inner(
 pub fn write_text_report(
     source: &Source,
     format: Format,
-    result: &LintResult,
-    plan: Option<&Plan>,
+    (result, plan): (&LintResult, &Plan),
     color: bool,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let rendering = Rendering { source, format, result, plan, threshold: 1.0 };
+    let rendering = Rendering { source, format, result, plan: Some(plan), threshold: 1.0 };
     rendering.write(OutputFormat::Text, color, out)
 }
 

@@ -337,10 +337,10 @@ fn main() -> ExitCode {
                 scratch: args.scratch,
                 common: args.common.common(),
             };
-            report(run_cmd::run(&req, &mut stderr.lock()))
+            report(run_cmd::run(&req, &mut std::io::stderr()))
         }
         Command::Resume { run, common } => {
-            report(run_cmd::resume(&run, &common.common(), &mut stderr.lock()))
+            report(run_cmd::resume(&run, &common.common(), &mut std::io::stderr()))
         }
         Command::Runs { journal } => {
             let mut out = BufWriter::new(stdout.lock());

@@ -124,7 +124,7 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
     if linted.status == LintStatus::Error {
         let color = Style::for_stderr(req.common.color).color;
         let _ =
-            lint_cmd::write_text_report(&source, format, &linted, Some(&parsed.plan), color, err);
+            lint_cmd::write_text_report(&source, format, (&linted, &parsed.plan), color, err);
         return Err(Fail::input(format!(
             "{} has lint errors; it was not run (fix them, or see `pev lint --explain CODE`)",
             source.name
@@ -226,7 +226,7 @@ struct Session {
     db: PathBuf,
     json: bool,
     live: Option<Arc<LiveView>>,
-    style: Style,
+    color: ColorChoice,
 }
 
 impl Session {
@@ -244,16 +244,16 @@ impl Session {
         };
         let stderr_tty = std::io::stderr().is_terminal();
         let style = Style::for_stderr(common.color);
-        let live = (!common.json && stderr_tty).then(|| Arc::new(LiveView::stderr(style.clone())));
+        let live = (!common.json && stderr_tty).then(|| Arc::new(LiveView::stderr(style)));
         let observer: Arc<dyn Observer> = match (&live, common.json) {
             (_, true) => Arc::new(JsonLines::stdout()),
             (Some(live), false) => Arc::clone(live) as Arc<dyn Observer>,
-            (None, false) => Arc::new(PlainView::stderr(style.clone())),
+            (None, false) => Arc::new(PlainView::stderr(style)),
         };
         let approval = if common.yes {
             ApprovalMode::All
         } else if std::io::stdin().is_terminal() && stderr_tty {
-            ApprovalMode::Ask(Arc::new(TtyApprover::new(live.clone(), style.clone())))
+            ApprovalMode::Ask(Arc::new(TtyApprover::new(live.clone(), style)))
         } else {
             ApprovalMode::Defer
         };
@@ -279,7 +279,7 @@ impl Session {
             observer,
             config: EngineConfig { jobs, approval, approve_tools, cancel },
         };
-        Ok(Self { runtime, engine, db: db.to_path_buf(), json: common.json, live, style })
+        Ok(Self { runtime, engine, db: db.to_path_buf(), json: common.json, live, color: common.color })
     }
 
     fn journal(&self) -> Result<Journal, Fail> {
@@ -313,11 +313,10 @@ impl Session {
         };
         if !self.json {
             let mut out = std::io::stdout().lock();
-            let style = Style::for_stdout(ColorChoice::Auto);
+            let style = Style::for_stdout(self.color);
             let _ = write!(out, "{}", render_summary(&result, &style));
             let _ = out.flush();
         }
-        let _ = self.style;
         let _ = err.flush();
         Ok(exit_code(result.status))
     }

@@ -309,12 +309,23 @@ struct LiveState {
     bars: HashMap<String, ProgressBar>,
     overall: ProgressBar,
     ended: bool,
+    /// While a prompt has the terminal ([`LiveView::suspend`]), events wait here instead of
+    /// blocking the engine on indicatif's lock; they are drawn when the prompt is done.
+    paused: u32,
+    queued: Vec<Event>,
 }
 
 /// indicatif's `{elapsed}` says "1 second"; a step line wants `1.2s`.
 fn elapsed_key(state: &ProgressState, w: &mut dyn std::fmt::Write) {
     let _ = w.write_str(&duration(millis(state.elapsed())));
 }
+
+/// A running step's line: `⠋ patch-css  file.patch site/style.css  1.2s`.
+pub(crate) const SPINNER_PLAIN: &str = "{spinner} {prefix}  {msg}  {secs}";
+pub(crate) const SPINNER_COLOR: &str = "{spinner:.cyan} {prefix:.bold}  {msg}  {secs:.dim}";
+/// The overall line under the spinners: `3/12 steps  4.1s`.
+pub(crate) const OVERALL_PLAIN: &str = "{pos}/{len} steps  {secs}";
+pub(crate) const OVERALL_COLOR: &str = "{pos}/{len} steps  {secs:.dim}";
 
 fn template(text: &str) -> ProgressStyle {
     ProgressStyle::with_template(text)
@@ -333,9 +344,9 @@ impl LiveView {
     pub fn with_target(target: ProgressDrawTarget, style: Style) -> Self {
         let multi = MultiProgress::with_draw_target(target);
         let (spin, total) = if style.color {
-            ("{spinner:.cyan} {prefix:.bold}  {msg}  {secs:.dim}", "{pos}/{len} steps  {secs:.dim}")
+            (SPINNER_COLOR, OVERALL_COLOR)
         } else {
-            ("{spinner} {prefix}  {msg}  {secs}", "{pos}/{len} steps  {secs}")
+            (SPINNER_PLAIN, OVERALL_PLAIN)
         };
         let overall = multi.add(ProgressBar::new(0).with_style(template(total)));
         overall.enable_steady_tick(Duration::from_millis(250));
@@ -345,14 +356,27 @@ impl LiveView {
             bars: HashMap::new(),
             overall,
             ended: false,
+            paused: 0,
+            queued: Vec::new(),
         };
         LiveView { multi, state: Mutex::new(state) }
     }
 
     /// Runs `f` with the bars hidden, so it can print (the approval prompt) without garbling
-    /// them; they are redrawn afterwards.
+    /// them; they are redrawn afterwards. Events that arrive meanwhile are queued, not drawn,
+    /// so running steps never wait for the person to answer.
     pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
-        self.multi.suspend(f)
+        lock(&self.state).paused += 1;
+        let result = self.multi.suspend(f);
+        let mut guard = lock(&self.state);
+        let state = &mut *guard;
+        state.paused = state.paused.saturating_sub(1);
+        if state.paused == 0 {
+            for event in std::mem::take(&mut state.queued) {
+                self.apply(state, &event);
+            }
+        }
+        result
     }
 
     /// Clears every bar (done on `run.finished`, on drop, or by the caller after an error).
@@ -379,6 +403,16 @@ impl Observer for LiveView {
     fn on_event(&self, event: &Event) {
         let mut guard = lock(&self.state);
         let state = &mut *guard;
+        if state.paused > 0 {
+            state.queued.push(event.clone());
+        } else {
+            self.apply(state, event);
+        }
+    }
+}
+
+impl LiveView {
+    fn apply(&self, state: &mut LiveState, event: &Event) {
         if state.ended {
             return;
         }

@@ -297,10 +297,22 @@ fn live_view_leaves_permanent_lines_and_can_suspend() {
     let screen = Screen::default();
     let target = ProgressDrawTarget::term_like(Box::new(screen.clone()));
     let view = LiveView::with_target(target, Style::plain());
-    for e in events() {
-        view.on_event(&e);
+    let events = events();
+    let (first, rest) = events.split_at(3);
+    for e in first {
+        view.on_event(e);
     }
-    assert_eq!(view.suspend(|| 42), 42);
+    // Events during a prompt are queued (sending them from inside would deadlock otherwise),
+    // then drawn when it is done.
+    let answer = view.suspend(|| {
+        for e in rest {
+            view.on_event(e);
+        }
+        let text = screen.0.lock().unwrap().clone();
+        assert!(!text.contains("✓ read-css  done"), "{text}");
+        42
+    });
+    assert_eq!(answer, 42);
     view.finish();
     let text = screen.0.lock().unwrap().clone();
     assert!(text.contains("run RUN1: Make it green"), "{text}");
@@ -308,6 +320,17 @@ fn live_view_leaves_permanent_lines_and_can_suspend() {
     assert!(text.contains("✗ patch-css  failed: assertion file_contains failed"), "{text}");
     assert!(text.contains("! patch-css: odd\\e[2J"), "{text}");
     assert!(!text.contains("\x1b[2J"), "{text}");
+    // The spinner line of a running step (drawn on its first tick).
+    assert!(text.contains("read-css  file.read site/style.css  "), "{text}");
+}
+
+#[test]
+fn live_view_templates_parse() {
+    for t in
+        [super::SPINNER_PLAIN, super::SPINNER_COLOR, super::OVERALL_PLAIN, super::OVERALL_COLOR]
+    {
+        assert!(indicatif::ProgressStyle::with_template(t).is_ok(), "{t}");
+    }
 }
 
 fn step(id: &str, status: StepStatus, checks: Vec<AssertionResult>) -> StepResult {

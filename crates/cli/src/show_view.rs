@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use pev_protocol::Plan;
-use pev_protocol::run::{RunResult, StepResult, StepStatus};
+use pev_protocol::run::{RunResult, RunStatus, StepResult, StepStatus};
 use pev_verify::{DiffLine, DiffTag, diff_lines};
 use serde_json::Value;
 
@@ -112,7 +112,9 @@ pub fn render_show(
         let _ = writeln!(out, "\n{}", s.bold("reasons"));
         for r in &result.reasons {
             let step = r.step.as_deref().map(|st| format!(" [{}]", clean(st))).unwrap_or_default();
-            let code = s.yellow(reason_name(r.code));
+            let code = reason_name(r.code);
+            let code =
+                if result.status == RunStatus::Failed { s.red(code) } else { s.yellow(code) };
             let _ = writeln!(out, "  {code}{step}: {}", clean(&r.message));
         }
     }
@@ -126,10 +128,11 @@ pub fn render_show(
     let actions = if result.goal_actions_executed { "yes" } else { "no" };
     let _ = writeln!(
         out,
-        "\n{} {}  goal actions executed: {actions}  {} tool calls in {}",
+        "\n{} {}  goal actions executed: {actions}  {} tool call{} in {}",
         s.bold("outcome:"),
         s.status(status_name(result.status)),
         u.tool_calls,
+        if u.tool_calls == 1 { "" } else { "s" },
         duration(result.duration_ms)
     );
     out

@@ -15,8 +15,7 @@ use crate::step::{Before, Call, CallEnd, Shared, StepReport, sha256_hex, snapsho
 pub(crate) async fn after_call(
     shared: &Shared,
     call: &Call<'_>,
-    before: Before,
-    end: CallEnd,
+    (before, end): (Before, CallEnd),
     inputs: &HashMap<String, Value>,
     report: &mut StepReport,
 ) -> Result<(), StoreError> {

@@ -55,11 +55,11 @@ pub(crate) async fn settle(
                 "{} finished before the interruption; its journaled output is used",
                 record.tool
             ));
-            let output = record.output.clone().unwrap_or(Value::Null);
+            let output = record.output.unwrap_or(Value::Null);
             return Ok(Some((before, CallEnd { output: Ok(output) })));
         }
         ToolCallStatus::Failed => {
-            let error = record.error.clone().unwrap_or_else(|| "failed".to_owned());
+            let error = record.error.unwrap_or_else(|| "failed".to_owned());
             return Ok(Some((before, CallEnd { output: Err(error) })));
         }
         ToolCallStatus::Started => {}

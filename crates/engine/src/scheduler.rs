@@ -48,6 +48,14 @@ impl ResumeInput {
     }
 }
 
+/// Which steps can start: how many of its prerequisites each step still waits for, and the
+/// steps waiting for none, in the order they became ready.
+pub(crate) struct Frontier {
+    graph: StepGraph,
+    remaining: Vec<usize>,
+    ready: VecDeque<usize>,
+}
+
 /// Everything the loop tracks.
 pub(crate) struct RunState {
     pub slots: Vec<Slot>,
@@ -232,7 +240,7 @@ impl Engine {
             approval_lock: tokio::sync::Mutex::new(()),
             session,
         });
-        let mut remaining: Vec<usize> = (0..n)
+        let remaining: Vec<usize> = (0..n)
             .map(|i| {
                 graph
                     .edges(i)
@@ -241,8 +249,9 @@ impl Engine {
                     .count()
             })
             .collect();
-        let mut ready: VecDeque<usize> =
+        let ready: VecDeque<usize> =
             (0..n).filter(|&i| remaining[i] == 0 && !state.slots[i].is_settled()).collect();
+        let mut frontier = Frontier { graph, remaining, ready };
         let jobs = self.config.jobs.max(1);
         let mut aborting = false;
         let mut running: JoinSet<StepReport> = JoinSet::new();
@@ -250,7 +259,7 @@ impl Engine {
         let index = plan.index();
         loop {
             while !aborting && !state.cancelled && running.len() < jobs {
-                let Some(i) = ready.pop_front() else { break };
+                let Some(i) = frontier.ready.pop_front() else { break };
                 let job = job_for(&plan, &index, &mut state, i);
                 running.spawn(run_step(Arc::clone(&shared), job));
             }
@@ -266,7 +275,7 @@ impl Engine {
                         }
                         None => break,
                     };
-                    let failed = self.settle(&shared, &graph, &mut state, report, &mut remaining, &mut ready)?;
+                    let failed = self.settle(&shared, &mut state, report, &mut frontier)?;
                     if let Some(on_fail) = failed {
                         match on_fail {
                             OnFail::Continue => {}
@@ -294,11 +303,9 @@ impl Engine {
     fn settle(
         &self,
         shared: &Shared,
-        graph: &StepGraph,
         state: &mut RunState,
         report: StepReport,
-        remaining: &mut [usize],
-        ready: &mut VecDeque<usize>,
+        frontier: &mut Frontier,
     ) -> Result<Option<OnFail>, EngineError> {
         let i = report.idx;
         let step = &shared.plan.steps[i];
@@ -321,11 +328,11 @@ impl Engine {
         state.slots[i] = slot;
         match status {
             StepStatus::Done => {
-                for &d in graph.dependents(i) {
-                    if let Some(r) = remaining.get_mut(d) {
+                for &d in frontier.graph.dependents(i) {
+                    if let Some(r) = frontier.remaining.get_mut(d) {
                         *r = r.saturating_sub(1);
                         if *r == 0 && state.slots[d].status == StepStatus::Pending {
-                            ready.push_back(d);
+                            frontier.ready.push_back(d);
                         }
                     }
                 }
@@ -333,7 +340,7 @@ impl Engine {
             }
             StepStatus::Failed => {
                 if step.on_fail == OnFail::Continue {
-                    self.skip_dependents(shared, graph, state, i)?;
+                    self.skip_dependents(shared, &frontier.graph, state, i)?;
                 }
                 Ok(Some(step.on_fail))
             }

@@ -273,7 +273,7 @@ async fn drive(
             Some(known) => known,
             None => invoke(shared, &call, &*tool, report).await?,
         };
-        crate::check::after_call(shared, &call, before, end, &job.inputs, report).await?;
+        crate::check::after_call(shared, &call, (before, end), &job.inputs, report).await?;
         if report.slot.status == StepStatus::Done
             || report.slot.attempts >= max_attempts
             || engine.config.cancel.is_cancelled()
