@@ -34,7 +34,6 @@ pub struct TtyApprover {
     style: Style,
 }
 
-#[allow(dead_code)] // constructed by the lead's run and resume commands
 impl TtyApprover {
     /// `live`: the live view whose bars must not garble the prompt, if one is drawn.
     pub fn new(live: Option<Arc<LiveView>>, style: Style) -> Self {

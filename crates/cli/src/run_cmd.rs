@@ -225,6 +225,7 @@ struct Session {
     engine: Engine,
     db: PathBuf,
     json: bool,
+    events: Option<Arc<JsonLines>>,
     live: Option<Arc<LiveView>>,
     color: ColorChoice,
 }
@@ -245,10 +246,11 @@ impl Session {
         let stderr_tty = std::io::stderr().is_terminal();
         let style = Style::for_stderr(common.color);
         let live = (!common.json && stderr_tty).then(|| Arc::new(LiveView::stderr(style)));
-        let observer: Arc<dyn Observer> = match (&live, common.json) {
-            (_, true) => Arc::new(JsonLines::stdout()),
-            (Some(live), false) => Arc::clone(live) as Arc<dyn Observer>,
-            (None, false) => Arc::new(PlainView::stderr(style)),
+        let events = common.json.then(|| Arc::new(JsonLines::stdout()));
+        let observer: Arc<dyn Observer> = match (&live, &events) {
+            (_, Some(events)) => Arc::clone(events) as Arc<dyn Observer>,
+            (Some(live), None) => Arc::clone(live) as Arc<dyn Observer>,
+            (None, None) => Arc::new(PlainView::stderr(style)),
         };
         let approval = if common.yes {
             ApprovalMode::All
@@ -279,7 +281,7 @@ impl Session {
             observer,
             config: EngineConfig { jobs, approval, approve_tools, cancel },
         };
-        Ok(Self { runtime, engine, db: db.to_path_buf(), json: common.json, live, color: common.color })
+        Ok(Self { runtime, engine, db: db.to_path_buf(), json: common.json, events, live, color: common.color })
     }
 
     fn journal(&self) -> Result<Journal, Fail> {
@@ -311,6 +313,9 @@ impl Session {
                 ));
             }
         };
+        if let Some(error) = self.events.as_ref().and_then(|e| e.error()) {
+            return Err(Fail(EXIT_FAILED, format!("cannot write the event stream: {error}")));
+        }
         if !self.json {
             let mut out = std::io::stdout().lock();
             let style = Style::for_stdout(self.color);

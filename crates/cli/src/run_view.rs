@@ -43,14 +43,12 @@ struct JsonState<W> {
     error: Option<String>,
 }
 
-#[allow(dead_code)] // called by the lead's run command
 impl JsonLines<Stdout> {
     pub fn stdout() -> Self {
         JsonLines::new(io::stdout())
     }
 }
 
-#[allow(dead_code)] // error() and into_inner() are for the lead's run command and the tests
 impl<W: Write + Send> JsonLines<W> {
     pub fn new(out: W) -> Self {
         let state = JsonState { out, buf: Vec::with_capacity(512), stopped: false, error: None };
@@ -62,6 +60,7 @@ impl<W: Write + Send> JsonLines<W> {
         lock(&self.state).error.clone()
     }
 
+    #[cfg(test)]
     pub fn into_inner(self) -> W {
         self.state.into_inner().unwrap_or_else(PoisonError::into_inner).out
     }
@@ -333,7 +332,6 @@ fn template(text: &str) -> ProgressStyle {
         .unwrap_or_else(|_| ProgressStyle::default_spinner())
 }
 
-#[allow(dead_code)] // stderr() and finish() are called by the lead's run command
 impl LiveView {
     /// The view on stderr.
     pub fn stderr(style: Style) -> Self {
@@ -469,7 +467,6 @@ struct PlainState<W> {
     stopped: bool,
 }
 
-#[allow(dead_code)] // stderr() is called by the lead's run command
 impl PlainView<Stderr> {
     pub fn stderr(style: Style) -> Self {
         PlainView::new(io::stderr(), style)

@@ -70,9 +70,9 @@ pub struct Style {
     pub color: bool,
 }
 
-#[allow(dead_code)] // for_stdout/for_stderr/plain are wired by the lead's run/show/runs commands
 impl Style {
     /// No colour at all.
+    #[cfg(test)]
     pub fn plain() -> Style {
         Style { color: false }
     }

@@ -93,6 +93,15 @@ pub fn decide(input: &OutcomeInput<'_>) -> (RunStatus, Vec<Reason>) {
             ),
         });
     }
+    // Success needs evidence: a plan with no steps and no postconditions has none.
+    if input.plan.steps.is_empty() && input.plan.postconditions.is_empty() {
+        reasons.push(Reason {
+            code: ReasonCode::StepsNotRun,
+            step: None,
+            message: "the plan has no steps and no postconditions: nothing was done or checked"
+                .to_owned(),
+        });
+    }
     if input.cancelled {
         reasons.push(Reason {
             code: ReasonCode::Cancelled,

@@ -121,7 +121,7 @@ fn steps_not_run_names_five_and_counts_the_rest() {
 }
 
 #[test]
-fn an_empty_success_needs_no_reason_but_an_empty_failure_has_one() {
+fn an_empty_plan_is_never_success_for_want_of_evidence() {
     let plan = Plan { goal: "List the files".into(), ..Plan::default() };
     let input = OutcomeInput {
         plan: &plan,
@@ -133,11 +133,17 @@ fn an_empty_success_needs_no_reason_but_an_empty_failure_has_one() {
         awaiting_approval: &[],
         cancelled: false,
     };
-    assert_eq!(decide(&input), (RunStatus::Success, vec![]));
+    let (status, reasons) = decide(&input);
+    assert_eq!(status, RunStatus::Failed);
+    assert_eq!(reasons.iter().map(|r| r.code).collect::<Vec<_>>(), vec![ReasonCode::StepsNotRun]);
+    assert!(reasons[0].message.contains("no steps"), "{}", reasons[0].message);
     let plan = Plan { goal: "Create hello.txt".into(), ..Plan::default() };
     let (status, reasons) = decide(&OutcomeInput { plan: &plan, ..input });
     assert_eq!(status, RunStatus::Failed);
-    assert_eq!(reasons.iter().map(|r| r.code).collect::<Vec<_>>(), vec![ReasonCode::NoEffects]);
+    assert_eq!(
+        reasons.iter().map(|r| r.code).collect::<Vec<_>>(),
+        vec![ReasonCode::NoEffects, ReasonCode::StepsNotRun]
+    );
 }
 
 #[test]

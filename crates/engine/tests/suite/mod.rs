@@ -1,0 +1,4 @@
+//! The suites, by area; `support` holds the fixtures they share.
+
+mod schedule;
+mod support;
