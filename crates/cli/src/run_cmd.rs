@@ -150,6 +150,8 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
     let approve_tools = policy.policy.approve_tools.clone();
     let allow_hosts = policy.policy.allow_hosts.clone();
     let run_id = pev_store::new_run_id();
+    // Locked before the run exists in the journal, so no `resume` can pick it up half-started.
+    let _lock = lock_run(&db, &run_id)?;
     let options = json!({
         "plan_file": source.name,
         "approve_tools": approve_tools,
@@ -180,6 +182,7 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     let db = store_path(common, &workspace);
     let store = Store::open_existing(&db).map_err(|e| Fail::input(e.to_string()))?;
     let run_id = store.resolve_run(run).map_err(|e| Fail::input(e.to_string()))?;
+    let _lock = lock_run(&db, &run_id)?;
     let record = store.load_run(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     if record.workspace != workspace.display().to_string() {
         let _ = writeln!(
@@ -217,6 +220,32 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     let input = ResumeInput { record, journal, blobs, warnings };
     let outcome = session.block_on(session.engine.resume(input));
     session.report(outcome, err)
+}
+
+/// Holds an exclusive lock on the run for as long as the returned file lives, so that two
+/// processes never drive the same run (a `resume` while the run is still going would apply its
+/// steps twice). The OS releases the lock when the process dies, `kill -9` included.
+fn lock_run(db: &Path, run_id: &str) -> Result<std::fs::File, Fail> {
+    let dir = db.parent().unwrap_or_else(|| Path::new(".")).join("locks");
+    let path = dir.join(format!("{run_id}.lock"));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Fail(EXIT_FAILED, format!("cannot create {}: {e}", dir.display())))?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Fail(EXIT_FAILED, format!("cannot open {}: {e}", path.display())))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Fail(
+            EXIT_BAD_INPUT,
+            format!("run {run_id} is being run by another pev process; wait for it to end"),
+        )),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(Fail(EXIT_FAILED, format!("cannot lock {}: {e}", path.display())))
+        }
+    }
 }
 
 /// The runtime, engine and view of one `run` or `resume`.
