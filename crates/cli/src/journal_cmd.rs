@@ -90,6 +90,7 @@ pub fn approve(
     run: &str,
     step: Option<&str>,
     common: &Common,
+    out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8, Fail> {
     let store = open(common)?;
@@ -111,6 +112,9 @@ pub fn approve(
             vec![step.to_owned()]
         }
         None if waiting.is_empty() => {
+            if common.json {
+                let _ = writeln!(out, "{}", serde_json::json!({"run_id": run_id, "approved": []}));
+            }
             let _ = writeln!(err, "pev: no step of run {run_id} is waiting for approval");
             return Ok(EXIT_OK);
         }
@@ -120,6 +124,9 @@ pub fn approve(
     for s in &steps {
         store.approve(&run_id, s, &by).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
         let _ = writeln!(err, "pev: approved step `{s}` of run {run_id}");
+    }
+    if common.json {
+        let _ = writeln!(out, "{}", serde_json::json!({"run_id": run_id, "approved": steps}));
     }
     let _ = writeln!(err, "pev: continue with `pev resume {run_id}`");
     Ok(EXIT_OK)

@@ -358,6 +358,7 @@ fn main() -> ExitCode {
             &run,
             step.as_deref(),
             &journal.common(None, false),
+            &mut stdout.lock(),
             &mut stderr.lock(),
         )),
         Command::Schema { kind } => {

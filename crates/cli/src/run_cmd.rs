@@ -123,8 +123,7 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
     let linted = lint(&parsed, &policy, LintOptions::default());
     if linted.status == LintStatus::Error {
         let color = Style::for_stderr(req.common.color).color;
-        let _ =
-            lint_cmd::write_text_report(&source, format, (&linted, &parsed.plan), color, err);
+        let _ = lint_cmd::write_text_report(&source, format, (&linted, &parsed.plan), color, err);
         return Err(Fail::input(format!(
             "{} has lint errors; it was not run (fix them, or see `pev lint --explain CODE`)",
             source.name
@@ -310,7 +309,15 @@ impl Session {
             observer,
             config: EngineConfig { jobs, approval, approve_tools, cancel },
         };
-        Ok(Self { runtime, engine, db: db.to_path_buf(), json: common.json, events, live, color: common.color })
+        Ok(Self {
+            runtime,
+            engine,
+            db: db.to_path_buf(),
+            json: common.json,
+            events,
+            live,
+            color: common.color,
+        })
     }
 
     fn journal(&self) -> Result<Journal, Fail> {

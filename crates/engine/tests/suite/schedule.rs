@@ -7,7 +7,9 @@ use pev_protocol::event::EventBody;
 use pev_protocol::run::{ReasonCode, RunStatus, StepStatus};
 use serde_json::{Value, json};
 
-use super::support::{Harness, codes, config, finished_error, plan, reason_message, step, warnings};
+use super::support::{
+    Harness, codes, config, finished_error, plan, reason_message, step, warnings,
+};
 
 fn sleep(id: &str, ms: u64) -> Value {
     json!({"id": id, "tool": "test.sleep", "parameters": {"key": id, "ms": ms}})

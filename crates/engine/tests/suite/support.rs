@@ -252,13 +252,7 @@ impl Harness {
         let root = dir.path().join("ws");
         std::fs::create_dir(&root).unwrap();
         let db = dir.path().join("pev.db");
-        Self {
-            _dir: dir,
-            root,
-            db,
-            probe: Arc::default(),
-            observer: Arc::default(),
-        }
+        Self { _dir: dir, root, db, probe: Arc::default(), observer: Arc::default() }
     }
 
     pub fn engine(&self, config: EngineConfig) -> Engine {
