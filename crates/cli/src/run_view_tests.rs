@@ -341,6 +341,7 @@ fn step(id: &str, status: StepStatus, checks: Vec<AssertionResult>) -> StepResul
         evidence: Vec::new(),
         assertions: checks,
         output: None,
+        error: None,
         started_at: None,
         ended_at: None,
     }

@@ -43,6 +43,7 @@ fn step(id: &str, status: StepStatus, output: serde_json::Value) -> StepResult {
         evidence: Vec::new(),
         assertions: Vec::new(),
         output: Some(output),
+        error: None,
         started_at: Some("2026-11-21T14:00:00.000Z".into()),
         ended_at: Some("2026-11-21T14:00:01.250Z".into()),
     }

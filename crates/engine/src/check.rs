@@ -39,6 +39,10 @@ pub(crate) async fn after_call(
             at: now.clone(),
         }))?;
         let Some(before_sha) = before.hashes.get(path) else { continue };
+        if before_sha.is_none() && after_sha.is_none() {
+            // Absent before and after: nothing was written there.
+            continue;
+        }
         let is_target = call.target == Some(path.as_str());
         // A write or patch is a mutation even when it changed nothing (that is the no-op this
         // records); another watched file only when it changed.

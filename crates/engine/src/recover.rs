@@ -83,12 +83,16 @@ pub(crate) async fn settle(
             None,
             Some("interrupted by a crash; run again on resume".to_owned()),
         ))?;
-        if matches!(record.effect, Effect::Exec | Effect::Network) {
+        if record.effect != Effect::Read {
+            let kind = match record.effect {
+                Effect::Exec => "an exec",
+                Effect::Network => "a network",
+                _ => "a write without a path",
+            };
             let message = format!(
-                "step `{id}` was interrupted during {}; an {} effect cannot be checked from \
+                "step `{id}` was interrupted during {}; {kind} effect cannot be checked from \
                  outside, so it runs again",
                 record.tool,
-                if record.effect == Effect::Exec { "exec" } else { "network" },
             );
             shared
                 .recorder

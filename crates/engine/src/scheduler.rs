@@ -253,11 +253,18 @@ impl Engine {
             (0..n).filter(|&i| remaining[i] == 0 && !state.slots[i].is_settled()).collect();
         let mut frontier = Frontier { graph, remaining, ready };
         let jobs = self.config.jobs.max(1);
-        let mut aborting = false;
+        // A step that failed and stops the run (abort, or retry/replan spent) keeps stopping it
+        // after a resume: resume finishes an interrupted run, it does not undo an abort.
+        let mut aborting = plan.steps.iter().zip(&state.slots).any(|(step, slot)| {
+            slot.status == StepStatus::Failed && step.on_fail != OnFail::Continue
+        });
         let mut running: JoinSet<StepReport> = JoinSet::new();
         let cancel = Arc::clone(&self.config.cancel);
         let index = plan.index();
         loop {
+            if cancel.is_cancelled() {
+                state.cancelled = true;
+            }
             while !aborting && !state.cancelled && running.len() < jobs {
                 let Some(i) = frontier.ready.pop_front() else { break };
                 let job = job_for(&plan, &index, &mut state, i);
@@ -295,6 +302,9 @@ impl Engine {
                 }
             }
         }
+        // A cancel that came after every step had settled changed nothing.
+        state.cancelled |=
+            cancel.is_cancelled() && state.slots.iter().any(|s| !s.is_settled());
         crate::finish::finish(&shared, &mut state, started).await
     }
 
@@ -311,6 +321,7 @@ impl Engine {
         let step = &shared.plan.steps[i];
         let id = step.id.as_str();
         state.tool_calls += report.tool_calls;
+        state.cancelled |= report.cancelled;
         state.warnings.extend(report.warnings);
         state.mutations.extend(report.mutations);
         let slot = report.slot;

@@ -87,6 +87,7 @@ impl Slot {
             evidence: self.evidence.clone(),
             assertions: self.assertions.clone(),
             output: self.output.clone(),
+            error: self.error.clone(),
             started_at: self.started_at.clone(),
             ended_at: self.ended_at.clone(),
         }

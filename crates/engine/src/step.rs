@@ -62,6 +62,8 @@ pub(crate) struct StepReport {
     pub mutations: Vec<StepMutation>,
     pub tool_calls: u64,
     pub warnings: Vec<String>,
+    /// A cancel stopped the step from trying again.
+    pub cancelled: bool,
 }
 
 /// The file a write-effect call changes (its `path` argument), if it names one.
@@ -175,6 +177,7 @@ pub(crate) async fn run_step(shared: Arc<Shared>, mut job: StepJob) -> StepRepor
         mutations: Vec::new(),
         tool_calls: 0,
         warnings: Vec::new(),
+        cancelled: false,
     };
     let plan = Arc::clone(&shared.plan);
     let Some(step) = plan.steps.get(job.idx) else {
@@ -274,18 +277,22 @@ async fn drive(
             None => invoke(shared, &call, &*tool, report).await?,
         };
         crate::check::after_call(shared, &call, (before, end), &job.inputs, report).await?;
-        if report.slot.status == StepStatus::Done
-            || report.slot.attempts >= max_attempts
-            || engine.config.cancel.is_cancelled()
-        {
+        if report.slot.status == StepStatus::Done || report.slot.attempts >= max_attempts {
+            break;
+        }
+        if engine.config.cancel.is_cancelled() {
+            report.cancelled = true;
             break;
         }
         let message = format!(
-            "attempt {} of {max_attempts} failed: {}; trying again",
+            "step `{id}`: attempt {} of {max_attempts} failed: {}; trying again",
             report.slot.attempts,
             report.slot.error.as_deref().unwrap_or("unknown error")
         );
-        shared.recorder.emit(EventBody::Warning { step: Some(id.to_owned()), message })?;
+        shared
+            .recorder
+            .emit(EventBody::Warning { step: Some(id.to_owned()), message: message.clone() })?;
+        report.warnings.push(message);
     }
     Ok(())
 }

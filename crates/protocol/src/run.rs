@@ -71,6 +71,10 @@ pub struct StepResult {
     pub assertions: Vec<AssertionResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<Value>,
+    /// Why the step failed or was skipped (the tool's error, the reference that did not
+    /// resolve, the assertion that failed). An addition to CONTRACTS.md §4.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

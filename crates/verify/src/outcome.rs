@@ -144,10 +144,10 @@ fn step_reasons(input: &OutcomeInput<'_>, reasons: &mut Vec<Reason>) {
                     0 | 1 => String::new(),
                     n => format!(" after {n} attempts"),
                 };
-                let why = step
-                    .evidence
-                    .last()
-                    .map_or_else(String::new, |e| format!(": {}", clip(e, CLIP.saturating_mul(2))));
+                let why =
+                    step.error.as_ref().or(step.evidence.last()).map_or_else(String::new, |e| {
+                        format!(": {}", clip(e, CLIP.saturating_mul(2)))
+                    });
                 Reason {
                     code: ReasonCode::StepFailed,
                     step: Some(step.id.clone()),

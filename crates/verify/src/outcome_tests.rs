@@ -90,6 +90,7 @@ fn result(id: &str, status: StepStatus, assertions: Vec<AssertionResult>) -> Ste
         evidence: vec![],
         assertions,
         output: None,
+        error: None,
         started_at: None,
         ended_at: None,
     }

@@ -60,8 +60,7 @@ impl Ws {
 
     /// The text of `rel` inside the workspace.
     pub fn read(&self, rel: &str) -> String {
-        std::fs::read_to_string(self.path().join(rel))
-            .unwrap_or_else(|e| panic!("read {rel}: {e}"))
+        std::fs::read_to_string(self.path().join(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
     }
 
     /// Writes the plan beside the workspace and returns its path.
@@ -240,7 +239,11 @@ pub fn run_level(code: &str) -> (String, Option<String>) {
 pub fn unique_marker() -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    format!("{}{}{n}", std::process::id(), std::time::UNIX_EPOCH.elapsed().map_or(0, |d| d.subsec_micros()))
+    format!(
+        "{}{}{n}",
+        std::process::id(),
+        std::time::UNIX_EPOCH.elapsed().map_or(0, |d| d.subsec_micros())
+    )
 }
 
 /// Whether a live process has `needle` in its command line (read from /proc).
@@ -249,8 +252,9 @@ pub fn process_alive_with(needle: &str) -> bool {
     entries.flatten().any(|e| {
         let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
         let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        let zombie = std::fs::read_to_string(e.path().join("stat"))
-            .is_ok_and(|s| s.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')));
+        let zombie = std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| {
+            s.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z'))
+        });
         text.contains(needle) && !zombie
     })
 }
@@ -265,8 +269,12 @@ pub struct Request {
     pub body: String,
 }
 
+/// The size of the test server's `/big` body: more than the 1 MiB output cap.
+pub const BIG_BODY: usize = 1_100_000;
+
 /// A tiny HTTP/1.1 server on 127.0.0.1: `/missing` answers 404, `/echo` answers 200 with the
-/// request body, anything else 200 with `hello from the test server`. Every response has the
+/// request body, `/big` 200 with [`BIG_BODY`] bytes, anything else 200 with
+/// `hello from the test server`. Every response has the
 /// header `x-test: yes` and closes the connection.
 pub struct HttpServer {
     pub port: u16,
@@ -331,6 +339,7 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Request>>) {
     let (status, reply) = match path.as_str() {
         "/missing" => ("404 Not Found", "not here".to_owned()),
         "/echo" => ("200 OK", body.clone()),
+        "/big" => ("200 OK", "b".repeat(BIG_BODY)),
         _ => ("200 OK", "hello from the test server".to_owned()),
     };
     log.lock().expect("lock").push(Request { method, path, headers, body });
@@ -346,4 +355,32 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Request>>) {
 /// Whether `path` exists without following a final symlink.
 pub fn exists_no_follow(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok()
+}
+
+/// The `pev` binary's path (for commands run outside assert_cmd: under `script`, or spawned).
+pub fn pev_path() -> PathBuf {
+    assert_cmd::cargo::cargo_bin!("pev").to_path_buf()
+}
+
+/// `pev ARGS` spawned with stdout piped (stderr to a null sink), environment as in
+/// [`super::support::pev`].
+pub fn spawn_pev(args: &[&str]) -> std::process::Child {
+    std::process::Command::new(pev_path())
+        .args(args)
+        .env_remove("PEV_MAX_INPUT_BYTES")
+        .env_remove("NO_COLOR")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn pev")
+}
+
+/// Sends SIGINT to `pid` (as Ctrl-C would), through kill(1).
+pub fn interrupt(pid: u32) {
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -INT {pid}");
 }

@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::run_support::{HttpServer, Ws, at_step};
+use super::run_support::{HttpServer, Outcome, Ws, at_step, run_level};
 use super::support::{pev, run};
 
 /// sha256("hello\n").
@@ -110,8 +110,8 @@ fn file_patch_edits_in_place_and_a_missing_old_text_fails_the_step() {
     assert_eq!(ws.read("style.css"), "body {\n  background: #013220;\n  color: #222;\n}\n");
     let output = &out.step("patch")["output"];
     assert_eq!(output["changed"], true);
-    assert_eq!(output["bytes_before"], 43);
-    assert_eq!(output["bytes_after"], 43);
+    assert_eq!(output["bytes_before"], 47);
+    assert_eq!(output["bytes_after"], 47);
     let m = &out.result()["file_mutations"][0];
     assert_eq!((m["lines_added"].as_u64(), m["lines_removed"].as_u64()), (Some(1), Some(1)));
 
@@ -119,9 +119,9 @@ fn file_patch_edits_in_place_and_a_missing_old_text_fails_the_step() {
     let out = ws.run(&plan, &[]);
     assert_eq!(out.code, 1, "{out:?}");
     assert_eq!(out.step_status("patch"), "failed");
-    assert_eq!(out.reasons(), vec![at_step("step_failed", "patch")]);
+    assert_eq!(out.reasons(), vec![at_step("step_failed", "patch"), run_level("no_effects")]);
     let error = out.step_error("patch");
-    assert!(error.contains("#ffffff"), "the error names the missing text: {error}");
+    assert!(error.contains("edits[0].old was not found in `style.css`"), "{error}");
     assert_eq!(ws.read("style.css"), "body {\n  background: #013220;\n  color: #222;\n}\n");
 }
 
@@ -130,7 +130,9 @@ fn shell_exec_runs_a_command_string_and_an_argv_in_the_workspace() {
     let ws = Ws::new();
     ws.file("marker-file.txt", "x");
     let plan = json!({"goal": "Run commands", "steps": [
-        {"id": "cmd", "tool": "shell.exec", "parameters": {"command": "echo hello; ls"},
+        {"id": "cmd", "tool": "shell.exec", "parameters": {"command": "echo 'hello  world'"},
+         "assertions": [{"type": "exit_code_eq", "code": 0}]},
+        {"id": "ls", "tool": "shell.exec", "parameters": {"command": "ls"},
          "assertions": [{"type": "exit_code_eq", "code": 0}]},
         // argv is not split by a shell: "a b" stays one argument, `$HOME` stays literal.
         {"id": "argv", "tool": "shell.exec",
@@ -143,7 +145,9 @@ fn shell_exec_runs_a_command_string_and_an_argv_in_the_workspace() {
     assert_eq!(out.code, 0, "{out:?}");
     let cmd = &out.step("cmd")["output"];
     assert_eq!(cmd["exit_code"], 0);
-    assert_eq!(cmd["stdout"], "hello\nmarker-file.txt\n", "cwd is the workspace: {cmd}");
+    assert_eq!(cmd["stdout"], "hello  world\n", "run by sh -c: {cmd}");
+    let ls = out.step("ls")["output"]["stdout"].as_str().expect("stdout").to_owned();
+    assert!(ls.lines().any(|l| l == "marker-file.txt"), "cwd is the workspace: {ls}");
     assert_eq!(out.step("argv")["output"]["stdout"], "a b|$HOME|c|");
     let code = &out.step("code")["output"];
     assert_eq!((code["exit_code"].as_i64(), code["stderr"].as_str()), (Some(7), Some("oops\n")));
@@ -164,7 +168,7 @@ fn shell_exec_scrubs_the_environment_and_passes_the_steps_env() {
         &["run", &plan, "--workspace", &ws_arg, "--json"],
     );
     assert_eq!(r.code, 0, "{r:?}");
-    let out = super::run_support::Outcome::from(r);
+    let out = Outcome::from(r);
     let stdout = out.step("env")["output"]["stdout"].as_str().expect("stdout").to_owned();
     assert!(stdout.contains("GREETING=hi there\n"), "{stdout}");
     assert!(stdout.contains("PATH="), "PATH is on the allow-list: {stdout}");

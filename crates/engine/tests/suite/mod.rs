@@ -1,5 +1,8 @@
 //! The suites, by area; `support` holds the fixtures they share.
 
+mod control;
+mod journal;
 mod references;
+mod resume;
 mod schedule;
 mod support;

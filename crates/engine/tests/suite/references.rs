@@ -103,7 +103,7 @@ async fn a_reference_to_an_unknown_step_fails_instead_of_running_empty() {
     );
 }
 
-// BUG: why a step failed never reaches the run result. The engine keeps the error (a refused
+// Regression (fixed): why a step failed never reaches the run result. The engine keeps the error (a refused
 // approval, a tool's message, an unresolvable reference) only in the step's journaled `error`
 // and its `step.finished` event; `StepResult` has no error field and the engine does not add
 // the error to the step's evidence, while `pev-verify`'s `step_failed` reason explains the

@@ -179,8 +179,8 @@ async fn retry_succeeds_on_the_third_attempt_with_warnings() {
     assert_eq!(
         warnings(&events),
         [
-            "attempt 1 of 3 failed: test.flaky failed: flaky failure 1; trying again",
-            "attempt 2 of 3 failed: test.flaky failed: flaky failure 2; trying again",
+            "step `f`: attempt 1 of 3 failed: test.flaky failed: flaky failure 1; trying again",
+            "step `f`: attempt 2 of 3 failed: test.flaky failed: flaky failure 2; trying again",
         ]
     );
     let attempts: Vec<u32> = events
@@ -256,4 +256,39 @@ async fn replan_stops_like_abort_with_a_warning() {
     assert_eq!(result.warnings.len(), 1, "{:?}", result.warnings);
     assert!(result.warnings[0].contains("replan needs a planner model"));
     assert!(warnings(&h.observer.events())[0].contains("the run stops as for abort"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cycle_does_not_hang_its_steps_just_do_not_run() {
+    let h = Harness::new();
+    let steps = json!([
+        {"id": "x", "tool": "test.echo", "parameters": {"key": "x", "v": "${y.result}"}},
+        {"id": "y", "tool": "test.echo", "parameters": {"key": "y"}, "depends_on": ["x"]},
+        {"id": "z", "tool": "test.echo", "parameters": {"key": "z"}},
+    ]);
+    let run = h.run(plan(steps), config(2));
+    let result = tokio::time::timeout(Duration::from_secs(10), run).await.expect("the run hung");
+    assert_eq!(step(&result, "z").status, StepStatus::Done);
+    assert_eq!(step(&result, "x").status, StepStatus::Pending);
+    assert_eq!(step(&result, "y").status, StepStatus::Pending);
+    assert_eq!(codes(&result), vec![(ReasonCode::StepsNotRun, None)]);
+    assert_eq!(result.status, RunStatus::Partial);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plans_without_a_runnable_tool_are_refused_before_anything_runs() {
+    let h = Harness::new();
+    let steps = json!([
+        {"id": "ok", "tool": "test.echo", "parameters": {"key": "ok"}},
+        {"id": "think", "description": "decide what to do"},
+        {"id": "magic", "tool": "no.such"},
+    ]);
+    let error = h.try_run(plan(steps), config(1)).await.expect_err("the plan must be refused");
+    let message = error.to_string();
+    assert!(matches!(error, pev_engine::EngineError::Plan(_)), "{error:?}");
+    assert!(message.contains("step `think` has no `tool`"), "{message}");
+    assert!(message.contains("step `magic` names tool `no.such`, which pev does not have"));
+    assert!(message.contains("test.echo"), "the known tools are listed: {message}");
+    assert_eq!(h.probe.calls("ok"), 0);
+    assert!(h.observer.events().is_empty(), "nothing is announced for a refused plan");
 }

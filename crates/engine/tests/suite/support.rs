@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pev_engine::{
-    Approval, ApprovalMode, ApprovalRequest, Approver, Cancel, Engine, EngineConfig, Observer,
-    ResumeInput, RunInput,
+    Approval, ApprovalMode, ApprovalRequest, Approver, Cancel, Engine, EngineConfig, EngineError,
+    Observer, ResumeInput, RunInput,
 };
 use pev_protocol::Plan;
 use pev_protocol::event::{Event, EventBody, now_rfc3339};
@@ -71,7 +71,7 @@ enum Kind {
     Sleep,
     /// Always fails (told to the model).
     Fail,
-    /// `{key, fail_times}`: fails the first `fail_times` calls per key.
+    /// `{key, fail_times, ms?}`: fails the first `fail_times` calls per key (after `ms`).
     Flaky,
     /// Returns its arguments.
     Echo,
@@ -79,6 +79,9 @@ enum Kind {
     Count,
     /// `file.write` under another name, counting calls per `path`.
     Write,
+    /// Reads the journal from another connection while the call is under way: returns the
+    /// journaled status of its own call and of its step, proof that the intent was on disk.
+    Peek,
 }
 
 struct TestTool {
@@ -86,6 +89,11 @@ struct TestTool {
     effect: Effect,
     kind: Kind,
     probe: Arc<Probe>,
+    db: PathBuf,
+}
+
+fn fatal(e: impl std::fmt::Display) -> ToolError {
+    ToolError::Fatal(e.to_string())
 }
 
 fn key_of(args: &Value) -> String {
@@ -116,6 +124,9 @@ impl TestTool {
             }
             Kind::Flaky => {
                 let fail_times = args.get("fail_times").and_then(Value::as_u64).unwrap_or(0);
+                if let Some(ms) = args.get("ms").and_then(Value::as_u64) {
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                }
                 let n = self.probe.count(&key);
                 if u64::from(n) <= fail_times {
                     Err(ToolError::RespondToModel(format!("flaky failure {n}")))
@@ -132,6 +143,18 @@ impl TestTool {
                 let path = args.get("path").and_then(Value::as_str).unwrap_or("").to_owned();
                 self.probe.count(&path);
                 FileWrite.call(ctx, args).await
+            }
+            Kind::Peek => {
+                let store = Store::open_existing(&self.db).map_err(fatal)?;
+                let runs = store.list_runs().map_err(fatal)?;
+                let run = store.load_run(&runs[0].run_id).map_err(fatal)?;
+                let call = run.tool_calls.iter().find(|c| c.arguments == args);
+                let state = run.steps.iter().find(|s| Some(&s.step_id) == call.map(|c| &c.step_id));
+                Ok(json!({
+                    "call": call.map(|c| c.status.as_str()),
+                    "step": state.map(|s| s.status),
+                    "intended": call.and_then(|c| c.intended_sha256.clone()),
+                }))
             }
         }
     }
@@ -159,8 +182,8 @@ impl Tool for TestTool {
     }
 }
 
-/// The built-ins plus the test tools, all reporting to `probe`.
-pub fn registry(probe: &Arc<Probe>) -> Registry {
+/// The built-ins plus the test tools, all reporting to `probe`; `test.peek` reads `db`.
+pub fn registry(probe: &Arc<Probe>, db: &std::path::Path) -> Registry {
     let mut registry = Registry::builtin();
     let tools = [
         ("test.sleep", Effect::Read, Kind::Sleep),
@@ -170,19 +193,28 @@ pub fn registry(probe: &Arc<Probe>) -> Registry {
         ("test.count", Effect::Write, Kind::Count),
         ("test.exec", Effect::Exec, Kind::Count),
         ("test.write", Effect::Write, Kind::Write),
+        ("test.peek", Effect::Write, Kind::Peek),
     ];
     for (name, effect, kind) in tools {
-        let tool = TestTool { name, effect, kind, probe: Arc::clone(probe) };
+        let tool = TestTool { name, effect, kind, probe: Arc::clone(probe), db: db.to_path_buf() };
         registry.register(Arc::new(tool)).unwrap();
     }
     registry
 }
 
-/// Keeps every event; optionally raises a [`Cancel`] when a given step starts.
+/// When the [`Collector`] raises a [`Cancel`]: on the event named `event` of step `step`.
+struct CancelOn {
+    event: &'static str,
+    step: String,
+    cancel: Arc<Cancel>,
+}
+
+/// Keeps every event; optionally raises a [`Cancel`] on a given event, the way Ctrl-C would
+/// arrive at that moment.
 #[derive(Default)]
 pub struct Collector {
     events: Mutex<Vec<Event>>,
-    cancel_on: Mutex<Option<(String, Arc<Cancel>)>>,
+    cancel_on: Mutex<Option<CancelOn>>,
 }
 
 impl Collector {
@@ -190,19 +222,31 @@ impl Collector {
         self.events.lock().unwrap().clone()
     }
 
-    pub fn cancel_when_started(&self, step: &str, cancel: &Arc<Cancel>) {
-        *self.cancel_on.lock().unwrap() = Some((step.to_owned(), Arc::clone(cancel)));
+    /// Cancel when `step` sends `event` (`step.started`, `step.finished`, `tool.called`).
+    pub fn cancel_on(&self, event: &'static str, step: &str, cancel: &Arc<Cancel>) {
+        *self.cancel_on.lock().unwrap() =
+            Some(CancelOn { event, step: step.to_owned(), cancel: Arc::clone(cancel) });
+    }
+}
+
+fn step_of(body: &EventBody) -> Option<&str> {
+    match body {
+        EventBody::StepStarted { step, .. }
+        | EventBody::StepFinished { step, .. }
+        | EventBody::ToolCalled { step, .. }
+        | EventBody::ToolFinished { step, .. } => Some(step),
+        _ => None,
     }
 }
 
 impl Observer for Collector {
     fn on_event(&self, event: &Event) {
         self.events.lock().unwrap().push(event.clone());
-        if let EventBody::StepStarted { step, .. } = &event.body
-            && let Some((wanted, cancel)) = &*self.cancel_on.lock().unwrap()
-            && step == wanted
+        if let Some(on) = &*self.cancel_on.lock().unwrap()
+            && event.body.name() == on.event
+            && step_of(&event.body) == Some(on.step.as_str())
         {
-            cancel.cancel();
+            on.cancel.cancel();
         }
     }
 }
@@ -258,7 +302,7 @@ impl Harness {
     pub fn engine(&self, config: EngineConfig) -> Engine {
         let workspace = Workspace::open(&self.root).unwrap();
         Engine {
-            registry: Arc::new(registry(&self.probe)),
+            registry: Arc::new(registry(&self.probe, &self.db)),
             ctx: Arc::new(ToolContext::new(workspace)),
             observer: Arc::clone(&self.observer) as Arc<dyn Observer>,
             config,
@@ -288,11 +332,20 @@ impl Harness {
 
     /// Runs `plan` to its end; the journal is closed when this returns.
     pub async fn run(&self, plan: Value, config: EngineConfig) -> RunResult {
+        self.try_run(plan, config).await.unwrap()
+    }
+
+    /// Runs `plan`, returning the engine's error if it refuses to.
+    pub async fn try_run(
+        &self,
+        plan: Value,
+        config: EngineConfig,
+    ) -> Result<RunResult, EngineError> {
         let (run_id, plan) = self.create(&plan);
         let journal = Journal::start(&self.db).unwrap();
         let engine = self.engine(config);
         let input = RunInput { run_id, plan, journal: journal.clone() };
-        let result = engine.run(input).await.unwrap();
+        let result = engine.run(input).await;
         journal.close().unwrap();
         result
     }
@@ -379,5 +432,7 @@ pub fn warnings(events: &[Event]) -> Vec<String> {
 
 /// A plan of `steps` with a neutral goal (one that does not ask for a change).
 pub fn plan(steps: Value) -> Value {
-    json!({"goal": "engine test", "steps": steps})
+    let mut plan = json!({"goal": "engine test"});
+    plan["steps"] = steps;
+    plan
 }
