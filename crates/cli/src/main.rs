@@ -112,14 +112,6 @@ enum Command {
         after_help = LINT_HELP
     )]
     Lint(LintArgs),
-    /// Print the JSON Schema of a plan, a lint result, a policy or a run result
-    #[command(
-        long_about = "Print the JSON Schema of one of pev's documents.\n\n\
-            The schemas are derived from the Rust types pev reads and writes, so they are \
-            exactly what pev accepts (`plan`, `policy`) and produces (`lint`, `result`). Use \
-            them to validate plans written by a model or to generate client types.",
-        after_help = SCHEMA_HELP
-    )]
     /// Run a plan: its tool steps as a DAG in the workspace, verified by the harness
     #[command(
         long_about = "Run a plan: its tool steps as a DAG in the workspace, verified by the harness.\n\n\
@@ -170,6 +162,14 @@ enum Command {
         #[command(flatten)]
         journal: JournalArgs,
     },
+    /// Print the JSON Schema of a plan, a lint result, a policy or a run result
+    #[command(
+        long_about = "Print the JSON Schema of one of pev's documents.\n\n\
+            The schemas are derived from the Rust types pev reads and writes, so they are \
+            exactly what pev accepts (`plan`, `policy`) and produces (`lint`, `result`). Use \
+            them to validate plans written by a model or to generate client types.",
+        after_help = SCHEMA_HELP
+    )]
     Schema {
         /// The document whose schema to print
         #[arg(value_enum)]

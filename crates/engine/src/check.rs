@@ -121,7 +121,11 @@ pub(crate) async fn after_call(
     for r in results.iter().filter(|r| r.passed) {
         slot.evidence.push(format!("{}: {}", r.kind, r.detail));
     }
-    if let Some(f) = failed {
+    if let Some(problem) = process_failure(call.step, &output) {
+        slot.status = StepStatus::Failed;
+        slot.by_assertion = false;
+        slot.error = Some(format!("{} {problem}", call.tool));
+    } else if let Some(f) = failed {
         slot.status = StepStatus::Failed;
         slot.by_assertion = true;
         slot.error = Some(format!("assertion {} failed: {}", f.kind, f.detail));
@@ -137,4 +141,39 @@ pub(crate) async fn after_call(
     slot.output = Some(output);
     slot.ended_at = Some(now_rfc3339());
     Ok(())
+}
+
+/// Why a process the tool ran did not succeed, if it did not: it timed out, was killed by a
+/// signal, or exited non-zero. A non-zero exit is what the step expects when it asserts that
+/// exit code itself (`exit_code_eq` on this step), and is then left to that assertion.
+fn process_failure(step: &pev_protocol::Step, output: &Value) -> Option<String> {
+    if output.get("timed_out").and_then(Value::as_bool) == Some(true) {
+        return Some("timed out; its process group was killed".to_owned());
+    }
+    let code = output.get("exit_code")?;
+    if code.is_null() {
+        return output
+            .get("signal")
+            .and_then(Value::as_i64)
+            .map(|signal| format!("was killed by signal {signal}"));
+    }
+    let code = code.as_i64()?;
+    if code == 0 {
+        return None;
+    }
+    let expected = step.assertions.iter().any(|a| {
+        matches!(a, pev_protocol::Assertion::ExitCodeEq { step: None, .. })
+            || matches!(a, pev_protocol::Assertion::ExitCodeEq { step: Some(s), .. } if *s == step.id)
+    });
+    if expected {
+        return None;
+    }
+    let stderr = output.get("stderr").and_then(Value::as_str).unwrap_or("");
+    let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    let last: String = last.chars().take(200).collect();
+    Some(if last.is_empty() {
+        format!("exited with code {code}")
+    } else {
+        format!("exited with code {code}: {last}")
+    })
 }

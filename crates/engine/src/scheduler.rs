@@ -303,8 +303,7 @@ impl Engine {
             }
         }
         // A cancel that came after every step had settled changed nothing.
-        state.cancelled |=
-            cancel.is_cancelled() && state.slots.iter().any(|s| !s.is_settled());
+        state.cancelled |= cancel.is_cancelled() && state.slots.iter().any(|s| !s.is_settled());
         crate::finish::finish(&shared, &mut state, started).await
     }
 

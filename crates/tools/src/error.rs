@@ -44,6 +44,10 @@ pub enum SandboxError {
     /// A path that cannot name anything (a NUL byte, the root where a file is needed).
     #[error("path `{path}` is not valid: {reason}")]
     InvalidPath { path: String, reason: &'static str },
+    /// The workspace's `.pev` directory, which holds pev's journal: a plan that could write
+    /// there could rewrite the evidence its outcome is decided on.
+    #[error("path `{path}` is inside `.pev`, pev's journal directory, which plans may not touch")]
+    Reserved { path: String },
     #[error("`{path}` does not exist")]
     NotFound { path: String },
     #[error("`{path}` is a directory")]
@@ -102,7 +106,10 @@ impl SandboxError {
     /// Whether this ends the step (an escape or a broken workspace) rather than being something
     /// the model can correct.
     pub fn is_fatal(&self) -> bool {
-        matches!(self, Self::Escape { .. } | Self::Io { .. } | Self::Open { .. })
+        matches!(
+            self,
+            Self::Escape { .. } | Self::Reserved { .. } | Self::Io { .. } | Self::Open { .. }
+        )
     }
 
     /// An escape attempt.

@@ -103,6 +103,9 @@ impl Workspace {
         // Entries to emit, in reverse order (the next one is at the end).
         let mut stack = self.children(&rel, "", path)?;
         while let Some(item) = stack.pop() {
+            if crate::sandbox::is_reserved(&item.rel) {
+                continue;
+            }
             let keep = filter.as_ref().is_none_or(|f| f.matches(&item.below, &item.name));
             if keep {
                 if entries.len() >= options.max_entries {

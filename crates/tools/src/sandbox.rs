@@ -192,6 +192,10 @@ impl Workspace {
         };
         let dir = &self.inner.dir;
         let (target, permissions) = match dir.canonicalize(&rel) {
+            // A symlink elsewhere in the workspace that leads into `.pev`.
+            Ok(target) if is_reserved(&target) => {
+                return Err(SandboxError::Reserved { path: path.to_owned() });
+            }
             Ok(target) => {
                 let meta =
                     dir.metadata(&target).map_err(|e| SandboxError::from_io("stat", path, e))?;
@@ -268,7 +272,18 @@ pub(crate) fn lexical(path: &str) -> Result<PathBuf, SandboxError> {
             Component::Normal(part) => out.push(part),
         }
     }
+    if is_reserved(&out) {
+        return Err(SandboxError::Reserved { path: path.to_owned() });
+    }
     Ok(out)
+}
+
+/// The directory under the workspace root that holds pev's journal.
+pub(crate) const RESERVED_DIR: &str = ".pev";
+
+/// Whether a root-relative path is, or is inside, [`RESERVED_DIR`].
+pub(crate) fn is_reserved(rel: &Path) -> bool {
+    matches!(rel.components().next(), Some(Component::Normal(first)) if first == RESERVED_DIR)
 }
 
 /// Only regular files are read: a directory is a clear error, a FIFO or device could block.

@@ -8,6 +8,7 @@ mod output;
 mod run_approval;
 mod run_assertions;
 mod run_dag;
+mod run_examples;
 mod run_journal;
 mod run_outcome;
 mod run_sandbox;

@@ -22,9 +22,11 @@ fn every_assertion_type_passes_when_its_condition_holds() {
             {"type": "file_exists", "path": "out/report.txt"},
             {"type": "file_not_exists", "path": "out/missing.txt"},
             {"type": "file_contains", "path": "out/report.txt", "pattern": "total: 42"},
-            {"type": "file_contains", "path": "out/report.txt", "pattern": "total: \\d+", "regex": true},
+            {"type": "file_contains", "path": "out/report.txt", "pattern": "total: \\d+",
+             "regex": true},
             {"type": "file_not_contains", "path": "out/report.txt", "pattern": "error"},
-            {"type": "file_not_contains", "path": "out/report.txt", "pattern": "^fail", "regex": true},
+            {"type": "file_not_contains", "path": "out/report.txt", "pattern": "^fail",
+             "regex": true},
             {"type": "file_size_gt", "path": "out/report.txt", "bytes": 20},
             {"type": "content_changed", "path": "out/report.txt"},
             {"assert": "file_exists", "path": "old.txt"}
@@ -73,8 +75,10 @@ fn every_assertion_type_passes_when_its_condition_holds() {
 
 /// A step of the failing plan: `tool` with `parameters`, one `assertion`, `on_fail: continue`.
 fn failing(id: &str, tool: &str, parameters: Value, assertion: Value) -> Value {
-    json!({"id": id, "tool": tool, "parameters": parameters, "on_fail": "continue",
-           "assertions": [assertion]})
+    let mut step = json!({"id": id, "tool": tool, "on_fail": "continue"});
+    step["parameters"] = parameters;
+    step["assertions"] = Value::Array(vec![assertion]);
+    step
 }
 
 #[test]
@@ -157,7 +161,7 @@ fn every_assertion_type_fails_with_a_detail_when_its_condition_does_not_hold() {
         failing(
             "http",
             "file.read",
-            read.clone(),
+            read,
             json!({"type": "http_status", "url": server.url("/missing"), "status": 200,
                        "recovery": "serve the page first"}),
         ),

@@ -124,7 +124,8 @@ fn on_fail_abort_starts_nothing_new_but_lets_running_steps_finish() {
 fn on_fail_continue_lets_independent_branches_run_and_skips_dependents() {
     let ws = Ws::new();
     let plan = json!({"goal": "Write the outputs", "steps": [
-        {"id": "bad", "tool": "file.read", "on_fail": "continue", "parameters": {"path": "missing.txt"}},
+        {"id": "bad", "tool": "file.read", "on_fail": "continue",
+         "parameters": {"path": "missing.txt"}},
         {"id": "child", "tool": "file.write", "depends_on": ["bad"],
          "parameters": {"path": "child.txt", "content": "x"},
          "assertions": [{"type": "file_exists", "path": "child.txt"}]},
@@ -181,14 +182,16 @@ fn references_keep_their_json_type_or_are_embedded_as_text() {
     let ws = Ws::new();
     ws.file("three.txt", "a\nb\nc\n");
     ws.file("lines.txt", "1\n2\n3\n4\n5\n");
+    // `{{…}}` and `${…}`, embedded: numbers, strings and an object become text.
+    let content = "lines={{meta.result.total_lines}} first=${list.result.entries.0.path} \
+                   head=${head.result.content}entry=${list.result.entries.0}";
     let plan = json!({"goal": "Write the summary", "steps": [
         {"id": "meta", "tool": "file.read", "parameters": {"path": "three.txt"}},
         {"id": "list", "tool": "file.list", "parameters": {"path": ".", "glob": "three.*"}},
         {"id": "head", "tool": "file.read",
          "parameters": {"path": "lines.txt", "limit": "${meta.result.total_lines}"}},
         {"id": "summary", "tool": "file.write", "depends_on": ["head"],
-         "parameters": {"path": "summary.txt",
-                        "content": "lines={{meta.result.total_lines}} first=${list.result.entries.0.path} head=${head.result.content}entry=${list.result.entries.0}"},
+         "parameters": {"path": "summary.txt", "content": content},
          "assertions": [{"type": "file_exists", "path": "summary.txt"}]}
     ]});
     let out = ws.run(&plan, &[]);
@@ -199,7 +202,8 @@ fn references_keep_their_json_type_or_are_embedded_as_text() {
     assert_eq!(out.step("head")["output"]["content"], "1\n2\n3\n");
     assert_eq!(
         ws.read("summary.txt"),
-        "lines=3 first=three.txt head=1\n2\n3\nentry={\"path\":\"three.txt\",\"kind\":\"file\",\"bytes\":6}"
+        "lines=3 first=three.txt head=1\n2\n3\n\
+         entry={\"path\":\"three.txt\",\"kind\":\"file\",\"bytes\":6}"
     );
 }
 

@@ -12,7 +12,8 @@ use super::run_support::{Outcome, Ws, at_step, interrupt, parse_events, run_leve
 fn success_needs_every_step_done_every_assertion_and_postcondition_verified() {
     let ws = Ws::new();
     let plan = json!({"goal": "Write the greeting", "steps": [
-        {"id": "write", "tool": "file.write", "parameters": {"path": "greeting.txt", "content": "hi\n"},
+        {"id": "write", "tool": "file.write",
+         "parameters": {"path": "greeting.txt", "content": "hi\n"},
          "assertions": [{"type": "file_contains", "path": "greeting.txt", "pattern": "hi"}]}
     ], "postconditions": [
         {"description": "The greeting is there",
@@ -61,10 +62,12 @@ fn a_failed_step_aborts_its_dependents_step_failed_and_steps_not_run_exit_1() {
 fn a_failing_assertion_fails_the_step_assertion_failed_exit_1() {
     let ws = Ws::new();
     let plan = json!({"goal": "Write the version", "steps": [
-        {"id": "write", "tool": "file.write", "parameters": {"path": "VERSION", "content": "1.2.3\n"},
+        {"id": "write", "tool": "file.write",
+         "parameters": {"path": "VERSION", "content": "1.2.3\n"},
          "assertions": [{"type": "file_contains", "path": "VERSION", "pattern": "2.0.0",
                          "recovery": "bump the version to 2.0.0"}]},
-        {"id": "after", "tool": "file.read", "depends_on": ["write"], "parameters": {"path": "VERSION"}}
+        {"id": "after", "tool": "file.read", "depends_on": ["write"],
+         "parameters": {"path": "VERSION"}}
     ]});
     let out = ws.run(&plan, &[]);
     assert_eq!(out.code, 1, "{out:?}");
@@ -89,13 +92,15 @@ fn a_failing_assertion_fails_the_step_assertion_failed_exit_1() {
 fn an_unverified_postcondition_makes_the_run_partial_exit_3() {
     let ws = Ws::new();
     let plan = json!({"goal": "Write the greeting", "steps": [
-        {"id": "write", "tool": "file.write", "parameters": {"path": "greeting.txt", "content": "hi\n"},
+        {"id": "write", "tool": "file.write",
+         "parameters": {"path": "greeting.txt", "content": "hi\n"},
          "assertions": [{"type": "file_exists", "path": "greeting.txt"}]}
     ], "postconditions": [
         "The greeting is friendly",
         {"description": "It says hello",
          "assertions": [{"type": "file_contains", "path": "greeting.txt", "pattern": "hello"}]},
-        {"description": "It exists", "assertions": [{"type": "file_exists", "path": "greeting.txt"}]}
+        {"description": "It exists",
+         "assertions": [{"type": "file_exists", "path": "greeting.txt"}]}
     ]});
     let out = ws.run(&plan, &[]);
     assert_eq!(out.code, 3, "{out:?}");
@@ -162,7 +167,8 @@ fn a_write_that_changes_nothing_is_a_no_op_mutation_exit_3() {
 fn a_failure_under_on_fail_continue_with_other_work_done_is_partial_and_alone_is_failed() {
     let ws = Ws::new();
     let plan = json!({"goal": "Write two files", "steps": [
-        {"id": "bad", "tool": "file.read", "on_fail": "continue", "parameters": {"path": "missing.txt"}},
+        {"id": "bad", "tool": "file.read", "on_fail": "continue",
+         "parameters": {"path": "missing.txt"}},
         {"id": "good", "tool": "file.write", "parameters": {"path": "ok.txt", "content": "ok"},
          "assertions": [{"type": "file_exists", "path": "ok.txt"}]}
     ]});
@@ -172,7 +178,8 @@ fn a_failure_under_on_fail_continue_with_other_work_done_is_partial_and_alone_is
     assert_eq!(out.reasons(), vec![at_step("step_failed", "bad")]);
 
     let plan = json!({"goal": "Read a file", "steps": [
-        {"id": "bad", "tool": "file.read", "on_fail": "continue", "parameters": {"path": "missing.txt"}}
+        {"id": "bad", "tool": "file.read", "on_fail": "continue",
+         "parameters": {"path": "missing.txt"}}
     ]});
     let out = ws.run(&plan, &[]);
     assert_eq!(out.code, 1, "no step is done: {out:?}");
@@ -230,14 +237,15 @@ fn ctrl_c_lets_the_running_step_finish_ends_cancelled_and_resume_completes_the_r
     assert_eq!(ws.read("runs.txt"), "stage\n");
 }
 
-// BUG: a shell.exec step whose command exits non-zero counts as done with the evidence
+// Regression (fixed): a shell.exec step whose command exits non-zero counts as done with the evidence
 // "shell.exec returned without error", and a plan of only such steps is a `success` (exit 0).
 // A non-zero exit is the command saying it failed: the step should fail (`step_failed`).
 #[test]
-fn bug_a_command_that_exits_non_zero_without_an_assertion_is_not_a_success() {
+fn a_command_that_exits_non_zero_without_an_assertion_is_not_a_success() {
     let ws = Ws::new();
     let plan = json!({"goal": "Run the tests", "steps": [
-        {"id": "test", "tool": "shell.exec", "parameters": {"argv": ["sh", "-c", "echo 1 test failed >&2; exit 1"]}}
+        {"id": "test", "tool": "shell.exec",
+         "parameters": {"argv": ["sh", "-c", "echo 1 test failed >&2; exit 1"]}}
     ]});
     let out = ws.run(&plan, &[]);
     assert_eq!(out.step("test")["output"]["exit_code"], 1);
@@ -247,13 +255,14 @@ fn bug_a_command_that_exits_non_zero_without_an_assertion_is_not_a_success() {
     assert_eq!(out.code, 1);
 }
 
-// BUG: a shell.exec step killed by its timeout (timed_out: true, no exit code) counts as done
+// Regression (fixed): a shell.exec step killed by its timeout (timed_out: true, no exit code) counts as done
 // and the run is a `success`. A command that did not finish should fail its step.
 #[test]
-fn bug_a_command_killed_by_its_timeout_is_not_a_success() {
+fn a_command_killed_by_its_timeout_is_not_a_success() {
     let ws = Ws::new();
     let plan = json!({"goal": "Run the build", "steps": [
-        {"id": "build", "tool": "shell.exec", "parameters": {"argv": ["sleep", "5"], "timeout_s": 0.2}}
+        {"id": "build", "tool": "shell.exec",
+         "parameters": {"argv": ["sleep", "5"], "timeout_s": 0.2}}
     ]});
     let out = ws.run(&plan, &[]);
     assert_eq!(out.step("build")["output"]["timed_out"], true);
@@ -267,9 +276,10 @@ fn bug_a_command_killed_by_its_timeout_is_not_a_success() {
 #[test]
 fn a_zero_exit_with_an_error_on_stderr_is_reported_as_a_warning() {
     let ws = Ws::new();
+    let script = "echo 'gzip: logs/app.log: No such file or directory' >&2";
     let plan = json!({"goal": "Compress the logs", "steps": [
         {"id": "gzip", "tool": "shell.exec",
-         "parameters": {"argv": ["sh", "-c", "echo 'gzip: logs/app.log: No such file or directory' >&2"]},
+         "parameters": {"argv": ["sh", "-c", script]},
          "assertions": [{"type": "exit_code_eq", "code": 0}]}
     ]});
     let out = ws.run(&plan, &[]);

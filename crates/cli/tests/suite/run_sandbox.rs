@@ -58,9 +58,11 @@ fn dot_dot_and_absolute_paths_are_refused_by_every_file_tool() {
     let out = run_lenient(
         &ws,
         vec![
-            json!({"id": "read-up", "tool": "file.read", "parameters": {"path": "../outside/victim.txt"}}),
+            json!({"id": "read-up", "tool": "file.read",
+                   "parameters": {"path": "../outside/victim.txt"}}),
             json!({"id": "read-abs", "tool": "file.read", "parameters": {"path": "/etc/passwd"}}),
-            json!({"id": "read-deep", "tool": "file.read", "parameters": {"path": "a/../../outside/victim.txt"}}),
+            json!({"id": "read-deep", "tool": "file.read",
+                   "parameters": {"path": "a/../../outside/victim.txt"}}),
             json!({"id": "write-up", "tool": "file.write",
                "parameters": {"path": "../outside/victim.txt", "content": "pwned"}}),
             json!({"id": "write-abs", "tool": "file.write",
@@ -101,7 +103,8 @@ fn dot_dot_and_absolute_paths_are_refused_by_every_file_tool() {
 fn a_path_smuggled_in_through_a_reference_is_refused_at_run_time() {
     let (ws, victim) = with_victim();
     let plan = json!({"goal": "Update the file", "steps": [
-        {"id": "name", "tool": "shell.exec", "parameters": {"argv": ["printf", "../outside/victim.txt"]},
+        {"id": "name", "tool": "shell.exec",
+         "parameters": {"argv": ["printf", "../outside/victim.txt"]},
          "assertions": [{"type": "exit_code_eq", "code": 0}]},
         {"id": "write", "tool": "file.write",
          "parameters": {"path": "${name.result.stdout}", "content": "pwned"},
@@ -134,7 +137,8 @@ fn symlinks_that_point_outside_are_refused_for_reads_writes_patches_and_lists() 
                "parameters": {"path": "victim-link.txt",
                               "edits": [{"old": "original", "new": "pwned"}]}}),
             json!({"id": "list-dir", "tool": "file.list", "parameters": {"path": "outdir"}}),
-            json!({"id": "list-all", "tool": "file.list", "parameters": {"path": ".", "recursive": true}}),
+            json!({"id": "list-all", "tool": "file.list",
+                   "parameters": {"path": ".", "recursive": true}}),
         ],
     );
     assert_refused(
@@ -229,12 +233,15 @@ fn outputs_over_one_mib_are_capped_and_flagged() {
     let server = HttpServer::start();
     let ws = Ws::new();
     ws.file("big.txt", &"r".repeat(MIB + 1000));
+    let script =
+        "head -c 1100000 /dev/zero | tr '\\0' o; head -c 1100000 /dev/zero | tr '\\0' e >&2";
     let plan = json!({"goal": "Read the big outputs", "steps": [
         {"id": "shell", "tool": "shell.exec",
-         "parameters": {"argv": ["sh", "-c", "head -c 1100000 /dev/zero | tr '\\0' o; head -c 1100000 /dev/zero | tr '\\0' e >&2"]},
+         "parameters": {"argv": ["sh", "-c", script]},
          "assertions": [{"type": "exit_code_eq", "code": 0}]},
         {"id": "read", "tool": "file.read", "parameters": {"path": "big.txt"}},
-        {"id": "http", "tool": "http.request", "parameters": {"method": "GET", "url": server.url("/big")}}
+        {"id": "http", "tool": "http.request",
+         "parameters": {"method": "GET", "url": server.url("/big")}}
     ]});
     let out = ws.run(&plan, &[]);
     assert_eq!(out.code, 0, "{out:?}");
@@ -250,15 +257,15 @@ fn outputs_over_one_mib_are_capped_and_flagged() {
     let http = &out.step("http")["output"];
     assert_eq!(http["body_truncated"], true);
     let body = http["body"].as_str().map_or(0, str::len);
-    assert!(body <= MIB && body < BIG_BODY, "{body}");
+    assert!(body > 0 && body <= MIB, "{body} bytes kept of {BIG_BODY}");
 }
 
-// BUG: the journal lives inside the workspace (`.pev/pev.db`) and the file tools may write
+// Regression (fixed): the journal lives inside the workspace (`.pev/pev.db`) and the file tools may write
 // there: a plan step overwrote the journal, the run still reported `success`, and every later
 // `pev runs`/`pev show` fails with "database disk image is malformed". The sandbox should refuse
 // paths under the workspace's `.pev/` directory (as a failed step), and the journal stay intact.
 #[test]
-fn bug_a_plan_cannot_overwrite_its_own_journal() {
+fn a_plan_cannot_overwrite_its_own_journal() {
     let ws = Ws::new();
     let plan = json!({"goal": "Reset the state", "steps": [
         {"id": "clobber", "tool": "file.write",

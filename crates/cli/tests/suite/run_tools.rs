@@ -138,7 +138,8 @@ fn shell_exec_runs_a_command_string_and_an_argv_in_the_workspace() {
         {"id": "argv", "tool": "shell.exec",
          "parameters": {"argv": ["printf", "%s|", "a b", "$HOME", "c"]},
          "assertions": [{"type": "exit_code_eq", "code": 0}]},
-        {"id": "code", "tool": "shell.exec", "parameters": {"argv": ["sh", "-c", "echo oops >&2; exit 7"]},
+        {"id": "code", "tool": "shell.exec",
+         "parameters": {"argv": ["sh", "-c", "echo oops >&2; exit 7"]},
          "assertions": [{"type": "exit_code_eq", "code": 7}]}
     ]});
     let out = ws.run(&plan, &["--jobs", "1"]);

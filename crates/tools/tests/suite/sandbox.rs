@@ -222,3 +222,28 @@ fn the_verifier_helpers_refuse_escapes_too() {
     assert_eq!(err.message(), "path `../x` leaves the workspace");
     f.assert_outside_untouched();
 }
+
+#[tokio::test]
+async fn the_journal_directory_is_out_of_bounds() {
+    let f = Fixture::new();
+    f.write(".pev/pev.db", "journal");
+    f.write("keep.txt", "k");
+    let reserved = "inside `.pev`, pev's journal directory";
+    for path in [".pev/pev.db", "./.pev/pev.db", "a/../.pev/pev.db", ".pev"] {
+        let msg = f.fatal("file.write", json!({"path": path, "content": "x"})).await;
+        assert!(msg.contains(reserved), "{path}: {msg}");
+    }
+    let msg = f.fatal("file.read", json!({"path": ".pev/pev.db"})).await;
+    assert!(msg.contains(reserved), "{msg}");
+    // A symlink elsewhere that leads into `.pev` does not get around it.
+    f.symlink(".pev/pev.db", "db-link");
+    let msg = f.fatal("file.write", json!({"path": "db-link", "content": "x"})).await;
+    assert!(msg.contains(reserved), "{msg}");
+    assert_eq!(std::fs::read_to_string(f.path(".pev/pev.db")).unwrap(), "journal");
+    // And a listing of the root does not show it.
+    let out = f.ok("file.list", json!({"path": ".", "recursive": true})).await;
+    let paths: Vec<&str> =
+        out["entries"].as_array().unwrap().iter().map(|e| e["path"].as_str().unwrap()).collect();
+    assert!(paths.contains(&"keep.txt"), "{paths:?}");
+    assert!(!paths.iter().any(|p| p.starts_with(".pev")), "{paths:?}");
+}
