@@ -298,9 +298,21 @@ impl Session {
             .map_err(|e| Fail(EXIT_FAILED, format!("cannot start the runtime: {e}")))?;
         let cancel = Arc::new(Cancel::default());
         let on_signal = Arc::clone(&cancel);
+        // The first Ctrl-C stops new steps and lets running ones finish (the run can be resumed);
+        // a second one ends the process at once, as a crash would: the journal is safe either way.
         runtime.spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
                 on_signal.cancel();
+                let mut err = std::io::stderr();
+                let _ = writeln!(
+                    err,
+                    "pev: stopping: no new step starts; running steps finish (Ctrl-C again to \
+                     stop now; `pev resume` continues either way)"
+                );
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    let _ = writeln!(err, "pev: stopped");
+                    std::process::exit(130);
+                }
             }
         });
         let engine = Engine {

@@ -45,6 +45,22 @@ pub(crate) async fn finish(
         postconditions.push(result);
     }
 
+    // Acceptance criteria are for a judge model; tier 1 cannot check them and says so.
+    for step in plan.steps.iter().filter(|s| !s.acceptance_criteria.is_empty()) {
+        let message = format!(
+            "step `{}` has {} acceptance criteria that only a judge model can check (pev agent); \
+             they were not checked",
+            step.id,
+            step.acceptance_criteria.len()
+        );
+        if !state.warnings.contains(&message) {
+            shared.recorder.emit(EventBody::Warning {
+                step: Some(step.id.as_str().to_owned()),
+                message: message.clone(),
+            })?;
+            state.warnings.push(message);
+        }
+    }
     let steps: Vec<_> = plan
         .steps
         .iter()
