@@ -2,7 +2,7 @@
 # Benchmarks the harness overhead of `pev run` per step, journal included: whole-process wall
 # time (hyperfine) and peak RSS (/usr/bin/time -v) of `pev run PLAN --workspace WS --json` on
 # plans of 1 and 10,000 cheap tool calls (bench/gen_run_plan.py), each run on a fresh journal
-# and fresh output files (hyperfine --prepare removes WS/.pev and WS/out). Per-step overhead is
+# and fresh output files (hyperfine --prepare removes WS/.pev and WS/out, then syncs). Per-step overhead is
 # (time of the 10,000-step plan - time of the 1-step plan of the same tool) / 10,000.
 # Plans: file.read of a 12-byte file, all independent (default --jobs = cores) and as one
 # sequential chain; file.write of a new small file per step, independent and as a chain (a write
@@ -48,7 +48,10 @@ for c in "${cases[@]}"; do
   read -r name kind n chain <<<"$c"
   python3 bench/gen_run_plan.py --kind "$kind" --steps "$n" --chain "$chain" --out "$out/$name.json"
 done
+# sync: the deletion of the last run's 10,000 files is written back before the next timed run,
+# not during it.
 reset="rm -rf $ws/.pev $ws/out"
+prepare="sh -c '$reset && sync'"
 
 echo "## machine"
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -69,15 +72,15 @@ for c in "${cases[@]}"; do
   tail -n 1 "$out/$name.jsonl" | python3 -c '
 import json, sys
 r = json.load(sys.stdin)["result"]
-steps = sum(1 for s in r["steps"] if s["status"] == "done")
-print(f"{sys.argv[1]}: {r[\"status\"]}, {steps} steps done, {r[\"usage\"][\"tool_calls\"]} tool calls, duration_ms {r[\"duration_ms\"]}")
+done = sum(1 for s in r["steps"] if s["status"] == "done")
+print(sys.argv[1] + ":", r["status"], done, "steps done,", r["usage"]["tool_calls"], "tool calls, duration_ms", r["duration_ms"])
 ' "$name"
 done
 
 echo "## timing (hyperfine)"
 for c in "${cases[@]}"; do
   read -r name _ <<<"$c"
-  hyperfine --style basic -N --warmup 2 --runs "$runs" --prepare "$reset" \
+  hyperfine --style basic -N --warmup 2 --runs "$runs" --prepare "$prepare" \
     --export-json "$out/hyperfine-$name.json" -n "pev run, $name" \
     "$pev run $out/$name.json --policy $out/policy.yaml --workspace $ws --json"
 done

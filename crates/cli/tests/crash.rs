@@ -11,7 +11,8 @@
 //! applied twice would leave `v0\nv1\nv1\n`. A few more dependencies between files make the DAG
 //! more than 100 independent pairs.
 //!
-//! Kill points come from a fixed-seed xorshift generator, so a failure replays exactly. After
+//! Kill points (counted in events read) come from a fixed-seed xorshift generator, so they are the
+//! same on every run of the test; which calls are in flight at each depends on timing. After
 //! every kill the test reads a copy of the journal (the original stays untouched for `pev
 //! resume`) and the files, and predicts how each interrupted call must end: `recovered` when the
 //! file already holds what the call writes, `failed` ("interrupted before it took effect") when it
