@@ -103,6 +103,23 @@ pub(crate) async fn settle(
     }
 
     let path = record.path.clone().unwrap_or_default();
+    // A write killed between creating its temporary file and renaming it leaves that file
+    // beside the target; it is litter either way, so it goes before anything else.
+    match shared.engine.ctx.workspace.remove_stale_temps(&path) {
+        Ok(0) => {}
+        Ok(n) => report.slot.evidence.push(format!(
+            "removed {n} temporary file{} the interrupted {} left beside {path}",
+            if n == 1 { "" } else { "s" },
+            record.tool
+        )),
+        Err(e) => {
+            let message = format!("step `{id}`: could not remove a stale temporary file: {e}");
+            shared
+                .recorder
+                .emit(EventBody::Warning { step: Some(id.to_owned()), message: message.clone() })?;
+            report.warnings.push(message);
+        }
+    }
     let now = snapshot(&shared.engine, &path);
     let now_sha = now.as_ref().map(|c| c.as_deref().map(sha256_hex));
     let applied = record.intended_sha256.is_some()

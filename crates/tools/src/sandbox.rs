@@ -175,6 +175,36 @@ impl Workspace {
         Ok(Some(hex(&hasher.finalize())))
     }
 
+    /// Removes the temporary files an interrupted [`Workspace::write`] of `path` left beside it
+    /// (`.<name>.pev-tmp-<pid>-<n>`), and returns how many it removed. Called on resume, for a
+    /// write that was under way when the process died; the write itself is atomic, so these are
+    /// only litter, never half of the target.
+    pub fn remove_stale_temps(&self, path: &str) -> Result<usize, SandboxError> {
+        let rel = lexical(path)?;
+        let Some(name) = rel.file_name() else { return Ok(0) };
+        let prefix = format!(".{}.pev-tmp-", short_name(name));
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        let dir = &self.inner.dir;
+        let listing = if is_root(parent) { dir.entries() } else { dir.read_dir(parent) };
+        let entries = match listing {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(SandboxError::from_io("list", path, e)),
+        };
+        let mut removed = 0;
+        for entry in entries.flatten() {
+            let file_name = entry.file_name();
+            if file_name.to_string_lossy().starts_with(&prefix)
+                && entry.file_type().is_ok_and(|t| t.is_file())
+            {
+                let stale = parent.join(&file_name);
+                dir.remove_file(&stale).map_err(|e| SandboxError::from_io("remove", path, e))?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
     /// Replace (or create) a file with `bytes`, atomically: the content goes to a temporary file
     /// beside the target, which is then renamed over it. Parent directories are created inside
     /// the sandbox. Writing to a symlink that stays inside writes the file it points to; an

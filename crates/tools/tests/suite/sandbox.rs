@@ -247,3 +247,24 @@ async fn the_journal_directory_is_out_of_bounds() {
     assert!(paths.contains(&"keep.txt"), "{paths:?}");
     assert!(!paths.iter().any(|p| p.starts_with(".pev")), "{paths:?}");
 }
+
+#[test]
+fn stale_temporary_files_of_a_write_are_removed_and_nothing_else() {
+    let f = Fixture::new();
+    f.write("d/a.txt", "A");
+    f.write("d/.a.txt.pev-tmp-123-4", "half");
+    f.write("d/.a.txt.pev-tmp-9-0", "half");
+    f.write("d/.b.txt.pev-tmp-1-1", "other file's");
+    f.write("d/.a.txt.keep", "not ours");
+    f.write(".top.txt.pev-tmp-1-1", "root");
+    let ws = &f.ctx.workspace;
+    assert_eq!(ws.remove_stale_temps("d/a.txt").unwrap(), 2);
+    assert!(!f.path("d/.a.txt.pev-tmp-123-4").exists());
+    assert!(!f.path("d/.a.txt.pev-tmp-9-0").exists());
+    for kept in ["d/a.txt", "d/.b.txt.pev-tmp-1-1", "d/.a.txt.keep", ".top.txt.pev-tmp-1-1"] {
+        assert!(f.path(kept).exists(), "{kept} must stay");
+    }
+    assert_eq!(ws.remove_stale_temps("top.txt").unwrap(), 1);
+    assert_eq!(ws.remove_stale_temps("missing/dir/x.txt").unwrap(), 0);
+    assert!(ws.remove_stale_temps("../x.txt").unwrap_err().is_escape());
+}
