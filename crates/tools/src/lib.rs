@@ -24,7 +24,7 @@ mod registry;
 mod sandbox;
 mod text;
 
-pub use builtin::http::build_client;
+pub use builtin::http::{build_client, chain as error_chain};
 pub use builtin::shell::{CommandOutput, CommandSpec, Program, run_command};
 pub use error::{SandboxError, ToolError};
 pub use listing::{Entry, ListOptions, Listing};

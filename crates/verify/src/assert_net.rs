@@ -8,6 +8,7 @@
 //! `http.request`, so redirects are not followed: a 301 is seen as 301, and the detail says
 //! where it points.
 
+use pev_tools::error_chain as chain;
 use std::time::{Duration, Instant};
 
 use pev_tools::ToolContext;
@@ -107,21 +108,6 @@ pub(crate) async fn http_status(ctx: &ToolContext, url: &str, want: u16) -> Verd
     } else {
         Verdict::fail(format!("GET {shown} returned {seen}{redirect}; expected {want}"))
     }
-}
-
-/// An error and its sources, `: `-separated: reqwest's own message rarely says why.
-fn chain(err: &dyn std::error::Error) -> String {
-    let mut out = err.to_string();
-    let mut source = err.source();
-    while let Some(e) = source {
-        let text = e.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = e.source();
-    }
-    out
 }
 
 #[cfg(test)]

@@ -218,7 +218,7 @@ pub fn build_client() -> Result<reqwest::Client, String> {
 }
 
 /// An error and its sources, `: `-separated: reqwest's own message rarely says why.
-fn chain(err: &dyn std::error::Error) -> String {
+pub fn chain(err: &dyn std::error::Error) -> String {
     let mut out = err.to_string();
     let mut source = err.source();
     while let Some(e) = source {
