@@ -5,6 +5,7 @@
 //! code; nothing here panics on any input, and every failure is one message on stderr.
 
 mod approve_tty;
+mod doctor_cmd;
 mod explain;
 mod input;
 mod journal_cmd;
@@ -74,6 +75,24 @@ Steps the journal shows done are not run again. A write or patch that was under 
 run stopped is checked by content hash: applied already (recorded, not applied twice), not
 applied (run now), or changed by someone else (the step fails). Other interrupted calls run
 again. Exit codes are those of `pev run`.";
+
+const DOCTOR_HELP: &str = "\
+Examples:
+  pev doctor
+  pev doctor --workspace site --json
+  pev doctor --ping                  # sends each role a one-token request
+
+Configuration: WORKSPACE/pev.toml, then $XDG_CONFIG_HOME/pev/pev.toml (or
+~/.config/pev/pev.toml), under the environment: PEV_PROVIDER, PEV_<ROLE>_PROVIDER,
+PEV_<ROLE>_MODEL (ROLE: PLANNER, EXECUTOR, VERIFIER), ANTHROPIC_BASE_URL, OPENAI_BASE_URL.
+Keys come from ANTHROPIC_API_KEY, OPENAI_API_KEY or the variable api_key_env names; their
+values are never printed.
+
+Exit codes:
+  0  every role can build its client (and answered, with --ping)
+  1  some role cannot (the reason is shown per role)
+  2  a pev.toml cannot be read or parsed (file:line:column), a bad environment variable or
+     workspace";
 
 const SCHEMA_HELP: &str = "\
 Examples:
@@ -174,6 +193,27 @@ enum Command {
         /// The document whose schema to print
         #[arg(value_enum)]
         kind: SchemaArg,
+    },
+    /// Show the model providers, key variables and role table pev would use
+    #[command(
+        long_about = "Show the model providers, key variables and role table pev would use.\n\n\
+            Lists the pev.toml files found, which key variables are set (never their values), \
+            the providers in use, and for each role (planner, executor, verifier) its provider, \
+            model, base URL and price per million tokens, with where each value came from. \
+            Then checks that each role's client can be built; --ping also sends each a \
+            one-token request.",
+        after_help = DOCTOR_HELP
+    )]
+    Doctor {
+        /// The workspace directory whose pev.toml to read [default: the current directory]
+        #[arg(long, short = 'w', value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// Print the report as one JSON object
+        #[arg(long)]
+        json: bool,
+        /// Send each role a one-token request (uses the network and the keys)
+        #[arg(long)]
+        ping: bool,
     },
 }
 
@@ -364,6 +404,12 @@ fn main() -> ExitCode {
         Command::Schema { kind } => {
             let mut out = BufWriter::new(stdout.lock());
             let code = print_schema(kind, &mut out);
+            finish(code, out.flush())
+        }
+        Command::Doctor { workspace, json, ping } => {
+            let req = doctor_cmd::DoctorRequest { workspace, json, ping };
+            let mut out = BufWriter::new(stdout.lock());
+            let code = report(doctor_cmd::run(&req, &mut out));
             finish(code, out.flush())
         }
     };

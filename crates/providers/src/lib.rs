@@ -11,9 +11,16 @@
 use std::future::Future;
 use std::pin::Pin;
 
+pub mod anthropic;
+pub mod config;
+pub mod cost;
 pub mod error;
 pub mod http;
+pub mod openai;
+pub mod retry;
+pub mod script;
 pub mod sse;
+pub mod structured;
 pub mod types;
 
 pub use error::ProviderError;

@@ -1,6 +1,7 @@
 //! Tests that run the `pev` binary (assert_cmd) on plans and policies written to temp dirs.
 
 mod bad_input;
+mod doctor;
 mod examples;
 mod exit_codes;
 mod explain;

@@ -1,0 +1,216 @@
+//! Merging the layers (defaults, the user's file, the workspace's file, the environment) into a
+//! [`Config`], key by key, recording where each value came from. The precedence is documented
+//! on the parent module.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::file::{self, FileConfig, ProviderSpec, ProviderTable, RoleTable};
+use super::{
+    Config, ConfigError, ConfigFile, FILE_NAME, Provider, Role, RoleConfig, Secret, Source,
+    Sourced, key_var_names, price_of,
+};
+use crate::cost::PriceTable;
+use crate::http::Timeouts;
+use crate::retry::RetryPolicy;
+
+/// One file's contents, with where it is.
+struct Layer {
+    source: Source,
+    /// Relative `script:` paths are resolved against this directory.
+    dir: PathBuf,
+    config: FileConfig,
+}
+
+impl Layer {
+    fn role(&self, role: Role) -> Option<&RoleTable> {
+        let roles = &self.config.roles;
+        match role {
+            Role::Planner => roles.planner.as_ref(),
+            Role::Executor => roles.executor.as_ref(),
+            Role::Verifier => roles.verifier.as_ref(),
+        }
+    }
+
+    fn provider(&self, provider: &Provider) -> Option<&ProviderTable> {
+        let providers = &self.config.providers;
+        match provider {
+            Provider::Anthropic => providers.anthropic.as_ref(),
+            Provider::OpenAi => providers.openai.as_ref(),
+            Provider::Script(_) => None,
+        }
+    }
+}
+
+/// The environment, with empty and blank variables counted as unset.
+struct Env<'a>(&'a dyn Fn(&str) -> Option<String>);
+
+impl Env<'_> {
+    fn get(&self, name: &str) -> Option<String> {
+        (self.0)(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+    }
+
+    /// The first of `names` that is set, with its name.
+    fn first(&self, names: &[String]) -> Option<(String, String)> {
+        names.iter().find_map(|name| self.get(name).map(|value| (name.clone(), value)))
+    }
+}
+
+pub(super) fn load(
+    workspace: &Path,
+    vars: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, ConfigError> {
+    let env = Env(vars);
+    let workspace_file = workspace.join(FILE_NAME);
+    let user_file = user_file(&env).filter(|path| *path != workspace_file);
+
+    let mut files = Vec::new();
+    // Lowest first, so that later layers overwrite earlier ones.
+    let mut layers = Vec::new();
+    for (path, scope) in [(user_file, "user"), (Some(workspace_file), "workspace")] {
+        let Some(path) = path else { continue };
+        let found = file::read(&path)?;
+        files.push(ConfigFile { path: path.clone(), scope, found: found.is_some() });
+        if let Some(config) = found {
+            let dir = path.parent().map_or_else(|| workspace.to_path_buf(), Path::to_path_buf);
+            let source = if scope == "user" { Source::User(path) } else { Source::Workspace(path) };
+            layers.push(Layer { source, dir, config });
+        }
+    }
+    // Shown workspace first: the one that matters more.
+    files.reverse();
+
+    let roles = [
+        resolve_role(Role::Planner, &layers, &env, workspace)?,
+        resolve_role(Role::Executor, &layers, &env, workspace)?,
+        resolve_role(Role::Verifier, &layers, &env, workspace)?,
+    ];
+
+    let mut prices = PriceTable::built_in();
+    let mut price_sources = BTreeMap::new();
+    let mut retry = RetryPolicy::default();
+    for layer in &layers {
+        for (model, entry) in &layer.config.prices {
+            prices.set(model.clone(), price_of(entry));
+            price_sources.insert(model.clone(), layer.source.clone());
+        }
+        let table = &layer.config.retry;
+        if let Some(n) = table.max_attempts {
+            retry.max_attempts = n;
+        }
+        if let Some(ms) = table.base_delay_ms {
+            retry.base_delay = Duration::from_millis(u64::from(ms));
+        }
+        if let Some(secs) = table.max_delay_secs {
+            retry.max_delay = Duration::from_secs(u64::from(secs));
+        }
+        if let Some(secs) = table.max_total_wait_secs {
+            retry.max_total_wait = Duration::from_secs(u64::from(secs));
+        }
+    }
+
+    let keys = key_var_names(&roles)
+        .into_iter()
+        .map(|name| {
+            let value = env.get(&name).map(Secret);
+            (name, value)
+        })
+        .collect();
+
+    Ok(Config { roles, files, prices, price_sources, retry, keys })
+}
+
+/// `$XDG_CONFIG_HOME/pev/pev.toml` (an absolute XDG_CONFIG_HOME only, as the XDG spec says),
+/// else `$HOME/.config/pev/pev.toml`.
+fn user_file(env: &Env<'_>) -> Option<PathBuf> {
+    let xdg = env.get("XDG_CONFIG_HOME").map(PathBuf::from).filter(|p| p.is_absolute());
+    let dir = xdg.or_else(|| env.get("HOME").map(|home| PathBuf::from(home).join(".config")))?;
+    Some(dir.join("pev").join(FILE_NAME))
+}
+
+fn provider_of(spec: &ProviderSpec, dir: &Path) -> Provider {
+    match spec {
+        ProviderSpec::Anthropic => Provider::Anthropic,
+        ProviderSpec::OpenAi => Provider::OpenAi,
+        ProviderSpec::Script(path) => Provider::Script(dir.join(path)),
+    }
+}
+
+fn resolve_role(
+    role: Role,
+    layers: &[Layer],
+    env: &Env<'_>,
+    workspace: &Path,
+) -> Result<RoleConfig, ConfigError> {
+    let mut provider = Sourced::new(Provider::Anthropic, Source::Default);
+    let mut model = Sourced::new(role.default_model().to_owned(), Source::Default);
+    let mut role_url: Option<Sourced<String>> = None;
+    let mut max_tokens = None;
+    for layer in layers {
+        let Some(table) = layer.role(role) else { continue };
+        if let Some(spec) = &table.provider {
+            provider = Sourced::new(provider_of(spec, &layer.dir), layer.source.clone());
+        }
+        if let Some(name) = &table.model {
+            model = Sourced::new(name.clone(), layer.source.clone());
+        }
+        if let Some(url) = &table.base_url {
+            role_url = Some(Sourced::new(url.clone(), layer.source.clone()));
+        }
+        if let Some(n) = table.max_tokens {
+            max_tokens = Some(Sourced::new(n, layer.source.clone()));
+        }
+    }
+
+    let prefix = role.env_prefix();
+    if let Some((var, value)) =
+        env.first(&[format!("{prefix}_PROVIDER"), "PEV_PROVIDER".to_owned()])
+    {
+        let spec = ProviderSpec::parse(&value)
+            .map_err(|message| ConfigError::Env { var: var.clone(), message })?;
+        provider = Sourced::new(provider_of(&spec, workspace), Source::Env(var));
+    }
+    if let Some((var, value)) = env.first(&[format!("{prefix}_MODEL")]) {
+        model = Sourced::new(value, Source::Env(var));
+    }
+
+    // The provider's own settings: workspace over user, and its *_BASE_URL variable over both.
+    let mut provider_url = None;
+    let mut key_var =
+        provider.value.default_key_var().map(|v| Sourced::new(v.to_owned(), Source::Default));
+    let mut timeouts = Timeouts::default();
+    for layer in layers {
+        let Some(table) = layer.provider(&provider.value) else { continue };
+        if let Some(url) = &table.base_url {
+            provider_url = Some(Sourced::new(url.clone(), layer.source.clone()));
+        }
+        if let Some(var) = &table.api_key_env {
+            key_var = Some(Sourced::new(var.clone(), layer.source.clone()));
+        }
+        if let Some(secs) = table.request_timeout_secs {
+            timeouts.request = Duration::from_secs(u64::from(secs));
+        }
+        if let Some(secs) = table.idle_timeout_secs {
+            timeouts.idle = Duration::from_secs(u64::from(secs));
+        }
+    }
+    let url_var = match provider.value {
+        Provider::Anthropic => Some(crate::anthropic::BASE_URL_VAR),
+        Provider::OpenAi => Some("OPENAI_BASE_URL"),
+        Provider::Script(_) => None,
+    };
+    if let Some((var, value)) = url_var.and_then(|v| env.first(&[v.to_owned()])) {
+        provider_url = Some(Sourced::new(value, Source::Env(var)));
+    }
+
+    let base_url = provider.value.default_base_url().map(|default| {
+        // A role's URL from below the layer that chose its provider was meant for another one.
+        role_url
+            .filter(|url| url.source.rank() >= provider.source.rank())
+            .or(provider_url)
+            .unwrap_or_else(|| Sourced::new(default.to_owned(), Source::Default))
+    });
+
+    Ok(RoleConfig { role, provider, model, base_url, key_var, max_tokens, timeouts })
+}

@@ -1,0 +1,270 @@
+//! Tests of retries: which errors are retried, the waits requested (recorded by a fake sleeper,
+//! so nothing actually sleeps), the caps on attempts and total wait, jitter bounds, and streams
+//! that already reached the caller.
+
+use std::sync::Mutex;
+
+use super::*;
+use crate::script::{FailureKind, ScriptTurn, ScriptedClient};
+use crate::{ContentBlock, Message, StreamEvent};
+
+/// Records every wait and returns at once.
+#[derive(Default)]
+struct Recorder(Mutex<Vec<Duration>>);
+
+impl Sleeper for Recorder {
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        self.0.lock().unwrap().push(duration);
+        Box::pin(std::future::ready(()))
+    }
+}
+
+struct Setup {
+    script: Arc<ScriptedClient>,
+    sleeps: Arc<Recorder>,
+    client: Retrying,
+}
+
+impl Setup {
+    fn new(turns: Vec<ScriptTurn>, policy: RetryPolicy) -> Self {
+        let script = Arc::new(ScriptedClient::from_turns("retry", turns));
+        let sleeps = Arc::new(Recorder::default());
+        let client =
+            Retrying::new(script.clone(), policy).with_sleeper(sleeps.clone()).with_jitter_seed(42);
+        Self { script, sleeps, client }
+    }
+
+    fn chat(&self) -> Result<ChatResponse, ProviderError> {
+        block_on(self.client.chat(&request()))
+    }
+
+    fn calls(&self) -> usize {
+        self.script.requests().len()
+    }
+
+    fn sleeps(&self) -> Vec<Duration> {
+        self.sleeps.0.lock().unwrap().clone()
+    }
+}
+
+fn request() -> ChatRequest {
+    ChatRequest::new("m", vec![Message::user("hi")])
+}
+
+fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+}
+
+fn fail(kind: FailureKind) -> ScriptTurn {
+    ScriptTurn::failure(kind, None)
+}
+
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+#[test]
+fn the_default_policy_is_the_documented_one() {
+    let p = RetryPolicy::default();
+    assert_eq!(p.max_attempts, 5);
+    assert_eq!(p.base_delay, Duration::from_millis(500));
+    assert_eq!(p.max_delay, secs(30));
+    assert_eq!(p.max_total_wait, secs(120));
+}
+
+#[test]
+fn a_rate_limit_waits_exactly_what_the_server_asked_then_succeeds() {
+    let s = Setup::new(
+        vec![ScriptTurn::failure(FailureKind::RateLimited, Some(secs(7))), ScriptTurn::text("ok")],
+        RetryPolicy::default(),
+    );
+    assert_eq!(s.chat().unwrap().text(), "ok");
+    assert_eq!(s.sleeps(), vec![secs(7)]);
+    assert_eq!(s.calls(), 2);
+}
+
+#[test]
+fn a_server_error_is_retried_after_a_jittered_backoff() {
+    let s =
+        Setup::new(vec![fail(FailureKind::Server), ScriptTurn::text("ok")], RetryPolicy::default());
+    assert_eq!(s.chat().unwrap().text(), "ok");
+    let sleeps = s.sleeps();
+    assert_eq!(sleeps.len(), 1);
+    assert!(sleeps[0] <= Duration::from_millis(500), "{sleeps:?}");
+    assert_eq!(s.calls(), 2);
+}
+
+#[test]
+fn overload_five_times_gives_up_after_five_attempts() {
+    let s = Setup::new(vec![fail(FailureKind::Overloaded); 6], RetryPolicy::default());
+    let err = s.chat().unwrap_err();
+    assert!(matches!(err, ProviderError::Overloaded { .. }), "{err:?}");
+    assert_eq!(s.calls(), 5);
+    assert_eq!(s.script.remaining(), 1);
+    let sleeps = s.sleeps();
+    assert_eq!(sleeps.len(), 4);
+    // Each wait is within its doubling cap: 0.5 s, 1 s, 2 s, 4 s.
+    for (i, wait) in sleeps.iter().enumerate() {
+        let cap = Duration::from_millis(500 << i);
+        assert!(*wait <= cap, "retry {i}: {wait:?} > {cap:?}");
+    }
+}
+
+#[test]
+fn client_errors_are_not_retried() {
+    for kind in [FailureKind::BadRequest, FailureKind::Authentication, FailureKind::ContextTooLong]
+    {
+        let s = Setup::new(vec![fail(kind), ScriptTurn::text("ok")], RetryPolicy::default());
+        let err = s.chat().unwrap_err();
+        assert!(!err.is_retryable(), "{err:?}");
+        assert_eq!(s.calls(), 1, "{kind:?}");
+        assert!(s.sleeps().is_empty());
+    }
+}
+
+#[test]
+fn timeouts_and_transport_errors_are_retried() {
+    for kind in [FailureKind::Timeout, FailureKind::Transport] {
+        let s = Setup::new(vec![fail(kind), ScriptTurn::text("ok")], RetryPolicy::default());
+        assert_eq!(s.chat().unwrap().text(), "ok", "{kind:?}");
+        assert_eq!(s.calls(), 2);
+    }
+}
+
+#[test]
+fn a_retry_after_beyond_the_budget_gives_up_at_once() {
+    let policy = RetryPolicy { max_total_wait: secs(5), ..RetryPolicy::default() };
+    let s = Setup::new(
+        vec![ScriptTurn::failure(FailureKind::RateLimited, Some(secs(7))), ScriptTurn::text("ok")],
+        policy,
+    );
+    let err = s.chat().unwrap_err();
+    assert_eq!(err.retry_after(), Some(secs(7)));
+    assert_eq!(s.calls(), 1);
+    assert!(s.sleeps().is_empty());
+}
+
+#[test]
+fn the_total_wait_is_capped() {
+    let policy = RetryPolicy { max_total_wait: secs(10), ..RetryPolicy::default() };
+    let limited = ScriptTurn::failure(FailureKind::RateLimited, Some(secs(6)));
+    let s = Setup::new(vec![limited.clone(), limited, ScriptTurn::text("ok")], policy);
+    assert!(matches!(s.chat(), Err(ProviderError::RateLimited { .. })));
+    // 6 s fit in the budget of 10 s; another 6 s would not.
+    assert_eq!(s.sleeps(), vec![secs(6)]);
+    assert_eq!(s.calls(), 2);
+}
+
+#[test]
+fn a_long_retry_after_is_cut_to_max_delay() {
+    let policy = RetryPolicy { max_delay: secs(3), ..RetryPolicy::default() };
+    let s = Setup::new(
+        vec![ScriptTurn::failure(FailureKind::Overloaded, Some(secs(20))), ScriptTurn::text("ok")],
+        policy,
+    );
+    assert_eq!(s.chat().unwrap().text(), "ok");
+    assert_eq!(s.sleeps(), vec![secs(3)]);
+}
+
+#[test]
+fn backoff_never_exceeds_the_total_budget() {
+    let policy = RetryPolicy {
+        max_attempts: 50,
+        base_delay: secs(1),
+        max_delay: secs(8),
+        max_total_wait: secs(20),
+    };
+    let s = Setup::new(vec![fail(FailureKind::Server); 50], policy);
+    assert!(s.chat().is_err());
+    let total: Duration = s.sleeps().iter().sum();
+    assert!(total <= secs(20), "{total:?}");
+    assert!(s.calls() < 50, "the budget, not the attempts, ended it");
+    assert_eq!(s.calls(), s.sleeps().len() + 1);
+}
+
+#[test]
+fn zero_attempts_means_one_call() {
+    let policy = RetryPolicy { max_attempts: 0, ..RetryPolicy::default() };
+    let s = Setup::new(vec![fail(FailureKind::Server), ScriptTurn::text("ok")], policy);
+    assert!(s.chat().is_err());
+    assert_eq!(s.calls(), 1);
+}
+
+#[test]
+fn backoff_caps_double_and_saturate() {
+    let p = RetryPolicy::default();
+    assert_eq!(p.backoff_cap(0), Duration::from_millis(500));
+    assert_eq!(p.backoff_cap(1), secs(1));
+    assert_eq!(p.backoff_cap(5), secs(16));
+    assert_eq!(p.backoff_cap(6), secs(30));
+    assert_eq!(p.backoff_cap(40), secs(30));
+    assert_eq!(p.backoff_cap(u32::MAX), secs(30));
+}
+
+#[test]
+fn jitter_stays_within_zero_and_the_cap() {
+    let cap = Duration::from_millis(1500);
+    assert_eq!(full_jitter(cap, 0), Duration::ZERO);
+    assert_eq!(full_jitter(cap, u64::MAX), cap);
+    assert_eq!(full_jitter(cap, u64::MAX / 2), Duration::from_nanos(749_999_999));
+    let rng = Jitter::new(7);
+    let mut low = false;
+    let mut high = false;
+    for _ in 0..10_000 {
+        let wait = full_jitter(cap, rng.next());
+        assert!(wait <= cap);
+        low |= wait < cap / 4;
+        high |= wait > cap * 3 / 4;
+    }
+    assert!(low && high, "the waits spread over the range");
+    assert_eq!(full_jitter(Duration::MAX, u64::MAX), Duration::from_nanos(u64::MAX));
+}
+
+#[test]
+fn the_generator_never_sticks() {
+    let rng = Jitter::new(0);
+    let a = rng.next();
+    let b = rng.next();
+    assert_ne!(a, 0);
+    assert_ne!(a, b);
+    assert_ne!(Jitter::from_entropy().next(), 0);
+}
+
+fn stream(s: &Setup) -> (Vec<StreamEvent>, Result<ChatResponse, ProviderError>) {
+    let events = Mutex::new(Vec::new());
+    let sink = |e: StreamEvent| events.lock().unwrap().push(e);
+    let result = block_on(s.client.chat_stream(&request(), &sink));
+    (events.into_inner().unwrap(), result)
+}
+
+#[test]
+fn a_stream_that_failed_before_any_event_is_retried() {
+    let s = Setup::new(
+        vec![fail(FailureKind::Overloaded), ScriptTurn::text("hello")],
+        RetryPolicy::default(),
+    );
+    let (events, result) = stream(&s);
+    assert_eq!(result.unwrap().text(), "hello");
+    assert_eq!(events.len(), 2, "only the successful attempt's text: {events:?}");
+    assert_eq!(s.calls(), 2);
+}
+
+#[test]
+fn a_stream_that_failed_after_a_delta_is_not_retried() {
+    let mut cut = fail(FailureKind::Server);
+    cut.content = vec![ContentBlock::text("half an ans")];
+    let s = Setup::new(vec![cut, ScriptTurn::text("whole")], RetryPolicy::default());
+    let (events, result) = stream(&s);
+    assert!(matches!(result, Err(ProviderError::Server { status: 500, .. })), "{result:?}");
+    assert_eq!(s.calls(), 1);
+    assert!(s.sleeps().is_empty());
+    assert_eq!(events.len(), 2);
+    assert_eq!(s.script.remaining(), 1);
+}
+
+#[test]
+fn the_wrapper_keeps_the_provider_name() {
+    let s = Setup::new(Vec::new(), RetryPolicy::default());
+    assert_eq!(s.client.provider(), "script:retry");
+    assert!(format!("{:?}", s.client).contains("script:retry"));
+}
