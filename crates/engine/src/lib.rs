@@ -8,6 +8,8 @@
 //! `recover` decides, on resume, what an interrupted tool call already did; `finish` checks the
 //! postconditions and asks `pev-verify` for the outcome.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -17,8 +19,10 @@ use pev_tools::{Registry, ToolContext};
 use serde_json::Value;
 use tokio::sync::Notify;
 
+pub mod agent;
 mod check;
 mod finish;
+pub mod instruct;
 mod recorder;
 mod recover;
 pub mod resolve;
@@ -30,6 +34,9 @@ mod step;
 pub use finish::status_name;
 pub use scheduler::{ResumeInput, RunInput};
 pub use snapshot::snapshot;
+
+/// A boxed future that can cross threads.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Receives every event of a run, in `seq` order, as it is recorded. The CLI's live view and
 /// its `--json` printer are observers.

@@ -40,6 +40,9 @@ pub enum ProviderError {
     /// A scripted model has no turn left, or the request did not match the script's expectation.
     #[error("script {script}: {message}")]
     Script { script: String, message: String },
+    /// The run's budget cannot pay for this call's worst case; it was not sent.
+    #[error("budget exhausted: {0}")]
+    BudgetExhausted(String),
     /// Structured output did not validate after every try.
     #[error("no valid {what} after {attempts} tries; last problem: {last_error}")]
     InvalidStructuredOutput { what: String, attempts: u32, last_error: String },

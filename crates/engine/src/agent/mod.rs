@@ -1,0 +1,10 @@
+//! `pev agent`: the Plan-Execute-Verify loop with models. A planner model writes the plan
+//! (`planner`), an executor model carries out instruction steps with tools (`executor`), a
+//! verifier model judges what tier 1 cannot check (`judge`), and every model call is paid from a
+//! budget that is a ceiling (`budget`). The run engine does the rest: scheduling, the journal,
+//! tier-1 verification and the outcome.
+
+pub mod budget;
+pub mod executor;
+pub mod judge;
+pub mod planner;

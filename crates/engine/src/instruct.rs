@@ -1,0 +1,131 @@
+//! Instruction steps: a step without a `tool` is carried out by an executor model with tools
+//! (`pev agent`), and a step whose criteria are semantic is judged by a verifier model. The
+//! engine only knows these traits; `agent` implements them with model clients.
+//!
+//! Every tool call an executor makes goes through a [`ToolGate`] the engine hands it: the same
+//! path as a tool step's call (approval, the durable intent, hashes before and after, mutations,
+//! the journal), so an executor cannot do anything the journal does not see.
+
+use std::collections::HashMap;
+
+use pev_protocol::Step;
+use pev_protocol::assertion::AssertionResult;
+use pev_protocol::run::FileMutation;
+use pev_providers::TokenUsage;
+use serde_json::Value;
+
+use crate::BoxFuture;
+
+/// What an executor model gets for one attempt at one step.
+#[derive(Debug, Clone)]
+pub struct InstructionRequest {
+    pub run_goal: String,
+    pub step: Step,
+    /// 1 for the first attempt.
+    pub attempt: u32,
+    pub max_attempts: u32,
+    /// The outputs of the steps this one depends on (and only those).
+    pub inputs: HashMap<String, Value>,
+    /// Why earlier attempts failed: tool errors, failed assertions with their recovery hints, the
+    /// judge's feedback. Empty on the first attempt.
+    pub feedback: Vec<String>,
+    /// The tools the executor may call (name, description, input schema).
+    pub tools: Vec<pev_providers::ToolSpec>,
+    /// What is left of the run's budget, in words the model can use ("$0.42 and 12 turns left").
+    pub budget_note: Option<String>,
+}
+
+/// Why an executor stopped before saying it was done.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Interruption {
+    /// The step's turn limit was reached.
+    TurnLimit(u32),
+    /// The run's budget cannot pay for another model call.
+    Budget(String),
+    /// The model could not be reached or answered unusably (after retries).
+    Provider(String),
+}
+
+/// How an executor's attempt ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstructionOutcome {
+    /// The model's final words (its claim; the harness checks the evidence, not this).
+    pub summary: String,
+    /// Model turns used.
+    pub turns: u32,
+    pub model_calls: u32,
+    pub usage: TokenUsage,
+    pub cost_usd: f64,
+    /// `None` when the model ended its turn by itself.
+    pub interrupted: Option<Interruption>,
+}
+
+/// The result of one tool call made through the gate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateResult {
+    /// The tool's output, or the error to show the model.
+    pub output: Result<Value, String>,
+    /// The call could not happen at all and the step must end (approval refused or pending, the
+    /// journal failed, a sandbox escape).
+    pub fatal: bool,
+}
+
+/// The engine's side of an executor's tool calls.
+pub trait ToolGate: Send {
+    fn call<'a>(&'a mut self, tool: &'a str, arguments: Value) -> BoxFuture<'a, GateResult>;
+}
+
+/// Carries out instruction steps with a model and tools.
+pub trait InstructionExecutor: Send + Sync {
+    fn execute<'a>(
+        &'a self,
+        request: &'a InstructionRequest,
+        tools: &'a mut dyn ToolGate,
+    ) -> BoxFuture<'a, InstructionOutcome>;
+}
+
+/// What the judge sees: the step, what the executor claimed, and the evidence the harness
+/// gathered itself.
+#[derive(Debug, Clone)]
+pub struct JudgeRequest {
+    pub run_goal: String,
+    pub step: Step,
+    /// The executor's summary, or the tool step's output, as text.
+    pub claim: String,
+    pub assertions: Vec<AssertionResult>,
+    pub mutations: Vec<FileMutation>,
+    /// Unified diffs of the files the step changed (capped).
+    pub diffs: Vec<String>,
+    pub evidence: Vec<String>,
+    pub warnings: Vec<String>,
+    pub budget_note: Option<String>,
+}
+
+/// One decomposed question and its answer.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct JudgeAnswer {
+    pub question: String,
+    pub yes: bool,
+    /// 0..1
+    pub confidence: f64,
+}
+
+/// The judge's decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JudgeVerdict {
+    pub pass: bool,
+    /// 0..1: a "no" at or above the engine's threshold fails the step; below it, it is a warning.
+    pub confidence: f64,
+    /// What to fix, specifically (goes to the executor's next attempt).
+    pub feedback: String,
+    pub answers: Vec<JudgeAnswer>,
+    pub model_calls: u32,
+    pub usage: TokenUsage,
+    pub cost_usd: f64,
+}
+
+/// Judges a step that tier 1 passed but cannot fully check.
+pub trait Judge: Send + Sync {
+    fn judge<'a>(&'a self, request: &'a JudgeRequest)
+    -> BoxFuture<'a, Result<JudgeVerdict, Interruption>>;
+}
