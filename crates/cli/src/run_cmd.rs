@@ -216,7 +216,7 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     let _ = writeln!(err, "pev: resuming run {run_id}");
     let session = Session::open(common, &workspace, &db, approve_tools, allow_hosts)?;
     let journal = session.journal()?;
-    let input = ResumeInput { record, journal, blobs, warnings };
+    let input = ResumeInput { record, journal, blobs, warnings, revision: None };
     let outcome = session.block_on(session.engine.resume(input));
     session.report(outcome, err)
 }
@@ -319,7 +319,7 @@ impl Session {
             registry: Arc::new(Registry::builtin()),
             ctx: Arc::new(ctx),
             observer,
-            config: EngineConfig { jobs, approval, approve_tools, cancel },
+            config: EngineConfig { jobs, approval, approve_tools, cancel, models: None },
         };
         Ok(Self {
             runtime,

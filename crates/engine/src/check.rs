@@ -19,6 +19,19 @@ pub(crate) async fn after_call(
     inputs: &HashMap<String, Value>,
     report: &mut StepReport,
 ) -> Result<(), StoreError> {
+    record_changes(shared, call, &before, end.output.is_ok(), report)?;
+    check_output(shared, call, (&before, end), inputs, report).await
+}
+
+/// Hashes the watched files after a call, and records a mutation for each that changed (and for
+/// the target of a write that succeeded, changed or not: that is a no-op).
+pub(crate) fn record_changes(
+    shared: &Shared,
+    call: &Call<'_>,
+    before: &Before,
+    call_ok: bool,
+    report: &mut StepReport,
+) -> Result<(), StoreError> {
     let engine = &shared.engine;
     let run_id = shared.recorder.run_id().to_owned();
     let id = call.step.id.as_str();
@@ -46,7 +59,7 @@ pub(crate) async fn after_call(
         let is_target = call.target == Some(path.as_str());
         // A write or patch is a mutation even when it changed nothing (that is the no-op this
         // records); another watched file only when it changed.
-        if !(is_target && end.output.is_ok()) && *before_sha == after_sha {
+        if !(is_target && call_ok) && *before_sha == after_sha {
             continue;
         }
         let before_content = before.contents.get(path).and_then(Option::as_deref);
@@ -83,7 +96,21 @@ pub(crate) async fn after_call(
         });
         report.mutations.push(StepMutation { step: id.to_owned(), mutation });
     }
+    Ok(())
+}
 
+/// The call's output: silent failures, the step's assertions, the process's exit; sets the
+/// attempt's status.
+pub(crate) async fn check_output(
+    shared: &Shared,
+    call: &Call<'_>,
+    (before, end): (&Before, CallEnd),
+    inputs: &HashMap<String, Value>,
+    report: &mut StepReport,
+) -> Result<(), StoreError> {
+    let engine = &shared.engine;
+    let id = call.step.id.as_str();
+    let slot = &mut report.slot;
     let output = match end.output {
         Ok(output) => output,
         Err(error) => {
@@ -132,7 +159,7 @@ pub(crate) async fn after_call(
     } else {
         slot.status = StepStatus::Done;
         slot.by_assertion = false;
-        slot.goal_action = pev_verify::is_goal_action(call.tool, call.effect, call.args);
+        slot.goal_action |= pev_verify::is_goal_action(call.tool, call.effect, call.args);
         if results.is_empty() && slot.evidence.is_empty() {
             slot.evidence.push(format!("{} returned without error", call.tool));
         }

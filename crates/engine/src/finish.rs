@@ -88,6 +88,8 @@ pub(crate) async fn finish(
         goal_actions_executed,
         awaiting_approval: &awaiting,
         cancelled: state.cancelled,
+        judge_rejected: &state.judge_rejected,
+        budget_exhausted: state.budget_exhausted.as_deref(),
     });
     let duration_ms = state
         .prior_duration_ms
@@ -102,7 +104,10 @@ pub(crate) async fn finish(
         postconditions,
         file_mutations,
         warnings: state.warnings.clone(),
-        usage: Usage { tool_calls: state.tool_calls, ..Usage::default() },
+        usage: match &shared.engine.config.models {
+            Some(models) => Usage { tool_calls: state.tool_calls, ..(models.usage)() },
+            None => Usage { tool_calls: state.tool_calls, ..Usage::default() },
+        },
         duration_ms,
     };
     shared.recorder.emit(EventBody::VerifyFinished { status, reasons })?;

@@ -126,6 +126,8 @@ pub struct JudgeVerdict {
 
 /// Judges a step that tier 1 passed but cannot fully check.
 pub trait Judge: Send + Sync {
-    fn judge<'a>(&'a self, request: &'a JudgeRequest)
-    -> BoxFuture<'a, Result<JudgeVerdict, Interruption>>;
+    fn judge<'a>(
+        &'a self,
+        request: &'a JudgeRequest,
+    ) -> BoxFuture<'a, Result<JudgeVerdict, Interruption>>;
 }

@@ -23,6 +23,7 @@ pub mod agent;
 mod check;
 mod finish;
 pub mod instruct;
+mod instruction;
 mod recorder;
 mod recover;
 pub mod resolve;
@@ -130,6 +131,29 @@ impl Cancel {
     }
 }
 
+/// The models of an agent run: who carries out instruction steps, who judges, and what the
+/// budget looks like. `None` in `pev run`, which has no model.
+#[derive(Clone)]
+pub struct ModelHooks {
+    pub executor: Arc<dyn instruct::InstructionExecutor>,
+    pub judge: Option<Arc<dyn instruct::Judge>>,
+    /// A judge's "no" at or above this confidence fails the step; below it, it is a warning.
+    pub judge_threshold: f64,
+    /// The remaining budget in words, shown to the models.
+    pub budget_note: Arc<dyn Fn() -> Option<String> + Send + Sync>,
+    /// What the models consumed so far, for the run result.
+    pub usage: Arc<dyn Fn() -> pev_protocol::run::Usage + Send + Sync>,
+}
+
+impl std::fmt::Debug for ModelHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelHooks")
+            .field("judge", &self.judge.is_some())
+            .field("judge_threshold", &self.judge_threshold)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Settings of one run.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -139,6 +163,8 @@ pub struct EngineConfig {
     /// Tools whose steps need approval (exact names or globs, from the policy's `approve_tools`).
     pub approve_tools: Vec<String>,
     pub cancel: Arc<Cancel>,
+    /// Models for instruction steps and judging (`pev agent`).
+    pub models: Option<ModelHooks>,
 }
 
 impl Default for EngineConfig {
@@ -148,6 +174,7 @@ impl Default for EngineConfig {
             approval: ApprovalMode::Defer,
             approve_tools: Vec::new(),
             cancel: Arc::new(Cancel::default()),
+            models: None,
         }
     }
 }
@@ -176,11 +203,21 @@ pub enum EngineError {
     Resume(String),
 }
 
-/// Checks that every step can be run without a model: each names a tool the registry has.
+/// Checks that every step can be run: each names a tool the registry has, or (with an executor
+/// model, `with_models`) is an instruction.
 pub fn check_runnable(plan: &pev_protocol::Plan, registry: &Registry) -> Result<(), EngineError> {
+    check_steps(plan, registry, false)
+}
+
+fn check_steps(
+    plan: &pev_protocol::Plan,
+    registry: &Registry,
+    with_models: bool,
+) -> Result<(), EngineError> {
     let mut problems = Vec::new();
     for step in &plan.steps {
         match &step.tool {
+            None if with_models => {}
             None => problems.push(format!(
                 "step `{}` has no `tool`: it is an instruction for an executor model, which \
                  `pev run` does not have (use `pev agent`)",
@@ -198,4 +235,11 @@ pub fn check_runnable(plan: &pev_protocol::Plan, registry: &Registry) -> Result<
         }
     }
     if problems.is_empty() { Ok(()) } else { Err(EngineError::Plan(problems.join("\n"))) }
+}
+
+impl Engine {
+    /// [`check_runnable`], allowing instruction steps when this engine has an executor model.
+    pub fn check_plan(&self, plan: &pev_protocol::Plan) -> Result<(), EngineError> {
+        check_steps(plan, &self.registry, self.config.models.is_some())
+    }
 }

@@ -39,6 +39,9 @@ pub struct ResumeInput {
     pub blobs: HashMap<String, Vec<u8>>,
     /// Warnings recorded by earlier sessions, in order.
     pub warnings: Vec<String>,
+    /// Set when this continues the run under a new plan version (a replan): the version and why.
+    /// The done steps the new plan keeps (same ids) stay done.
+    pub revision: Option<(u32, String)>,
 }
 
 impl ResumeInput {
@@ -68,12 +71,16 @@ pub(crate) struct RunState {
     pub run_before: HashMap<String, Option<String>>,
     pub prior_duration_ms: u64,
     pub cancelled: bool,
+    /// Steps failed by a judge's confident "no".
+    pub judge_rejected: Vec<String>,
+    /// Why the budget stopped the run, if it did.
+    pub budget_exhausted: Option<String>,
 }
 
 impl Engine {
     /// Runs a new plan to its end (or to a point where it waits for approval).
     pub async fn run(&self, input: RunInput) -> Result<RunResult, EngineError> {
-        crate::check_runnable(&input.plan, &self.registry)?;
+        self.check_plan(&input.plan)?;
         let mut plan = input.plan;
         for step in &mut plan.steps {
             if step.refs.is_empty() {
@@ -118,6 +125,8 @@ impl Engine {
             run_before,
             prior_duration_ms: 0,
             cancelled: false,
+            judge_rejected: Vec::new(),
+            budget_exhausted: None,
         };
         self.execute(Arc::new(plan), recorder, state, 0).await
     }
@@ -125,7 +134,7 @@ impl Engine {
     /// Finishes a stored run: done steps stay done, interrupted ones are settled (see
     /// `recover`), the rest run.
     pub async fn resume(&self, input: ResumeInput) -> Result<RunResult, EngineError> {
-        let ResumeInput { record, journal, blobs, warnings } = input;
+        let ResumeInput { record, journal, blobs, warnings, revision } = input;
         let mut plan: Plan = serde_json::from_value(record.plan.clone()).map_err(|e| {
             EngineError::Resume(format!(
                 "the stored plan of run {} cannot be read: {e}",
@@ -135,7 +144,7 @@ impl Engine {
         for step in &mut plan.steps {
             step.index_references();
         }
-        crate::check_runnable(&plan, &self.registry)?;
+        self.check_plan(&plan)?;
         let index = plan.index();
         let mut slots = vec![Slot::default(); plan.steps.len()];
         for stored in &record.steps {
@@ -161,7 +170,12 @@ impl Engine {
                     });
                 }
                 StepStatus::InProgress => {
-                    if let Some(call) = last_call.get(id).filter(|c| c.attempt == slot.attempts) {
+                    // An instruction step's attempt is run again whole: its executor's
+                    // conversation is not replayed.
+                    let direct = plan.steps[i].tool.is_some();
+                    if let Some(call) =
+                        last_call.get(id).filter(|c| direct && c.attempt == slot.attempts)
+                    {
                         let before_hashes = record
                             .file_hashes
                             .iter()
@@ -203,11 +217,18 @@ impl Engine {
             journal,
             Arc::clone(&self.observer),
         );
-        recorder.emit(EventBody::RunStarted {
-            goal: plan.goal.clone(),
-            workspace: self.ctx.workspace.root().display().to_string(),
-            resumed: true,
-        })?;
+        match revision {
+            Some((version, reason)) => recorder.emit(EventBody::PlanRevised {
+                version,
+                steps: plan.steps.len(),
+                reason,
+            })?,
+            None => recorder.emit(EventBody::RunStarted {
+                goal: plan.goal.clone(),
+                workspace: self.ctx.workspace.root().display().to_string(),
+                resumed: true,
+            })?,
+        }
         let state = RunState {
             slots,
             recoveries,
@@ -218,6 +239,8 @@ impl Engine {
             run_before,
             prior_duration_ms,
             cancelled: false,
+            judge_rejected: Vec::new(),
+            budget_exhausted: None,
         };
         self.execute(Arc::new(plan), recorder, state, record.next_seq).await
     }
@@ -321,6 +344,12 @@ impl Engine {
         let id = step.id.as_str();
         state.tool_calls += report.tool_calls;
         state.cancelled |= report.cancelled;
+        if report.slot.judge_rejected {
+            state.judge_rejected.push(id.to_owned());
+        }
+        if let Some(why) = &report.budget_exhausted {
+            state.budget_exhausted.get_or_insert_with(|| why.clone());
+        }
         state.warnings.extend(report.warnings);
         state.mutations.extend(report.mutations);
         let slot = report.slot;
@@ -399,6 +428,10 @@ fn job_for(plan: &Plan, index: &HashMap<&str, usize>, state: &mut RunState, i: u
     let step = &plan.steps[i];
     let mut inputs = HashMap::new();
     let mut wanted: Vec<&str> = step.refs.iter().map(|r| r.reference.step.as_str()).collect();
+    // An instruction step's executor sees the outputs of what it depends on (and only those).
+    if step.tool.is_none() {
+        wanted.extend(step.depends_on.iter().map(|d| d.as_str()));
+    }
     wanted.extend(step.assertions.iter().filter_map(|a| a.step().map(|s| s.as_str())));
     for id in wanted {
         if inputs.contains_key(id) {

@@ -54,6 +54,8 @@ pub fn snapshot(record: &RunRecord) -> RunResult {
         goal_actions_executed,
         awaiting_approval: &awaiting,
         cancelled: false,
+        judge_rejected: &[],
+        budget_exhausted: None,
     });
     RunResult {
         run_id: record.run_id.clone(),

@@ -22,6 +22,8 @@ pub(crate) struct Slot {
     pub awaiting_approval: bool,
     /// The step ran a tool call that counts as goal work (CONTRACTS.md §3).
     pub goal_action: bool,
+    /// The step failed because a judge model said no with confidence.
+    pub judge_rejected: bool,
 }
 
 impl Default for Slot {
@@ -38,6 +40,7 @@ impl Default for Slot {
             ended_at: None,
             awaiting_approval: false,
             goal_action: false,
+            judge_rejected: false,
         }
     }
 }
@@ -61,6 +64,7 @@ impl Slot {
             ended_at: state.ended_at.clone(),
             awaiting_approval: false,
             goal_action: false,
+            judge_rejected: false,
         }
     }
 

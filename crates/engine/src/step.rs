@@ -64,6 +64,8 @@ pub(crate) struct StepReport {
     pub warnings: Vec<String>,
     /// A cancel stopped the step from trying again.
     pub cancelled: bool,
+    /// The run's budget stopped the step.
+    pub budget_exhausted: Option<String>,
 }
 
 /// The file a write-effect call changes (its `path` argument), if it names one.
@@ -102,7 +104,7 @@ fn intended_sha256(tool: &str, args: &Value, before: Option<&[u8]>, path: &str) 
 
 /// The paths whose state before and after the step is recorded: the file a write changes, the
 /// step's `expected_outputs`, and the paths of its `content_changed` assertions.
-fn watched_paths(step: &Step, target: Option<&str>) -> Vec<String> {
+pub(crate) fn watched_paths(step: &Step, target: Option<&str>) -> Vec<String> {
     let mut paths: Vec<String> = Vec::new();
     let mut add = |p: &str| {
         if !paths.iter().any(|q| q == p) {
@@ -141,7 +143,7 @@ pub(crate) struct Before {
 }
 
 impl Before {
-    fn take(engine: &Engine, paths: &[String]) -> Self {
+    pub(crate) fn take(engine: &Engine, paths: &[String]) -> Self {
         let mut hashes = HashMap::new();
         let mut contents = HashMap::new();
         for path in paths {
@@ -178,6 +180,7 @@ pub(crate) async fn run_step(shared: Arc<Shared>, mut job: StepJob) -> StepRepor
         tool_calls: 0,
         warnings: Vec::new(),
         cancelled: false,
+        budget_exhausted: None,
     };
     let plan = Arc::clone(&shared.plan);
     let Some(step) = plan.steps.get(job.idx) else {
@@ -190,7 +193,7 @@ pub(crate) async fn run_step(shared: Arc<Shared>, mut job: StepJob) -> StepRepor
     report
 }
 
-fn fail(slot: &mut Slot, message: &str) {
+pub(crate) fn fail(slot: &mut Slot, message: &str) {
     slot.status = StepStatus::Failed;
     slot.error = Some(message.to_owned());
     slot.ended_at = Some(now_rfc3339());
@@ -212,6 +215,26 @@ async fn drive(
     let engine = &shared.engine;
     let id = step.id.as_str();
     report.slot.started_at = Some(now_rfc3339());
+    if step.tool.is_none() {
+        if !job.approved && step.requires_approval {
+            let args = serde_json::json!({ "description": step.description });
+            let reason = "the step sets requires_approval".to_owned();
+            match ask_approval(shared, step, "executor", &args, reason).await? {
+                Approval::Yes => {}
+                Approval::No => {
+                    fail(&mut report.slot, "a person refused approval");
+                    return Ok(());
+                }
+                Approval::Defer => {
+                    report.slot.status = StepStatus::Blocked;
+                    report.slot.awaiting_approval = true;
+                    report.slot.started_at = None;
+                    return Ok(());
+                }
+            }
+        }
+        return crate::instruction::run(shared, step, &job.inputs, report).await;
+    }
     let Some((tool_name, tool)) =
         step.tool.as_deref().and_then(|t| engine.registry.get(t).map(|tool| (t, Arc::clone(tool))))
     else {
@@ -230,7 +253,7 @@ async fn drive(
     if !job.approved
         && let Some(reason) = approval_reason(shared, step, tool_name)
     {
-        match ask(shared, step, tool_name, &args, reason).await? {
+        match ask_approval(shared, step, tool_name, &args, reason).await? {
             Approval::Yes => {}
             Approval::No => {
                 fail(&mut report.slot, "a person refused approval");
@@ -274,9 +297,33 @@ async fn drive(
         };
         let (before, end) = match settled {
             Some(known) => known,
-            None => invoke(shared, &call, &*tool, report).await?,
+            None => invoke(shared, &call, &*tool, report, None).await?,
         };
+        let mutations_before = report.mutations.len();
         crate::check::after_call(shared, &call, (before, end), &job.inputs, report).await?;
+        if report.slot.status == StepStatus::Done
+            && let Some(models) = engine.config.models.clone()
+        {
+            let claim = report.slot.output.as_ref().map(Value::to_string).unwrap_or_default();
+            let claim: String = claim.chars().take(4000).collect();
+            let mutations = report
+                .mutations
+                .iter()
+                .skip(mutations_before)
+                .map(|m| m.mutation.clone())
+                .collect();
+            crate::instruction::judge(
+                shared,
+                &models,
+                step,
+                (claim, Vec::new(), mutations, Vec::new()),
+                report,
+            )
+            .await?;
+            if report.budget_exhausted.is_some() {
+                break;
+            }
+        }
         if report.slot.status == StepStatus::Done || report.slot.attempts >= max_attempts {
             break;
         }
@@ -310,7 +357,7 @@ fn approval_reason(shared: &Shared, step: &Step, tool: &str) -> Option<String> {
 }
 
 /// Asks for approval as the run's mode says, journaling the request and a yes.
-async fn ask(
+pub(crate) async fn ask_approval(
     shared: &Shared,
     step: &Step,
     tool: &str,
@@ -359,17 +406,22 @@ async fn ask(
 }
 
 /// Makes the call: state before, the durable intent, the tool, the end record.
-async fn invoke(
+pub(crate) async fn invoke(
     shared: &Shared,
     call: &Call<'_>,
     tool: &dyn pev_tools::Tool,
     report: &mut StepReport,
+    call_no: Option<u32>,
 ) -> Result<(Before, CallEnd), StoreError> {
     let engine = &shared.engine;
     let run_id = shared.recorder.run_id().to_owned();
     let id = call.step.id.as_str();
     let before = Before::take(engine, call.watched);
-    let call_id = format!("{id}#{}.{}", report.slot.attempts, shared.session);
+    let call_id = match call_no {
+        // An executor's calls within one attempt.
+        Some(n) => format!("{id}#{}.{}.{n}", report.slot.attempts, shared.session),
+        None => format!("{id}#{}.{}", report.slot.attempts, shared.session),
+    };
     let target_content =
         call.target.and_then(|t| before.contents.get(t)).and_then(Option::as_deref);
     let intended =

@@ -51,6 +51,10 @@ pub struct OutcomeInput<'a> {
     pub awaiting_approval: &'a [String],
     /// The run was cancelled (Ctrl-C).
     pub cancelled: bool,
+    /// Failed steps whose failure is a judge model's confident "no".
+    pub judge_rejected: &'a [String],
+    /// The run stopped because its budget could not pay for the next model call.
+    pub budget_exhausted: Option<&'a str>,
 }
 
 /// The status of a run and the reasons it is not `success` (empty exactly for success).
@@ -102,6 +106,13 @@ pub fn decide(input: &OutcomeInput<'_>) -> (RunStatus, Vec<Reason>) {
                 .to_owned(),
         });
     }
+    if let Some(why) = input.budget_exhausted {
+        reasons.push(Reason {
+            code: ReasonCode::BudgetExhausted,
+            step: None,
+            message: format!("the run stopped before its budget ran out: {why}"),
+        });
+    }
     if input.cancelled {
         reasons.push(Reason {
             code: ReasonCode::Cancelled,
@@ -137,6 +148,14 @@ fn step_reasons(input: &OutcomeInput<'_>, reasons: &mut Vec<Reason>) {
                     code: ReasonCode::AssertionFailed,
                     step: Some(step.id.clone()),
                     message: format!("{label}: {} failed: {}{more}", first.kind, first.detail),
+                }
+            }
+            (StepStatus::Failed, None) if input.judge_rejected.contains(&step.id) => {
+                let why = step.error.as_deref().unwrap_or("the judge rejected the step");
+                Reason {
+                    code: ReasonCode::JudgeRejected,
+                    step: Some(step.id.clone()),
+                    message: format!("{label}: {}", clip(why, CLIP.saturating_mul(2))),
                 }
             }
             (StepStatus::Failed, None) => {

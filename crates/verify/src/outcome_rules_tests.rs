@@ -132,6 +132,8 @@ fn an_empty_plan_is_never_success_for_want_of_evidence() {
         goal_actions_executed: false,
         awaiting_approval: &[],
         cancelled: false,
+        judge_rejected: &[],
+        budget_exhausted: None,
     };
     let (status, reasons) = decide(&input);
     assert_eq!(status, RunStatus::Failed);

@@ -74,6 +74,8 @@ impl Case {
             goal_actions_executed: self.goal_actions_executed,
             awaiting_approval: &self.awaiting,
             cancelled: self.cancelled,
+            judge_rejected: &[],
+            budget_exhausted: None,
         })
     }
 }

@@ -278,6 +278,7 @@ pub fn config(jobs: usize) -> EngineConfig {
         approval: ApprovalMode::Defer,
         approve_tools: Vec::new(),
         cancel: Arc::new(Cancel::default()),
+        models: None,
     }
 }
 
@@ -372,7 +373,8 @@ impl Harness {
         drop(store);
         let journal = Journal::start(&self.db).unwrap();
         let engine = self.engine(config);
-        let input = ResumeInput { record, journal: journal.clone(), blobs, warnings };
+        let input =
+            ResumeInput { record, journal: journal.clone(), blobs, warnings, revision: None };
         let result = engine.resume(input).await.unwrap();
         journal.close().unwrap();
         result

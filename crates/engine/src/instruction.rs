@@ -1,0 +1,373 @@
+//! Running an instruction step (no `tool`): the executor model works through a [`ToolGate`]
+//! that sends every call down the same journaled path as a tool step's call; then tier 1 checks
+//! the step's assertions against the workspace, and a judge model looks at what tier 1 cannot
+//! check. Failed attempts are retried with specific feedback.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use pev_protocol::event::EventBody;
+use pev_protocol::run::{FileMutation, StepStatus};
+use pev_protocol::tool::Effect;
+use pev_protocol::{Assertion, Step};
+use pev_store::StoreError;
+use pev_verify::DiffTag;
+use serde_json::{Value, json};
+
+use crate::instruct::{GateResult, InstructionRequest, Interruption, JudgeRequest, ToolGate};
+use crate::step::{
+    Before, Call, CallEnd, Shared, StepReport, ask_approval, invoke, target_path, watched_paths,
+};
+use crate::{BoxFuture, ModelHooks};
+
+/// The longest diff of one file shown to the judge.
+const MAX_DIFF_LINES: usize = 80;
+
+/// The engine's [`ToolGate`] for one attempt of one step.
+struct StepGate<'a> {
+    shared: &'a Shared,
+    step: &'a Step,
+    report: &'a mut StepReport,
+    calls: u32,
+    /// Diffs of the files this attempt changed, for the judge.
+    diffs: Vec<String>,
+    /// The journal failed: the step must end, and the error is the run's.
+    journal_error: Option<StoreError>,
+}
+
+impl ToolGate for StepGate<'_> {
+    fn call<'b>(&'b mut self, tool: &'b str, arguments: Value) -> BoxFuture<'b, GateResult> {
+        Box::pin(async move {
+            match self.call_inner(tool, arguments).await {
+                Ok(result) => result,
+                Err(e) => {
+                    let message = format!("the journal failed: {e}");
+                    self.journal_error = Some(e);
+                    GateResult { output: Err(message), fatal: true }
+                }
+            }
+        })
+    }
+}
+
+impl StepGate<'_> {
+    async fn call_inner(&mut self, tool: &str, args: Value) -> Result<GateResult, StoreError> {
+        let shared = self.shared;
+        let Some(implementation) = shared.engine.registry.get(tool).map(Arc::clone) else {
+            let known: Vec<&str> = shared.engine.registry.iter().map(|t| t.name()).collect();
+            return Ok(GateResult {
+                output: Err(format!("unknown tool `{tool}`; available: {}", known.join(", "))),
+                fatal: false,
+            });
+        };
+        if let Some(glob) = shared.approve_globs.iter().find(|g| g.matches(tool)) {
+            let reason = format!("the policy's approve_tools lists `{}`", glob.as_str());
+            match ask_approval(shared, self.step, tool, &args, reason).await? {
+                crate::Approval::Yes => {}
+                crate::Approval::No => {
+                    return Ok(GateResult {
+                        output: Err(format!("a person refused the {tool} call")),
+                        fatal: false,
+                    });
+                }
+                crate::Approval::Defer => {
+                    return Ok(GateResult {
+                        output: Err(format!(
+                            "the {tool} call needs a person's approval and nobody can answer now"
+                        )),
+                        fatal: true,
+                    });
+                }
+            }
+        }
+        let effect = implementation.effect();
+        let target = target_path(effect, &args);
+        let watched: Vec<String> = target.iter().cloned().collect();
+        let call = Call {
+            step: self.step,
+            tool,
+            effect,
+            args: &args,
+            watched: &watched,
+            target: target.as_deref(),
+        };
+        self.calls += 1;
+        let (before, end) =
+            invoke(shared, &call, &*implementation, self.report, Some(self.calls)).await?;
+        let first_new = self.report.mutations.len();
+        crate::check::record_changes(shared, &call, &before, end.output.is_ok(), self.report)?;
+        for m in self.report.mutations.iter().skip(first_new) {
+            let before_text = before.contents.get(&m.mutation.path).and_then(Option::as_deref);
+            if let Some(diff) = diff_for_judge(shared, &m.mutation, before_text) {
+                self.diffs.push(diff);
+            }
+        }
+        if let Ok(output) = &end.output {
+            if pev_verify::is_goal_action(tool, effect, &args) {
+                self.report.slot.goal_action = true;
+            }
+            for warning in pev_verify::silent_failures(tool, output) {
+                let message = format!("step `{}`: {warning}", self.step.id);
+                shared.recorder.emit(EventBody::Warning {
+                    step: Some(self.step.id.as_str().to_owned()),
+                    message: message.clone(),
+                })?;
+                self.report.warnings.push(message);
+            }
+        }
+        Ok(GateResult { output: end.output, fatal: false })
+    }
+}
+
+/// A unified diff of a mutation, capped, for the judge.
+fn diff_for_judge(
+    shared: &Shared,
+    mutation: &FileMutation,
+    before: Option<&[u8]>,
+) -> Option<String> {
+    let after = shared.engine.ctx.workspace.read(&mutation.path).ok();
+    let before = String::from_utf8_lossy(before.unwrap_or_default()).into_owned();
+    let after = String::from_utf8_lossy(after.as_deref().unwrap_or_default()).into_owned();
+    let lines = pev_verify::diff_lines(&before, &after);
+    if lines.is_empty() {
+        return None;
+    }
+    let mut out = format!("--- {0}\n+++ {0}\n", mutation.path);
+    for line in lines.iter().take(MAX_DIFF_LINES) {
+        let mark = match line.tag {
+            DiffTag::Equal => ' ',
+            DiffTag::Insert => '+',
+            DiffTag::Delete => '-',
+        };
+        out.push(mark);
+        out.push_str(&line.text);
+        out.push('\n');
+    }
+    if lines.len() > MAX_DIFF_LINES {
+        out.push_str(&format!("… {} more diff lines\n", lines.len() - MAX_DIFF_LINES));
+    }
+    Some(out)
+}
+
+/// Runs the attempts of an instruction step.
+pub(crate) async fn run(
+    shared: &Shared,
+    step: &Step,
+    inputs: &HashMap<String, Value>,
+    report: &mut StepReport,
+) -> Result<(), StoreError> {
+    let Some(models) = shared.engine.config.models.clone() else {
+        crate::step::fail(
+            &mut report.slot,
+            "the step has no `tool` and no executor model is configured (use `pev agent`)",
+        );
+        return Ok(());
+    };
+    let id = step.id.as_str();
+    let watched = watched_paths(step, None);
+    let max_attempts = step.max_attempts.unwrap_or(3).max(1);
+    let tools: Vec<pev_providers::ToolSpec> =
+        shared.engine.registry.definitions().iter().map(pev_providers::ToolSpec::from).collect();
+    let mut feedback: Vec<String> = Vec::new();
+    loop {
+        report.slot.attempts += 1;
+        report.slot.status = StepStatus::InProgress;
+        report.slot.error = None;
+        report.slot.by_assertion = false;
+        report.slot.judge_rejected = false;
+        shared.recorder.record(pev_store::Record::StepState(
+            report.slot.to_stored(shared.recorder.run_id(), id),
+        ))?;
+        shared
+            .recorder
+            .emit(EventBody::StepStarted { step: id.to_owned(), attempt: report.slot.attempts })?;
+        let before = Before::take(&shared.engine, &watched);
+        let request = InstructionRequest {
+            run_goal: shared.plan.goal.clone(),
+            step: step.clone(),
+            attempt: report.slot.attempts,
+            max_attempts,
+            inputs: inputs.clone(),
+            feedback: feedback.clone(),
+            tools: tools.clone(),
+            budget_note: (models.budget_note)(),
+        };
+        let warnings_before = report.warnings.len();
+        let mutations_before = report.mutations.len();
+        let mut gate =
+            StepGate { shared, step, report, calls: 0, diffs: Vec::new(), journal_error: None };
+        let outcome = models.executor.execute(&request, &mut gate).await;
+        let StepGate { report: r, calls, diffs, journal_error, .. } = gate;
+        let report = r;
+        if let Some(e) = journal_error {
+            return Err(e);
+        }
+        let call = Call {
+            step,
+            tool: "executor",
+            effect: Effect::Read,
+            args: &Value::Null,
+            watched: &watched,
+            target: None,
+        };
+        crate::check::record_changes(shared, &call, &before, true, report)?;
+        match &outcome.interrupted {
+            Some(Interruption::Budget(why)) => {
+                report.budget_exhausted = Some(why.clone());
+                report.slot.status = StepStatus::Pending;
+                report.slot.error = Some(format!("stopped: the budget ran out ({why})"));
+                return Ok(());
+            }
+            Some(Interruption::Provider(why)) => {
+                crate::step::fail(&mut report.slot, &format!("the executor model failed: {why}"));
+                return Ok(());
+            }
+            Some(Interruption::TurnLimit(n)) => {
+                crate::step::fail(
+                    &mut report.slot,
+                    &format!("the executor used its {n} turns without finishing the step"),
+                );
+            }
+            None => {
+                let end = CallEnd {
+                    output: Ok(json!({
+                        "summary": outcome.summary,
+                        "turns": outcome.turns,
+                        "tool_calls": calls,
+                    })),
+                };
+                crate::check::check_output(shared, &call, (&before, end), inputs, report).await?;
+            }
+        }
+        if report.slot.status == StepStatus::Done {
+            let attempt_warnings: Vec<String> =
+                report.warnings.iter().skip(warnings_before).cloned().collect();
+            let mutations: Vec<FileMutation> = report
+                .mutations
+                .iter()
+                .skip(mutations_before)
+                .map(|m| m.mutation.clone())
+                .collect();
+            let claim = outcome.summary.clone();
+            judge(shared, &models, step, (claim, attempt_warnings, mutations, diffs), report)
+                .await?;
+            if report.budget_exhausted.is_some() {
+                return Ok(());
+            }
+        }
+        if report.slot.status == StepStatus::Done
+            || report.slot.attempts >= max_attempts
+            || shared.engine.config.cancel.is_cancelled()
+        {
+            return Ok(());
+        }
+        feedback.push(attempt_feedback(step, report));
+        let message = format!(
+            "step `{id}`: attempt {} of {max_attempts} failed: {}; trying again with feedback",
+            report.slot.attempts,
+            report.slot.error.as_deref().unwrap_or("unknown error")
+        );
+        shared
+            .recorder
+            .emit(EventBody::Warning { step: Some(id.to_owned()), message: message.clone() })?;
+        report.warnings.push(message);
+    }
+}
+
+/// What the next attempt is told about this one: the error, each failed assertion with its
+/// detail and recovery hint.
+fn attempt_feedback(step: &Step, report: &StepReport) -> String {
+    let mut out = format!(
+        "Attempt {} failed: {}.",
+        report.slot.attempts,
+        report.slot.error.as_deref().unwrap_or("unknown error")
+    );
+    for result in report.slot.assertions.iter().filter(|a| !a.passed) {
+        out.push_str(&format!("\n- assertion {} failed: {}", result.kind, result.detail));
+        let hint =
+            step.assertions.iter().find(|a| a.kind() == result.kind).and_then(Assertion::recovery);
+        if let Some(hint) = hint {
+            out.push_str(&format!(" (hint: {hint})"));
+        }
+    }
+    out
+}
+
+/// The judge, when tier 1 passed but cannot check everything: the step has acceptance criteria,
+/// or its tool calls raised warnings.
+pub(crate) async fn judge(
+    shared: &Shared,
+    models: &ModelHooks,
+    step: &Step,
+    (claim, warnings, mutations, diffs): (String, Vec<String>, Vec<FileMutation>, Vec<String>),
+    report: &mut StepReport,
+) -> Result<(), StoreError> {
+    let Some(judge) = &models.judge else { return Ok(()) };
+    if step.acceptance_criteria.is_empty() && warnings.is_empty() {
+        return Ok(());
+    }
+    let id = step.id.as_str();
+    let request = JudgeRequest {
+        run_goal: shared.plan.goal.clone(),
+        step: step.clone(),
+        claim,
+        assertions: report.slot.assertions.clone(),
+        mutations,
+        diffs,
+        evidence: report.slot.evidence.clone(),
+        warnings,
+        budget_note: (models.budget_note)(),
+    };
+    match judge.judge(&request).await {
+        Ok(verdict) if verdict.pass => {
+            report.slot.evidence.push(format!(
+                "judge: passed (confidence {:.2}){}",
+                verdict.confidence,
+                if verdict.feedback.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", verdict.feedback)
+                }
+            ));
+        }
+        Ok(verdict) if verdict.confidence >= models.judge_threshold => {
+            report.slot.status = StepStatus::Failed;
+            report.slot.judge_rejected = true;
+            report.slot.error = Some(format!(
+                "the judge rejected the step (confidence {:.2}): {}",
+                verdict.confidence, verdict.feedback
+            ));
+        }
+        Ok(verdict) => {
+            let message = format!(
+                "step `{id}`: the judge doubts it (confidence {:.2}, below the {:.2} needed to \
+                 fail it): {}",
+                verdict.confidence, models.judge_threshold, verdict.feedback
+            );
+            shared
+                .recorder
+                .emit(EventBody::Warning { step: Some(id.to_owned()), message: message.clone() })?;
+            report.warnings.push(message);
+        }
+        Err(Interruption::Budget(why)) => {
+            report.budget_exhausted = Some(why.clone());
+            report.slot.status = StepStatus::Pending;
+            report.slot.error = Some(format!("stopped before judging: the budget ran out ({why})"));
+        }
+        Err(other) => {
+            let why = match other {
+                Interruption::Provider(w) => w,
+                Interruption::TurnLimit(n) => format!("turn limit {n}"),
+                Interruption::Budget(w) => w,
+            };
+            let message = format!(
+                "step `{id}`: the judge could not be asked ({why}); its acceptance criteria are unchecked"
+            );
+            shared
+                .recorder
+                .emit(EventBody::Warning { step: Some(id.to_owned()), message: message.clone() })?;
+            report.warnings.push(message);
+        }
+    }
+    Ok(())
+}
