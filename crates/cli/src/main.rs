@@ -4,6 +4,7 @@
 //! crates, renders the result (text for people, JSON or SARIF for tools) and returns an exit
 //! code; nothing here panics on any input, and every failure is one message on stderr.
 
+mod agent_cmd;
 mod approve_tty;
 mod doctor_cmd;
 mod explain;
@@ -64,6 +65,15 @@ Exit codes:
   2  bad input: unreadable or invalid plan, lint errors, a step without a tool, bad workspace
   3  partial: some work was done, but the evidence is incomplete (see the reasons)
   4  awaiting approval: `pev approve RUN` then `pev resume RUN`";
+
+const AGENT_HELP: &str = "\
+Examples:
+  pev agent \"Change the site background to dark green\" --workspace site --max-usd 0.50
+  pev agent \"Add a CHANGELOG entry for 1.2\" --approve-plan --max-replans 1
+  pev agent \"Fix the failing test\" --json > events.jsonl
+
+Offline: point the roles at scripted models in pev.toml (provider = \"script:FILE\"), see
+examples/agent/. Exit codes are those of `pev run`.";
 
 const RESUME_HELP: &str = "\
 Examples:
@@ -145,6 +155,20 @@ enum Command {
         after_help = RUN_HELP
     )]
     Run(RunArgs),
+    /// Plan, execute and verify a goal with models: planner, executor and judge
+    #[command(
+        long_about = "Plan, execute and verify a goal with models.\n\n\
+            The planner model writes a plan (linted; lint errors go back to it), the harness runs \
+            it like `pev run`, and steps without a tool are carried out by the executor model \
+            with the built-in tools. Each step is verified by the harness (assertions, effects, \
+            mutations) and, where its criteria are semantic, by a skeptical judge model. A failed \
+            step is retried with specific feedback, then replanned (done steps are kept). The \
+            budget (--max-usd, --max-tokens, --max-turns, --timeout) is a ceiling: a call the \
+            budget cannot pay for is not sent. Models come from pev.toml and the environment \
+            (`pev doctor` shows the role table).",
+        after_help = AGENT_HELP
+    )]
+    Agent(AgentArgs),
     /// Finish a run that was interrupted or is waiting for approval
     #[command(after_help = RESUME_HELP)]
     Resume {
@@ -215,6 +239,39 @@ enum Command {
         #[arg(long)]
         ping: bool,
     },
+}
+
+#[derive(Debug, Args)]
+struct AgentArgs {
+    /// What to achieve, in words
+    #[arg(value_name = "GOAL")]
+    goal: String,
+    /// A policy (as for `pev lint`): the plan must pass it; approve_tools and allow_hosts apply
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// Run on a fresh temporary copy of the workspace (printed), leaving the original untouched
+    #[arg(long)]
+    scratch: bool,
+    /// Show the plan and wait for a yes before anything runs
+    #[arg(long)]
+    approve_plan: bool,
+    /// Spend at most this many US dollars on model calls
+    #[arg(long, value_name = "USD")]
+    max_usd: Option<f64>,
+    /// Use at most this many tokens (input + output) over all model calls
+    #[arg(long, value_name = "N")]
+    max_tokens: Option<u64>,
+    /// Make at most this many model calls
+    #[arg(long, value_name = "N")]
+    max_turns: Option<u32>,
+    /// Start no model call after this many seconds
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<u64>,
+    /// How many times the planner may rewrite the rest of the plan after a step fails
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    max_replans: u32,
+    #[command(flatten)]
+    common: CommonArgs,
 }
 
 #[derive(Debug, Args)]
@@ -378,6 +435,23 @@ fn main() -> ExitCode {
                 common: args.common.common(),
             };
             report(run_cmd::run(&req, &mut std::io::stderr()))
+        }
+        Command::Agent(args) => {
+            let req = agent_cmd::AgentRequest {
+                goal: args.goal,
+                policy: args.policy,
+                scratch: args.scratch,
+                approve_plan: args.approve_plan,
+                budget: agent_cmd::BudgetArgs {
+                    max_usd: args.max_usd,
+                    max_tokens: args.max_tokens,
+                    max_turns: args.max_turns,
+                    timeout_secs: args.timeout,
+                },
+                max_replans: args.max_replans,
+                common: args.common.common(),
+            };
+            report(agent_cmd::run(&req, &mut std::io::stderr()))
         }
         Command::Resume { run, common } => {
             report(run_cmd::resume(&run, &common.common(), &mut std::io::stderr()))

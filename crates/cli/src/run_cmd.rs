@@ -169,7 +169,13 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         .map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     drop(store);
     let _ = writeln!(err, "pev: run {run_id} (journal {})", db.display());
-    let session = Session::open(&req.common, &workspace, &db, approve_tools, allow_hosts)?;
+    let session = Session::open(
+        &req.common,
+        &workspace,
+        &db,
+        RunPolicy { approve_tools, allow_hosts },
+        None,
+    )?;
     let journal = session.journal()?;
     let outcome = session.block_on(session.engine.run(RunInput { run_id, plan, journal }));
     session.report(outcome, err)
@@ -214,7 +220,8 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     };
     let (approve_tools, allow_hosts) = (strings("approve_tools"), strings("allow_hosts"));
     let _ = writeln!(err, "pev: resuming run {run_id}");
-    let session = Session::open(common, &workspace, &db, approve_tools, allow_hosts)?;
+    let session =
+        Session::open(common, &workspace, &db, RunPolicy { approve_tools, allow_hosts }, None)?;
     let journal = session.journal()?;
     let input = ResumeInput { record, journal, blobs, warnings, revision: None };
     let outcome = session.block_on(session.engine.resume(input));
@@ -224,7 +231,7 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
 /// Holds an exclusive lock on the run for as long as the returned file lives, so that two
 /// processes never drive the same run (a `resume` while the run is still going would apply its
 /// steps twice). The OS releases the lock when the process dies, `kill -9` included.
-fn lock_run(db: &Path, run_id: &str) -> Result<std::fs::File, Fail> {
+pub(crate) fn lock_run(db: &Path, run_id: &str) -> Result<std::fs::File, Fail> {
     let dir = db.parent().unwrap_or_else(|| Path::new(".")).join("locks");
     let path = dir.join(format!("{run_id}.lock"));
     std::fs::create_dir_all(&dir)
@@ -248,9 +255,9 @@ fn lock_run(db: &Path, run_id: &str) -> Result<std::fs::File, Fail> {
 }
 
 /// The runtime, engine and view of one `run` or `resume`.
-struct Session {
+pub(crate) struct Session {
     runtime: tokio::runtime::Runtime,
-    engine: Engine,
+    pub(crate) engine: Engine,
     db: PathBuf,
     json: bool,
     events: Option<Arc<JsonLines>>,
@@ -258,13 +265,19 @@ struct Session {
     color: ColorChoice,
 }
 
+/// What of the policy applies while a run runs.
+pub(crate) struct RunPolicy {
+    pub approve_tools: Vec<String>,
+    pub allow_hosts: Vec<String>,
+}
+
 impl Session {
-    fn open(
+    pub(crate) fn open(
         common: &Common,
         workspace: &Path,
         db: &Path,
-        approve_tools: Vec<String>,
-        allow_hosts: Vec<String>,
+        RunPolicy { approve_tools, allow_hosts }: RunPolicy,
+        models: Option<pev_engine::ModelHooks>,
     ) -> Result<Self, Fail> {
         let ws = Workspace::open(workspace).map_err(|e| Fail::input(e.to_string()))?;
         let ctx = ToolContext {
@@ -319,7 +332,7 @@ impl Session {
             registry: Arc::new(Registry::builtin()),
             ctx: Arc::new(ctx),
             observer,
-            config: EngineConfig { jobs, approval, approve_tools, cancel, models: None },
+            config: EngineConfig { jobs, approval, approve_tools, cancel, models },
         };
         Ok(Self {
             runtime,
@@ -332,15 +345,15 @@ impl Session {
         })
     }
 
-    fn journal(&self) -> Result<Journal, Fail> {
+    pub(crate) fn journal(&self) -> Result<Journal, Fail> {
         Journal::start(&self.db).map_err(|e| Fail(EXIT_FAILED, e.to_string()))
     }
 
-    fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+    pub(crate) fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
         self.runtime.block_on(future)
     }
 
-    fn report(
+    pub(crate) fn report(
         self,
         outcome: Result<RunResult, EngineError>,
         err: &mut dyn Write,

@@ -46,7 +46,8 @@ pub(crate) async fn finish(
     }
 
     // Acceptance criteria are for a judge model; tier 1 cannot check them and says so.
-    for step in plan.steps.iter().filter(|s| !s.acceptance_criteria.is_empty()) {
+    let judged = shared.engine.config.models.as_ref().is_some_and(|m| m.judge.is_some());
+    for step in plan.steps.iter().filter(|s| !judged && !s.acceptance_criteria.is_empty()) {
         let message = format!(
             "step `{}` has {} acceptance criteria that only a judge model can check (pev agent); \
              they were not checked",

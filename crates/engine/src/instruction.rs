@@ -29,6 +29,8 @@ struct StepGate<'a> {
     step: &'a Step,
     report: &'a mut StepReport,
     calls: u32,
+    /// Paths the gate's calls wrote (their mutations are recorded per call).
+    touched: Vec<String>,
     /// Diffs of the files this attempt changed, for the judge.
     diffs: Vec<String>,
     /// The journal failed: the step must end, and the error is the run's.
@@ -83,6 +85,11 @@ impl StepGate<'_> {
         let effect = implementation.effect();
         let target = target_path(effect, &args);
         let watched: Vec<String> = target.iter().cloned().collect();
+        if let Some(t) = &target
+            && !self.touched.contains(t)
+        {
+            self.touched.push(t.clone());
+        }
         let call = Call {
             step: self.step,
             tool,
@@ -194,10 +201,17 @@ pub(crate) async fn run(
         };
         let warnings_before = report.warnings.len();
         let mutations_before = report.mutations.len();
-        let mut gate =
-            StepGate { shared, step, report, calls: 0, diffs: Vec::new(), journal_error: None };
+        let mut gate = StepGate {
+            shared,
+            step,
+            report,
+            calls: 0,
+            touched: Vec::new(),
+            diffs: Vec::new(),
+            journal_error: None,
+        };
         let outcome = models.executor.execute(&request, &mut gate).await;
-        let StepGate { report: r, calls, diffs, journal_error, .. } = gate;
+        let StepGate { report: r, calls, touched, diffs, journal_error, .. } = gate;
         let report = r;
         if let Some(e) = journal_error {
             return Err(e);
@@ -210,7 +224,12 @@ pub(crate) async fn run(
             watched: &watched,
             target: None,
         };
-        crate::check::record_changes(shared, &call, &before, true, report)?;
+        // Files the step watches that no gate call wrote (a shell command may have): their
+        // changes are the step's own.
+        let untouched: Vec<String> =
+            watched.iter().filter(|p| !touched.contains(p)).cloned().collect();
+        let own = Call { watched: &untouched, ..call };
+        crate::check::record_changes(shared, &own, &before, true, report)?;
         match &outcome.interrupted {
             Some(Interruption::Budget(why)) => {
                 report.budget_exhausted = Some(why.clone());

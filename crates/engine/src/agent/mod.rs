@@ -8,3 +8,4 @@ pub mod budget;
 pub mod executor;
 pub mod judge;
 pub mod planner;
+pub mod run;

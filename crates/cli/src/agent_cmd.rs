@@ -1,0 +1,239 @@
+//! `pev agent GOAL`: build the three role clients from `pev.toml` (each paid from one budget),
+//! have the planner write the plan, optionally show it for approval, then run it with the
+//! executor and judge models, replanning as needed, and report like `pev run`.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pev_engine::ModelHooks;
+use pev_engine::agent::budget::{Budget, BudgetState, BudgetedClient};
+use pev_engine::agent::executor::{ExecutorOptions, ModelExecutor};
+use pev_engine::agent::judge::{JudgeOptions, ModelJudge};
+use pev_engine::agent::planner::{
+    PlanContext, PlanError, Planner, PlannerOptions, WorkspaceSummary,
+};
+use pev_engine::agent::run::AgentLoop;
+use pev_lint::CompiledPolicy;
+use pev_protocol::Plan;
+use pev_protocol::event::now_rfc3339;
+use pev_providers::config::{Config, Role};
+use pev_store::{NewRun, Store};
+use serde_json::json;
+
+use crate::run_cmd::{
+    Common, EXIT_BAD_INPUT, EXIT_FAILED, Fail, RunPolicy, Session, lock_run, store_path,
+    workspace_dir,
+};
+use crate::scratch;
+
+/// `pev agent GOAL`.
+#[derive(Debug, Clone)]
+pub struct AgentRequest {
+    pub goal: String,
+    pub policy: Option<PathBuf>,
+    pub scratch: bool,
+    pub approve_plan: bool,
+    pub budget: BudgetArgs,
+    pub max_replans: u32,
+    pub common: Common,
+}
+
+/// The ceilings given on the command line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BudgetArgs {
+    pub max_usd: Option<f64>,
+    pub max_tokens: Option<u64>,
+    pub max_turns: Option<u32>,
+    pub timeout_secs: Option<u64>,
+}
+
+/// The judge's "no" fails a step from this confidence up.
+const JUDGE_THRESHOLD: f64 = 0.7;
+
+/// The role clients of a run, each paying from one budget.
+pub(crate) struct Models {
+    pub planner: Planner,
+    pub hooks: ModelHooks,
+    pub state: Arc<BudgetState>,
+}
+
+/// Builds the planner, executor and judge from the workspace's `pev.toml` and the environment.
+pub(crate) fn build_models(workspace: &std::path::Path, budget: Budget) -> Result<Models, Fail> {
+    let config = Config::from_env(workspace).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
+    let prices = config.prices().clone();
+    let state = Arc::new(BudgetState::new(budget, prices.clone()));
+    let client = |role: Role| -> Result<Arc<dyn pev_providers::ModelClient>, Fail> {
+        let inner = config.client_for(role).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
+        Ok(Arc::new(BudgetedClient::new(inner, role.name(), prices.clone(), Arc::clone(&state))))
+    };
+    let model = |role: Role| config.role(role).model.value.clone();
+    let planner =
+        Planner::new(client(Role::Planner)?, model(Role::Planner), PlannerOptions::default());
+    let executor = ModelExecutor::new(
+        client(Role::Executor)?,
+        model(Role::Executor),
+        ExecutorOptions::default(),
+    );
+    let judge =
+        ModelJudge::new(client(Role::Verifier)?, model(Role::Verifier), JudgeOptions::default());
+    let note_state = Arc::clone(&state);
+    let usage_state = Arc::clone(&state);
+    let hooks = ModelHooks {
+        executor: Arc::new(executor),
+        judge: Some(Arc::new(judge)),
+        judge_threshold: JUDGE_THRESHOLD,
+        budget_note: Arc::new(move || Some(note_state.note())),
+        usage: Arc::new(move || usage_state.snapshot()),
+    };
+    Ok(Models { planner, hooks, state })
+}
+
+pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
+    if req.goal.trim().is_empty() {
+        return Err(Fail(EXIT_BAD_INPUT, "the goal is empty".to_owned()));
+    }
+    let policy = match &req.policy {
+        Some(path) => {
+            CompiledPolicy::load(path).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?
+        }
+        None => CompiledPolicy::default(),
+    };
+    let mut workspace = workspace_dir(req.common.workspace.as_deref())?;
+    let config_dir = workspace.clone();
+    if req.scratch {
+        let copy = scratch::copy_workspace(&workspace).map_err(|e| Fail(EXIT_BAD_INPUT, e))?;
+        let _ = writeln!(
+            err,
+            "pev: running on a scratch copy of {} at {}",
+            workspace.display(),
+            copy.display()
+        );
+        workspace = copy;
+    }
+    let budget = Budget {
+        max_usd: req.budget.max_usd,
+        max_tokens: req.budget.max_tokens,
+        max_turns: req.budget.max_turns,
+        deadline: req.budget.timeout_secs.map(|s| Instant::now() + Duration::from_secs(s)),
+    };
+    // pev.toml is read from the workspace the user named (a scratch copy has it too, but a
+    // script path in it is resolved against the original).
+    let models = build_models(&config_dir, budget)?;
+    let db = store_path(&req.common, &workspace);
+    let run_policy = RunPolicy {
+        approve_tools: policy.policy.approve_tools.clone(),
+        allow_hosts: policy.policy.allow_hosts.clone(),
+    };
+    let session =
+        Session::open(&req.common, &workspace, &db, run_policy, Some(models.hooks.clone()))?;
+
+    let summary = WorkspaceSummary::scan(&session.engine.ctx.workspace, 200)
+        .map_err(|e| Fail(EXIT_FAILED, format!("cannot scan the workspace: {e}")))?;
+    let tools: Vec<pev_providers::ToolSpec> =
+        session.engine.registry.definitions().iter().map(pev_providers::ToolSpec::from).collect();
+    let ctx = PlanContext { goal: &req.goal, workspace: &summary, tools: &tools, policy: &policy };
+    let _ = writeln!(err, "pev: planning…");
+    let outcome = match session.block_on(models.planner.plan(&ctx)) {
+        Ok(outcome) => outcome,
+        Err(PlanError::Budget(why)) => {
+            return Err(Fail(
+                EXIT_FAILED,
+                format!("the budget ran out before a plan was written: {why}"),
+            ));
+        }
+        Err(e) => return Err(Fail(EXIT_FAILED, e.to_string())),
+    };
+    let mut plan = outcome.plan;
+    plan.goal.clone_from(&req.goal);
+    let _ = writeln!(
+        err,
+        "pev: the planner wrote {} step(s) in {} tr{} ({})",
+        plan.steps.len(),
+        outcome.tries,
+        if outcome.tries == 1 { "y" } else { "ies" },
+        models.state.note()
+    );
+    for w in &outcome.lint_warnings {
+        let _ = writeln!(err, "pev: plan warning: {} {}", w.code, w.msg);
+    }
+    if req.approve_plan && !approve_plan(&plan, err)? {
+        let _ = writeln!(err, "pev: plan not approved; nothing was run");
+        return Ok(EXIT_FAILED);
+    }
+    session.engine.check_plan(&plan).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
+
+    let store = Store::open(&db).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    let run_id = pev_store::new_run_id();
+    let _lock = lock_run(&db, &run_id)?;
+    store
+        .create_run(&NewRun {
+            run_id: run_id.clone(),
+            goal: plan.goal.clone(),
+            workspace: workspace.display().to_string(),
+            plan: serde_json::to_value(&plan).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?,
+            options: json!({
+                "agent": true,
+                "approve_tools": policy.policy.approve_tools,
+                "allow_hosts": policy.policy.allow_hosts,
+                "max_replans": req.max_replans,
+                "scratch": req.scratch,
+            }),
+            created_at: now_rfc3339(),
+        })
+        .map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    drop(store);
+    let _ = writeln!(err, "pev: run {run_id} (journal {})", db.display());
+    let agent = AgentLoop {
+        engine: &session.engine,
+        planner: &models.planner,
+        policy: &policy,
+        db: &db,
+        max_replans: req.max_replans,
+    };
+    let outcome = session.block_on(agent.run(run_id, plan));
+    session.report(outcome, err)
+}
+
+/// Shows the plan and asks for a yes on the terminal.
+fn approve_plan(plan: &Plan, err: &mut dyn Write) -> Result<bool, Fail> {
+    if !std::io::stdin().is_terminal() {
+        return Err(Fail(
+            EXIT_BAD_INPUT,
+            "--approve-plan needs a terminal to ask on (stdin is not one)".to_owned(),
+        ));
+    }
+    let _ = writeln!(err, "\nplan: {}", plan.goal);
+    for (i, step) in plan.steps.iter().enumerate() {
+        let what = step.tool.as_deref().unwrap_or("instruction");
+        let deps = if step.depends_on.is_empty() {
+            String::new()
+        } else {
+            let ids: Vec<&str> = step.depends_on.iter().map(|d| d.as_str()).collect();
+            format!("  after {}", ids.join(", "))
+        };
+        let _ = writeln!(err, "  {:>2}. {}  [{what}]{deps}  {}", i + 1, step.id, step.label());
+        for a in &step.assertions {
+            let _ = writeln!(err, "        checks: {}", a.kind());
+        }
+    }
+    for pc in &plan.postconditions {
+        let _ = writeln!(err, "  postcondition: {}", pc.description);
+    }
+    let stdin = std::io::stdin();
+    for _ in 0..3 {
+        let _ = write!(err, "run this plan? [y/n] ");
+        let _ = err.flush();
+        let mut line = String::new();
+        match stdin.lock().read_line(&mut line) {
+            Ok(0) | Err(_) => return Ok(false),
+            Ok(_) => match line.trim().to_ascii_lowercase().as_str() {
+                "y" | "yes" => return Ok(true),
+                "n" | "no" => return Ok(false),
+                _ => {}
+            },
+        }
+    }
+    Ok(false)
+}

@@ -1,0 +1,412 @@
+//! Tests of the budget: calls are refused before they are sent, the ceilings are never
+//! exceeded (one caller or many at once), output is clamped to what is left, and what was spent
+//! is counted per role and described for prompts.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use pev_providers::cost::{Price, PriceTable, cost_usd};
+use pev_providers::script::{FailureKind, ScriptTurn, ScriptedClient};
+use pev_providers::{
+    BoxFuture, ChatRequest, ChatResponse, ContentBlock, Message, ModelClient, ProviderError,
+    StopReason, StreamEvent, StreamSink, TokenUsage,
+};
+
+use super::{Budget, BudgetState, BudgetedClient, estimate_input_tokens};
+
+const SONNET: &str = "claude-sonnet-4-5";
+
+fn request(model: &str, text: &str, max_tokens: u32) -> ChatRequest {
+    let mut request = ChatRequest::new(model, vec![Message::user(text)]);
+    request.max_tokens = max_tokens;
+    request
+}
+
+fn new_state(budget: Budget) -> Arc<BudgetState> {
+    Arc::new(BudgetState::new(budget, PriceTable::built_in()))
+}
+
+fn budgeted(inner: Arc<dyn ModelClient>, role: &str, state: &Arc<BudgetState>) -> BudgetedClient {
+    BudgetedClient::new(inner, role, PriceTable::built_in(), Arc::clone(state))
+}
+
+fn refusal(result: Result<ChatResponse, ProviderError>) -> String {
+    match result {
+        Err(ProviderError::BudgetExhausted(message)) => message,
+        other => panic!("expected BudgetExhausted, got {other:?}"),
+    }
+}
+
+/// A model that spends the whole worst case of every call: input as large as the estimate
+/// allows and every output token it may use. It can wait before answering, so that calls
+/// overlap.
+struct Greedy {
+    calls: AtomicU64,
+    delay: Option<Duration>,
+}
+
+impl Greedy {
+    fn new(delay: Option<Duration>) -> Arc<Self> {
+        Arc::new(Self { calls: AtomicU64::new(0), delay })
+    }
+
+    async fn answer(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if let Some(delay) = self.delay {
+            tokio::time::sleep(delay).await;
+        }
+        let bytes = serde_json::to_vec(request).map(|v| v.len()).unwrap_or(0) as u64;
+        Ok(ChatResponse {
+            id: String::new(),
+            model: request.model.clone(),
+            content: vec![ContentBlock::text("ok")],
+            stop_reason: StopReason::MaxTokens,
+            // Written to the cache: the dearest input there is.
+            usage: TokenUsage {
+                input_tokens: 0,
+                output_tokens: u64::from(request.max_tokens),
+                cache_read_tokens: 0,
+                cache_write_tokens: bytes / 3,
+            },
+        })
+    }
+}
+
+impl ModelClient for Greedy {
+    fn provider(&self) -> &str {
+        "greedy"
+    }
+
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(self.answer(request))
+    }
+
+    fn chat_stream<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        _sink: StreamSink<'a>,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(self.answer(request))
+    }
+}
+
+/// A model that never answers.
+struct Hang;
+
+impl ModelClient for Hang {
+    fn provider(&self) -> &str {
+        "hang"
+    }
+
+    fn chat<'a>(
+        &'a self,
+        _request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(std::future::pending())
+    }
+
+    fn chat_stream<'a>(
+        &'a self,
+        _request: &'a ChatRequest,
+        _sink: StreamSink<'a>,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(std::future::pending())
+    }
+}
+
+/// A deterministic pseudo-random sequence (no dependency needed for a property-style loop).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, below: u64) -> u64 {
+        self.0 =
+            self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % below
+    }
+}
+
+#[tokio::test]
+async fn never_overspends_across_many_calls() {
+    for (seed, max_usd) in [(1u64, 0.01), (2, 0.05), (3, 0.2), (4, 1.0)] {
+        let mut rng = Lcg(seed);
+        let state = new_state(Budget { max_usd: Some(max_usd), ..Budget::default() });
+        let inner = Greedy::new(None);
+        let client = budgeted(inner.clone(), "executor", &state);
+        let (mut sent, mut refused) = (0u64, 0u64);
+        for _ in 0..400 {
+            let text = "x".repeat(usize::try_from(rng.next(6000)).unwrap());
+            let max_tokens = u32::try_from(1 + rng.next(8000)).unwrap();
+            match client.chat(&request(SONNET, &text, max_tokens)).await {
+                Ok(_) => sent += 1,
+                Err(ProviderError::BudgetExhausted(message)) => {
+                    assert!(message.contains("needs up to $"), "{message}");
+                    refused += 1;
+                }
+                Err(other) => panic!("unexpected error {other:?}"),
+            }
+            assert!(state.spent_usd() <= max_usd, "spent {} of {max_usd}", state.spent_usd());
+        }
+        assert!(sent > 0 && refused > 0, "budget {max_usd}: sent {sent}, refused {refused}");
+        assert_eq!(inner.calls.load(Ordering::SeqCst), sent, "refused calls reached the model");
+        assert_eq!(state.snapshot().llm_calls, sent);
+        // The last calls ran the budget nearly dry: clamping used what was left.
+        assert!(state.spent_usd() > max_usd * 0.5, "spent only {} of {max_usd}", state.spent_usd());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_callers_never_overspend_together() {
+    let max_usd = 0.2;
+    let max_tokens = 60_000;
+    let state = new_state(Budget {
+        max_usd: Some(max_usd),
+        max_tokens: Some(max_tokens),
+        ..Budget::default()
+    });
+    let inner = Greedy::new(Some(Duration::from_millis(2)));
+    let client = Arc::new(budgeted(inner.clone(), "executor", &state));
+    let mut tasks = Vec::new();
+    for task in 0..8u64 {
+        let client = Arc::clone(&client);
+        tasks.push(tokio::spawn(async move {
+            let mut rng = Lcg(task + 10);
+            for _ in 0..30 {
+                let text = "y".repeat(usize::try_from(rng.next(3000)).unwrap());
+                let max_tokens = u32::try_from(256 + rng.next(4000)).unwrap();
+                let _ = client.chat(&request(SONNET, &text, max_tokens)).await;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let usage = state.snapshot();
+    assert!(usage.cost_usd <= max_usd, "spent {} of {max_usd}", usage.cost_usd);
+    assert!(usage.input_tokens + usage.output_tokens <= max_tokens, "{usage:?}");
+    assert_eq!(usage.llm_calls, inner.calls.load(Ordering::SeqCst));
+    assert!(usage.llm_calls > 0 && usage.llm_calls < 240, "{usage:?}");
+    let t = state.lock();
+    assert_eq!((t.in_flight, t.reserved_tokens, t.reserved_usd), (0, 0, 0.0));
+}
+
+#[tokio::test]
+async fn refuses_before_the_call_is_sent() {
+    let state = new_state(Budget { max_usd: Some(0.001), ..Budget::default() });
+    let inner = Arc::new(ScriptedClient::from_turns("t", vec![ScriptTurn::text("hi")]));
+    let client = budgeted(inner.clone(), "planner", &state);
+    let message = refusal(client.chat(&request(SONNET, &"z".repeat(3000), 4096)).await);
+    assert!(
+        message.starts_with("the planner call to claude-sonnet-4-5 needs up to $0.0"),
+        "{message}"
+    );
+    assert!(message.ends_with(", $0.0010 left of $0.0010"), "{message}");
+    assert!(inner.requests().is_empty(), "the refused call reached the model");
+    assert_eq!(inner.remaining(), 1);
+    assert_eq!(state.snapshot().llm_calls, 0);
+}
+
+#[tokio::test]
+async fn a_passed_deadline_refuses_every_call() {
+    let state = new_state(Budget { deadline: Some(Instant::now()), ..Budget::default() });
+    let inner = Arc::new(ScriptedClient::from_turns("t", vec![ScriptTurn::text("hi")]));
+    let client = budgeted(inner.clone(), "judge", &state);
+    let message = refusal(client.chat(&request(SONNET, "hello", 100)).await);
+    assert!(message.starts_with("the judge call to claude-sonnet-4-5 cannot start"), "{message}");
+    assert!(message.contains("deadline passed"), "{message}");
+    assert!(inner.requests().is_empty());
+}
+
+#[tokio::test]
+async fn the_call_ceiling_counts_every_call() {
+    let state = new_state(Budget { max_turns: Some(2), ..Budget::default() });
+    let turns = vec![ScriptTurn::text("1"), ScriptTurn::text("2"), ScriptTurn::text("3")];
+    let inner = Arc::new(ScriptedClient::from_turns("t", turns));
+    let client = budgeted(inner.clone(), "executor", &state);
+    assert_eq!(state.note(), "2 of 2 model calls left");
+    assert_eq!(client.chat(&request(SONNET, "a", 10)).await.unwrap().text(), "1");
+    assert_eq!(client.chat(&request(SONNET, "b", 10)).await.unwrap().text(), "2");
+    let message = refusal(client.chat(&request(SONNET, "c", 10)).await);
+    assert!(message.ends_with("cannot start: all 2 model calls are used"), "{message}");
+    assert_eq!(inner.requests().len(), 2);
+    assert_eq!(state.note(), "0 of 2 model calls left");
+    assert_eq!(state.snapshot().llm_calls, 2);
+}
+
+#[tokio::test]
+async fn output_is_clamped_to_the_tokens_left_or_the_call_refused() {
+    let probe = request(SONNET, "clamp me", 4096);
+    let input = estimate_input_tokens(&probe).unwrap();
+    let state = new_state(Budget { max_tokens: Some(input + 1000), ..Budget::default() });
+    let inner = Arc::new(ScriptedClient::from_turns("t", vec![ScriptTurn::text("short")]));
+    let client = budgeted(inner.clone(), "executor", &state);
+    client.chat(&probe).await.unwrap();
+    assert_eq!(inner.requests()[0].max_tokens, 1000, "the output was not clamped");
+
+    // Less than 256 tokens of output left: refused rather than clamped to a useless size.
+    let state = new_state(Budget { max_tokens: Some(input + 255), ..Budget::default() });
+    let inner = Arc::new(ScriptedClient::from_turns("t", vec![ScriptTurn::text("never")]));
+    let client = budgeted(inner.clone(), "executor", &state);
+    let message = refusal(client.chat(&probe).await);
+    let (needs, left) = (input + 4096, input + 255);
+    assert_eq!(
+        message,
+        format!("the executor call to {SONNET} needs up to {needs} tokens, {left} of {left} left")
+    );
+    assert!(inner.requests().is_empty());
+    // A small request that fits whole is not refused for being under 256.
+    let small = request(SONNET, "clamp me", 200);
+    let inner = Arc::new(ScriptedClient::from_turns("t", vec![ScriptTurn::text("ok")]));
+    let client = budgeted(inner.clone(), "executor", &state);
+    client.chat(&small).await.unwrap();
+    assert_eq!(inner.requests()[0].max_tokens, 200);
+}
+
+#[tokio::test]
+async fn output_is_clamped_to_the_dollars_left() {
+    let probe = request(SONNET, "clamp me by price", 4096);
+    let input = estimate_input_tokens(&probe).unwrap();
+    // Sonnet: $3.75 per million cache-written input (the dearest), $15 per million output.
+    let max_usd = (input as f64 * 3.75 + 1000.0 * 15.0) / 1e6 + 1e-9;
+    let state = new_state(Budget { max_usd: Some(max_usd), ..Budget::default() });
+    let inner = Arc::new(ScriptedClient::from_turns("t", vec![ScriptTurn::text("short")]));
+    let client = budgeted(inner.clone(), "executor", &state);
+    client.chat(&probe).await.unwrap();
+    let sent = inner.requests()[0].max_tokens;
+    assert!((995..=1000).contains(&sent), "clamped to {sent}, expected about 1000");
+}
+
+#[tokio::test]
+async fn usage_and_cost_are_recorded_per_role() {
+    let state = new_state(Budget::default());
+    let usage = TokenUsage {
+        input_tokens: 1000,
+        output_tokens: 200,
+        cache_read_tokens: 500,
+        cache_write_tokens: 0,
+    };
+    let planner_inner =
+        Arc::new(ScriptedClient::from_turns("p", vec![ScriptTurn::text("plan").with_usage(usage)]));
+    let executor_inner =
+        Arc::new(ScriptedClient::from_turns("e", vec![ScriptTurn::text("done").with_usage(usage)]));
+    let planner = budgeted(planner_inner, "planner", &state);
+    let executor = budgeted(executor_inner, "executor", &state);
+    planner.chat(&request(SONNET, "plan it", 100)).await.unwrap();
+    executor.chat(&request(SONNET, "do it", 100)).await.unwrap();
+
+    let one = cost_usd(&PriceTable::built_in().lookup(SONNET).unwrap().price, &usage);
+    let snapshot = state.snapshot();
+    assert_eq!(snapshot.llm_calls, 2);
+    assert_eq!(snapshot.input_tokens, 3000, "cached input counts as input");
+    assert_eq!(snapshot.output_tokens, 400);
+    assert!((snapshot.cost_usd - 2.0 * one).abs() < 1e-12, "{} vs {}", snapshot.cost_usd, one);
+    let summary = state.summary();
+    assert_eq!(summary.roles["planner"].calls, 1);
+    assert_eq!(summary.roles["executor"].usage.output_tokens, 200);
+    assert!(summary.complete());
+}
+
+#[tokio::test]
+async fn an_unpriced_model_is_bounded_by_tokens_only() {
+    let state =
+        new_state(Budget { max_usd: Some(0.000_001), max_tokens: Some(5000), ..Budget::default() });
+    let usage = TokenUsage { input_tokens: 2000, output_tokens: 1000, ..TokenUsage::default() };
+    let turns = vec![ScriptTurn::text("a").with_usage(usage), ScriptTurn::text("b")];
+    let inner = Arc::new(ScriptedClient::from_turns("t", turns));
+    let client = budgeted(inner.clone(), "executor", &state);
+    // The dollar ceiling is far below any priced call, but this model costs $0.
+    client.chat(&request("local-llama", "hello", 1000)).await.unwrap();
+    assert_eq!(state.spent_usd(), 0.0);
+    assert_eq!(
+        state.note(),
+        "$0.0000 of $0.0000 left, 2000 of 5000 tokens left (no price is known for local-llama: \
+         its calls count as $0)"
+    );
+    // The token ceiling still binds.
+    let message = refusal(client.chat(&request("local-llama", &"w".repeat(9000), 100)).await);
+    assert!(message.contains("tokens, 2000 of 5000 left"), "{message}");
+    assert_eq!(inner.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn the_note_says_what_is_left() {
+    let mut prices = PriceTable::empty();
+    prices.set("m", Price::flat(1.0, 1.0));
+    let state = Arc::new(BudgetState::new(
+        Budget { max_usd: Some(1.0), max_turns: Some(40), ..Budget::default() },
+        prices.clone(),
+    ));
+    let usage =
+        TokenUsage { input_tokens: 300_000, output_tokens: 280_000, ..TokenUsage::default() };
+    let inner =
+        Arc::new(ScriptedClient::from_turns("t", vec![ScriptTurn::text("x").with_usage(usage)]));
+    let client = BudgetedClient::new(inner, "executor", prices, Arc::clone(&state));
+    client.chat(&request("m", "hi", 100)).await.unwrap();
+    assert_eq!(state.note(), "$0.42 of $1.00 left, 39 of 40 model calls left");
+    assert_eq!(BudgetState::new(Budget::default(), PriceTable::empty()).note(), "no budget limit");
+}
+
+#[tokio::test]
+async fn failed_calls_count_and_are_charged_by_kind() {
+    let state = new_state(Budget::default());
+    let turns = vec![
+        ScriptTurn::failure(FailureKind::BadRequest, None),
+        ScriptTurn::failure(FailureKind::Timeout, None),
+    ];
+    let inner = Arc::new(ScriptedClient::from_turns("t", turns));
+    let client = budgeted(inner, "executor", &state);
+    let bad = request(SONNET, "bad", 300);
+    assert!(matches!(client.chat(&bad).await, Err(ProviderError::BadRequest { .. })));
+    let after_refusal = state.snapshot();
+    assert_eq!((after_refusal.llm_calls, after_refusal.output_tokens), (1, 0));
+    assert_eq!(after_refusal.cost_usd, 0.0, "a refused request costs nothing");
+
+    // A timeout may have been billed: the worst case is charged.
+    let slow = request(SONNET, "slow", 300);
+    assert!(matches!(client.chat(&slow).await, Err(ProviderError::Timeout { .. })));
+    let after_timeout = state.snapshot();
+    assert_eq!(after_timeout.llm_calls, 2);
+    assert_eq!(after_timeout.output_tokens, 300);
+    assert_eq!(after_timeout.input_tokens, estimate_input_tokens(&slow).unwrap());
+    assert!(after_timeout.cost_usd > 0.0);
+}
+
+#[tokio::test]
+async fn an_abandoned_call_releases_its_reservation_and_charges_the_worst_case() {
+    let state = new_state(Budget { max_tokens: Some(100_000), ..Budget::default() });
+    let client = budgeted(Arc::new(Hang), "executor", &state);
+    let hung = request(SONNET, "never answered", 1000);
+    let input = estimate_input_tokens(&hung).unwrap();
+    let waited = tokio::time::timeout(Duration::from_millis(20), client.chat(&hung)).await;
+    assert!(waited.is_err(), "the hanging call answered");
+    let usage = state.snapshot();
+    assert_eq!((usage.llm_calls, usage.input_tokens, usage.output_tokens), (1, input, 1000));
+    let t = state.lock();
+    assert_eq!((t.in_flight, t.reserved_tokens), (0, 0));
+    drop(t);
+    assert_eq!(state.note(), format!("{} of 100000 tokens left", 100_000 - input - 1000));
+}
+
+#[tokio::test]
+async fn streamed_calls_are_budgeted_and_stream() {
+    let state = new_state(Budget { max_turns: Some(1), ..Budget::default() });
+    let turns = vec![ScriptTurn::text("streamed answer"), ScriptTurn::text("never")];
+    let inner = Arc::new(ScriptedClient::from_turns("t", turns));
+    let client = budgeted(inner.clone(), "executor", &state);
+    let seen = std::sync::Mutex::new(String::new());
+    let sink = |event: StreamEvent| {
+        if let StreamEvent::TextDelta { text, .. } = event {
+            seen.lock().unwrap().push_str(&text);
+        }
+    };
+    let response = client.chat_stream(&request(SONNET, "go", 50), &sink).await.unwrap();
+    assert_eq!(response.text(), "streamed answer");
+    assert_eq!(*seen.lock().unwrap(), "streamed answer");
+    let message = refusal(client.chat_stream(&request(SONNET, "again", 50), &sink).await);
+    assert!(message.ends_with("all 1 model calls are used"), "{message}");
+    assert_eq!(inner.requests().len(), 1);
+    assert_eq!(client.provider(), "script:t");
+}

@@ -1,0 +1,313 @@
+//! The agent loop around the run engine: run the plan; when a step cannot be made to pass in its
+//! attempts, ask the planner for the rest of the plan (the done steps are kept and never run
+//! again), journal it as a new plan version and continue the same run under it. Replans are
+//! bounded; two replans in a row that change no file are stagnation and end the run.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use pev_lint::CompiledPolicy;
+use pev_protocol::event::now_rfc3339;
+use pev_protocol::run::{Reason, ReasonCode, RunResult, RunStatus, StepResult, StepStatus};
+use pev_protocol::{Plan, Step, StepId};
+use pev_store::{Journal, Record, Store};
+
+use crate::agent::planner::{DoneStep, Failure, PlanContext, PlanError, Planner, WorkspaceSummary};
+use crate::{Engine, EngineError, ResumeInput, RunInput};
+
+/// The most characters of a done step's output a replan shows.
+const OUTPUT_SUMMARY_CHARS: usize = 600;
+
+/// One agent run.
+pub struct AgentLoop<'a> {
+    /// An engine with models (`EngineConfig::models`).
+    pub engine: &'a Engine,
+    pub planner: &'a Planner,
+    pub policy: &'a CompiledPolicy,
+    /// The journal file; the run must already exist in it.
+    pub db: &'a Path,
+    pub max_replans: u32,
+}
+
+impl AgentLoop<'_> {
+    /// Runs `plan` as run `run_id`, replanning as needed, and returns the final result.
+    pub async fn run(&self, run_id: String, plan: Plan) -> Result<RunResult, EngineError> {
+        let journal = Journal::start(self.db)?;
+        let mut result = self
+            .engine
+            .run(RunInput { run_id: run_id.clone(), plan: plan.clone(), journal: journal.clone() })
+            .await?;
+        let mut current = plan;
+        let mut version = 1u32;
+        let mut replans = 0u32;
+        let mut idle_replans = 0u32;
+        loop {
+            let Some(failed) =
+                result.steps.iter().find(|s| s.status == StepStatus::Failed).cloned()
+            else {
+                break;
+            };
+            let stopped = result
+                .reasons
+                .iter()
+                .any(|r| matches!(r.code, ReasonCode::BudgetExhausted | ReasonCode::Cancelled));
+            if stopped {
+                break;
+            }
+            if replans >= self.max_replans {
+                if self.max_replans > 0 {
+                    self.annotate(
+                        &mut result,
+                        None,
+                        format!(
+                            "step `{}` still fails and the {} replan(s) allowed are spent",
+                            failed.id, self.max_replans
+                        ),
+                    )?;
+                }
+                break;
+            }
+            replans += 1;
+            let done = done_steps(&current, &result.steps);
+            let failure = failure_of(&failed);
+            let workspace = WorkspaceSummary::scan(&self.engine.ctx.workspace, 200)
+                .map_err(|e| EngineError::Plan(format!("cannot scan the workspace: {e}")))?;
+            let tools: Vec<pev_providers::ToolSpec> = self
+                .engine
+                .registry
+                .definitions()
+                .iter()
+                .map(pev_providers::ToolSpec::from)
+                .collect();
+            let ctx = PlanContext {
+                goal: &current.goal,
+                workspace: &workspace,
+                tools: &tools,
+                policy: self.policy,
+            };
+            let outcome = self.planner.replan(&ctx, &done, &failure, &current).await;
+            let remaining = match outcome {
+                Ok(outcome) => outcome.plan.steps,
+                Err(PlanError::Budget(why)) => {
+                    let reason = Reason {
+                        code: ReasonCode::BudgetExhausted,
+                        step: None,
+                        message: format!("the budget ran out while replanning: {why}"),
+                    };
+                    self.annotate(&mut result, Some(reason), String::new())?;
+                    break;
+                }
+                Err(e) => {
+                    self.annotate(&mut result, None, format!("replanning failed: {e}"))?;
+                    break;
+                }
+            };
+            let next = revised_plan(&current, &result.steps, remaining, replans);
+            version += 1;
+            let reason = format!(
+                "replan {replans}: step `{}` failed after {} attempt(s): {}",
+                failed.id,
+                failed.attempts,
+                failed.error.as_deref().unwrap_or("no error recorded")
+            );
+            journal.record_durable(Record::PlanVersion {
+                run_id: run_id.clone(),
+                version,
+                plan: serde_json::to_value(&next)
+                    .map_err(|e| EngineError::Plan(format!("cannot store the new plan: {e}")))?,
+                reason: reason.clone(),
+                created_at: now_rfc3339(),
+            })?;
+            let record = Store::open_existing(self.db)?.load_run(&run_id)?;
+            let changed_before = changed_files(&result);
+            result = self
+                .engine
+                .resume(ResumeInput {
+                    record,
+                    journal: journal.clone(),
+                    blobs: HashMap::new(),
+                    warnings: result.warnings.clone(),
+                    revision: Some((version, reason)),
+                })
+                .await?;
+            current = next;
+            if changed_files(&result) == changed_before {
+                idle_replans += 1;
+            } else {
+                idle_replans = 0;
+            }
+            if idle_replans >= 2 && result.status != RunStatus::Success {
+                let reason = Reason {
+                    code: ReasonCode::Stagnation,
+                    step: None,
+                    message: "two replans in a row changed no file; the run stops".to_owned(),
+                };
+                self.annotate(&mut result, Some(reason), String::new())?;
+                break;
+            }
+        }
+        journal.close()?;
+        Ok(result)
+    }
+
+    /// Adds a reason or a warning to the final result and stores it.
+    fn annotate(
+        &self,
+        result: &mut RunResult,
+        reason: Option<Reason>,
+        warning: String,
+    ) -> Result<(), EngineError> {
+        if let Some(reason) = reason {
+            result.reasons.push(reason);
+            if result.status == RunStatus::Success {
+                result.status = RunStatus::Partial;
+            }
+        }
+        if !warning.is_empty() {
+            result.warnings.push(warning);
+        }
+        let store = Store::open_existing(self.db)?;
+        store.write(&Record::RunStatus {
+            run_id: result.run_id.clone(),
+            status: crate::status_name(result.status).to_owned(),
+            result: Some(Box::new(result.clone())),
+            updated_at: now_rfc3339(),
+        })?;
+        Ok(())
+    }
+}
+
+/// Files changed so far (not counting no-op writes).
+fn changed_files(result: &RunResult) -> usize {
+    result.file_mutations.iter().filter(|m| !m.no_op).count()
+}
+
+/// The done steps of `plan`, as the replan prompt shows them.
+fn done_steps(plan: &Plan, steps: &[StepResult]) -> Vec<DoneStep> {
+    let done: HashMap<&str, &StepResult> =
+        steps.iter().filter(|s| s.status == StepStatus::Done).map(|s| (s.id.as_str(), s)).collect();
+    plan.steps
+        .iter()
+        .filter_map(|step| {
+            let result = done.get(step.id.as_str())?;
+            let output = result.output.as_ref().map(|o| o.to_string()).unwrap_or_default();
+            Some(DoneStep {
+                id: step.id.clone(),
+                title: step.label().to_owned(),
+                output_summary: output.chars().take(OUTPUT_SUMMARY_CHARS).collect(),
+            })
+        })
+        .collect()
+}
+
+fn failure_of(failed: &StepResult) -> Failure {
+    let mut evidence = failed.evidence.clone();
+    for a in failed.assertions.iter().filter(|a| !a.passed) {
+        evidence.push(format!("assertion {} failed: {}", a.kind, a.detail));
+    }
+    Failure {
+        step: StepId::new(failed.id.clone()),
+        error: failed.error.clone().unwrap_or_else(|| "failed".to_owned()),
+        evidence,
+        attempts: failed.attempts,
+    }
+}
+
+/// The next plan version: the done steps of `current` as they were, then the planner's
+/// remaining steps. A new step that reuses the id of a step that did not finish gets a fresh id
+/// (`<id>-r<n>`), and the new steps' dependencies on it follow, so a failed step's journaled
+/// state cannot be mistaken for the new step's.
+fn revised_plan(current: &Plan, steps: &[StepResult], remaining: Vec<Step>, replan: u32) -> Plan {
+    let done: HashSet<&str> =
+        steps.iter().filter(|s| s.status == StepStatus::Done).map(|s| s.id.as_str()).collect();
+    let old_ids: HashSet<&str> = current.steps.iter().map(|s| s.id.as_str()).collect();
+    let mut renamed: HashMap<String, String> = HashMap::new();
+    for step in &remaining {
+        let id = step.id.as_str();
+        if old_ids.contains(id) && !done.contains(id) {
+            renamed.insert(id.to_owned(), format!("{id}-r{replan}"));
+        }
+    }
+    let mut steps: Vec<Step> =
+        current.steps.iter().filter(|s| done.contains(s.id.as_str())).cloned().collect();
+    for mut step in remaining {
+        if done.contains(step.id.as_str()) {
+            // The planner repeated a done step; it stays done as it was.
+            continue;
+        }
+        if let Some(new) = renamed.get(step.id.as_str()) {
+            step.id = StepId::new(new.clone());
+        }
+        for dep in &mut step.depends_on {
+            if let Some(new) = renamed.get(dep.as_str()) {
+                *dep = StepId::new(new.clone());
+            }
+        }
+        step.index_references();
+        steps.push(step);
+    }
+    Plan { steps, ..current.clone() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pev_protocol::parse::{Format, parse_plan};
+
+    fn plan(json: &str) -> Plan {
+        parse_plan(json, Format::Json).unwrap().plan
+    }
+
+    fn result(id: &str, status: StepStatus) -> StepResult {
+        StepResult {
+            id: id.into(),
+            status,
+            attempts: 1,
+            evidence: vec![],
+            assertions: vec![],
+            output: None,
+            error: None,
+            started_at: None,
+            ended_at: None,
+        }
+    }
+
+    #[test]
+    fn a_revision_keeps_done_steps_and_renames_reused_failed_ids() {
+        let current = plan(
+            r#"{"goal":"g","steps":[{"id":"a","tool":"file.read","parameters":{"path":"x"}},
+                {"id":"b","tool":"file.read","parameters":{"path":"y"},"depends_on":["a"]}],
+                "postconditions":["p"]}"#,
+        );
+        let steps = [result("a", StepStatus::Done), result("b", StepStatus::Failed)];
+        let remaining = plan(
+            r#"{"goal":"g","steps":[{"id":"a","tool":"file.read","parameters":{"path":"z"}},
+                {"id":"b","description":"fix it","depends_on":["a"]},
+                {"id":"c","description":"then this","depends_on":["b"]}]}"#,
+        )
+        .steps;
+        let next = revised_plan(&current, &steps, remaining, 1);
+        let ids: Vec<&str> = next.steps.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b-r1", "c"]);
+        // The done step is the original one, not the planner's repetition.
+        assert_eq!(next.steps[0].parameters["path"], "x");
+        assert_eq!(next.steps[2].depends_on, [StepId::new("b-r1")]);
+        assert_eq!(next.steps[1].depends_on, [StepId::new("a")]);
+        assert_eq!(next.postconditions.len(), 1);
+    }
+
+    #[test]
+    fn a_failure_carries_its_failed_assertions() {
+        let mut failed = result("b", StepStatus::Failed);
+        failed.error = Some("assertion file_contains failed: nope".into());
+        failed.assertions.push(pev_protocol::assertion::AssertionResult {
+            kind: "file_contains".into(),
+            passed: false,
+            detail: "pattern 'x' not found".into(),
+        });
+        let f = failure_of(&failed);
+        assert_eq!(f.step.as_str(), "b");
+        assert!(f.evidence.iter().any(|e| e.contains("pattern 'x' not found")), "{:?}", f.evidence);
+        assert!(f.error.contains("file_contains"));
+    }
+}
