@@ -220,8 +220,21 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     };
     let (approve_tools, allow_hosts) = (strings("approve_tools"), strings("allow_hosts"));
     let _ = writeln!(err, "pev: resuming run {run_id}");
+    // An agent run's instruction steps need the executor and judge again (from pev.toml and the
+    // environment, as when it started); a plain run needs no model.
+    let has_instructions = record
+        .plan
+        .get("steps")
+        .and_then(Value::as_array)
+        .is_some_and(|steps| steps.iter().any(|s| s.get("tool").is_none_or(Value::is_null)));
+    let models = if has_instructions {
+        let budget = pev_engine::agent::budget::Budget::default();
+        Some(crate::agent_cmd::build_models(&workspace, budget)?.hooks)
+    } else {
+        None
+    };
     let session =
-        Session::open(common, &workspace, &db, RunPolicy { approve_tools, allow_hosts }, None)?;
+        Session::open(common, &workspace, &db, RunPolicy { approve_tools, allow_hosts }, models)?;
     let journal = session.journal()?;
     let input = ResumeInput { record, journal, blobs, warnings, revision: None };
     let outcome = session.block_on(session.engine.resume(input));
