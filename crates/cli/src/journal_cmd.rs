@@ -72,6 +72,8 @@ pub fn show(run: &str, common: &Common, out: &mut dyn Write) -> Result<u8, Fail>
         .collect();
     let style = Style::for_stdout(common.color);
     let _ = write!(out, "{}", render_show(&run_id, &record.status, &plan, &result, &diffs, &style));
+    let versions = store.plan_versions(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    let _ = write!(out, "{}", render_revisions(&versions, &style));
     Ok(EXIT_OK)
 }
 
@@ -134,4 +136,69 @@ pub fn approve(
 
 fn list(items: &[String]) -> String {
     if items.is_empty() { "none".to_owned() } else { items.join(", ") }
+}
+
+/// What each plan revision dropped and added, after the first version.
+fn render_revisions(
+    versions: &[(u32, serde_json::Value, String, String)],
+    style: &Style,
+) -> String {
+    let ids = |plan: &serde_json::Value| -> Vec<String> {
+        plan.get("steps")
+            .and_then(serde_json::Value::as_array)
+            .map(|steps| {
+                steps
+                    .iter()
+                    .filter_map(|s| s.get("id").and_then(serde_json::Value::as_str))
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut out = String::new();
+    for pair in versions.windows(2) {
+        let [(_, old, _, _), (version, new, reason, at)] = pair else { continue };
+        if out.is_empty() {
+            out.push_str(&format!("\n{}\n", style.bold("plan revisions")));
+        }
+        let (old_ids, new_ids) = (ids(old), ids(new));
+        let dropped: Vec<&str> =
+            old_ids.iter().filter(|i| !new_ids.contains(i)).map(String::as_str).collect();
+        let added: Vec<&str> =
+            new_ids.iter().filter(|i| !old_ids.contains(i)).map(String::as_str).collect();
+        out.push_str(&format!(
+            "  v{version}  {}  {}\n",
+            style.dim(at),
+            crate::style::clean(reason)
+        ));
+        if !dropped.is_empty() {
+            out.push_str(&format!("      {} {}\n", style.red("dropped:"), dropped.join(", ")));
+        }
+        if !added.is_empty() {
+            out.push_str(&format!("      {} {}\n", style.green("added:"), added.join(", ")));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn revisions_name_what_was_dropped_and_added() {
+        let v1 = json!({"steps": [{"id": "a"}, {"id": "b"}]});
+        let v2 = json!({"steps": [{"id": "a"}, {"id": "b2"}, {"id": "c"}]});
+        let versions = vec![
+            (1, v1, "first".to_owned(), "t1".to_owned()),
+            (2, v2, "replan 1: step `b` failed".to_owned(), "t2".to_owned()),
+        ];
+        let text = render_revisions(&versions, &Style { color: false });
+        assert!(text.contains("plan revisions"), "{text}");
+        assert!(text.contains("v2  t2  replan 1: step `b` failed"), "{text}");
+        assert!(text.contains("dropped: b\n"), "{text}");
+        assert!(text.contains("added: b2, c\n"), "{text}");
+        assert_eq!(render_revisions(&versions[..1], &Style { color: false }), "");
+    }
 }

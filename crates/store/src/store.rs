@@ -136,6 +136,33 @@ impl Store {
         read::load_run(&self.conn, &self.path, run_id)
     }
 
+    /// Every plan version of the run, oldest first: `(version, plan, reason, created_at)`.
+    pub fn plan_versions(
+        &self,
+        run_id: &str,
+    ) -> Result<Vec<(u32, serde_json::Value, String, String)>, StoreError> {
+        let op = format!("read plan versions of run {run_id}");
+        let rows: Vec<(u32, String, String, String)> = self
+            .conn
+            .prepare_cached(
+                "SELECT version, plan, reason, created_at FROM plan_versions
+                 WHERE run_id = ?1 ORDER BY version",
+            )
+            .and_then(|mut st| {
+                st.query_map([run_id], |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+                })?
+                .collect()
+            })
+            .map_err(|e| db_err(&self.path, &op, e))?;
+        rows.into_iter()
+            .map(|(version, plan, reason, at)| {
+                let plan = serde_json::from_str(&plan).map_err(|e| json_err(&self.path, &op, e))?;
+                Ok((version, plan, reason, at))
+            })
+            .collect()
+    }
+
     /// The run's events in sequence order.
     pub fn events(&self, run_id: &str) -> Result<Vec<Event>, StoreError> {
         let op = format!("read events of run {run_id}");
