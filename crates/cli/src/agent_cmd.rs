@@ -60,7 +60,11 @@ pub(crate) struct Models {
 }
 
 /// Builds the planner, executor and judge from the workspace's `pev.toml` and the environment.
-pub(crate) fn build_models(workspace: &std::path::Path, budget: Budget) -> Result<Models, Fail> {
+pub(crate) fn build_models(
+    workspace: &std::path::Path,
+    budget: Budget,
+    policy: &CompiledPolicy,
+) -> Result<Models, Fail> {
     let config = Config::from_env(workspace).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
     let prices = config.prices().clone();
     let state = Arc::new(BudgetState::new(budget, prices.clone()));
@@ -86,6 +90,12 @@ pub(crate) fn build_models(workspace: &std::path::Path, budget: Budget) -> Resul
         judge_threshold: JUDGE_THRESHOLD,
         budget_note: Arc::new(move || Some(note_state.note())),
         usage: Arc::new(move || usage_state.snapshot()),
+        allowed_tools: pev_tools::Registry::builtin()
+            .iter()
+            .map(|t| t.name())
+            .filter(|name| policy.tool_allowed(name))
+            .map(str::to_owned)
+            .collect(),
     };
     Ok(Models { planner, hooks, state })
 }
@@ -120,7 +130,7 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
     };
     // pev.toml is read from the workspace the user named (a scratch copy has it too, but a
     // script path in it is resolved against the original).
-    let models = build_models(&config_dir, budget)?;
+    let models = build_models(&config_dir, budget, &policy)?;
     let db = store_path(&req.common, &workspace);
     let run_policy = RunPolicy {
         approve_tools: policy.policy.approve_tools.clone(),
@@ -178,6 +188,7 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
                 "approve_tools": policy.policy.approve_tools,
                 "allow_hosts": policy.policy.allow_hosts,
                 "max_replans": req.max_replans,
+                "allowed_tools": models.hooks.allowed_tools,
                 "scratch": req.scratch,
             }),
             created_at: now_rfc3339(),

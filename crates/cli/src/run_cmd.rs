@@ -229,7 +229,11 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
         .is_some_and(|steps| steps.iter().any(|s| s.get("tool").is_none_or(Value::is_null)));
     let models = if has_instructions {
         let budget = pev_engine::agent::budget::Budget::default();
-        Some(crate::agent_cmd::build_models(&workspace, budget)?.hooks)
+        let mut hooks =
+            crate::agent_cmd::build_models(&workspace, budget, &CompiledPolicy::default())?.hooks;
+        // The tools the run's policy allowed when it started.
+        hooks.allowed_tools = strings("allowed_tools");
+        Some(hooks)
     } else {
         None
     };

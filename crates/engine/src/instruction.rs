@@ -62,6 +62,15 @@ impl StepGate<'_> {
                 fatal: false,
             });
         };
+        let allowed = shared.engine.config.models.as_ref().is_none_or(|m| {
+            m.allowed_tools.is_empty() || m.allowed_tools.iter().any(|t| t == tool)
+        });
+        if !allowed {
+            return Ok(GateResult {
+                output: Err(format!("the policy does not allow the tool `{tool}`")),
+                fatal: false,
+            });
+        }
         if let Some(glob) = shared.approve_globs.iter().find(|g| g.matches(tool)) {
             let reason = format!("the policy's approve_tools lists `{}`", glob.as_str());
             match ask_approval(shared, self.step, tool, &args, reason).await? {
@@ -173,8 +182,16 @@ pub(crate) async fn run(
     let id = step.id.as_str();
     let watched = watched_paths(step, None);
     let max_attempts = step.max_attempts.unwrap_or(3).max(1);
-    let tools: Vec<pev_providers::ToolSpec> =
-        shared.engine.registry.definitions().iter().map(pev_providers::ToolSpec::from).collect();
+    let tools: Vec<pev_providers::ToolSpec> = shared
+        .engine
+        .registry
+        .definitions()
+        .iter()
+        .filter(|d| {
+            models.allowed_tools.is_empty() || models.allowed_tools.iter().any(|t| t == d.name)
+        })
+        .map(pev_providers::ToolSpec::from)
+        .collect();
     let mut feedback: Vec<String> = Vec::new();
     loop {
         report.slot.attempts += 1;

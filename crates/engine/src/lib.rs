@@ -143,6 +143,8 @@ pub struct ModelHooks {
     pub budget_note: Arc<dyn Fn() -> Option<String> + Send + Sync>,
     /// What the models consumed so far, for the run result.
     pub usage: Arc<dyn Fn() -> pev_protocol::run::Usage + Send + Sync>,
+    /// The tools the executor may call (the policy's allow/deny applied); empty means all.
+    pub allowed_tools: Vec<String>,
 }
 
 impl std::fmt::Debug for ModelHooks {
