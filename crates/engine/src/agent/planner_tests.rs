@@ -576,8 +576,8 @@ fn compact_schemas_show_fields_types_and_optional_marks() {
     });
     assert_eq!(
         prompt::compact_schema(&schema),
-        "edits: [{deep?: object, old: string}], either?: string, limit?: integer, \
-         mode?: \"a\"|\"b\", path: string"
+        "path: string, mode?: \"a\"|\"b\", limit?: integer, edits: [{old: string, deep?: object}], \
+         either?: string"
     );
     assert_eq!(prompt::compact_schema(&json!({})), "any");
 }
