@@ -141,8 +141,14 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
 
     let summary = WorkspaceSummary::scan(&session.engine.ctx.workspace, 200)
         .map_err(|e| Fail(EXIT_FAILED, format!("cannot scan the workspace: {e}")))?;
-    let tools: Vec<pev_providers::ToolSpec> =
-        session.engine.registry.definitions().iter().map(pev_providers::ToolSpec::from).collect();
+    let tools: Vec<pev_providers::ToolSpec> = session
+        .engine
+        .registry
+        .definitions()
+        .iter()
+        .filter(|d| policy.tool_allowed(d.name))
+        .map(pev_providers::ToolSpec::from)
+        .collect();
     let ctx = PlanContext { goal: &req.goal, workspace: &summary, tools: &tools, policy: &policy };
     let _ = writeln!(err, "pev: planning…");
     let outcome = match session.block_on(models.planner.plan(&ctx)) {

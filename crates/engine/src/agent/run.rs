@@ -77,6 +77,7 @@ impl AgentLoop<'_> {
                 .registry
                 .definitions()
                 .iter()
+                .filter(|d| self.policy.tool_allowed(d.name))
                 .map(pev_providers::ToolSpec::from)
                 .collect();
             let ctx = PlanContext {
