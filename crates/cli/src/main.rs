@@ -58,6 +58,7 @@ Examples:
   pev run plan.yaml --policy policy.yaml --jobs 8
   pev run plan.json --json | jq -c 'select(.event == \"step.finished\")'
   pev run plan.json --yes            # approve every step that needs approval
+  pev run plan.json --cache          # reuse the verified results of unchanged steps
 
 Exit codes:
   0  success: every step done, every assertion and postcondition verified
@@ -298,6 +299,11 @@ struct CommonArgs {
     /// Approve every step that needs approval, without asking
     #[arg(long, short = 'y')]
     yes: bool,
+    /// Reuse the verified result of a step whose definition, inputs and the workspace files it
+    /// reads are unchanged (entries in WORKSPACE/.pev/cache; exec and network steps and steps
+    /// that need approval always run)
+    #[arg(long)]
+    cache: bool,
     #[command(flatten)]
     journal: JournalArgs,
 }
@@ -326,6 +332,7 @@ impl JournalArgs {
             store: self.store,
             jobs: jobs.map(usize::from),
             yes,
+            cache: false,
             json: self.json,
             color: self.color,
         }
@@ -334,7 +341,8 @@ impl JournalArgs {
 
 impl CommonArgs {
     fn common(self) -> run_cmd::Common {
-        self.journal.common(self.jobs, self.yes)
+        let cache = self.cache;
+        run_cmd::Common { cache, ..self.journal.common(self.jobs, self.yes) }
     }
 }
 

@@ -35,6 +35,8 @@ pub struct Common {
     pub store: Option<PathBuf>,
     pub jobs: Option<usize>,
     pub yes: bool,
+    /// `--cache`: reuse the verified results of unchanged steps.
+    pub cache: bool,
     pub json: bool,
     pub color: ColorChoice,
 }
@@ -349,7 +351,14 @@ impl Session {
             registry: Arc::new(Registry::builtin()),
             ctx: Arc::new(ctx),
             observer,
-            config: EngineConfig { jobs, approval, approve_tools, cancel, models },
+            config: EngineConfig {
+                jobs,
+                approval,
+                approve_tools,
+                cancel,
+                models,
+                cache: common.cache,
+            },
         };
         Ok(Self {
             runtime,

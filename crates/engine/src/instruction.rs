@@ -307,6 +307,7 @@ pub(crate) async fn run(
             .recorder
             .emit(EventBody::Warning { step: Some(id.to_owned()), message: message.clone() })?;
         report.warnings.push(message);
+        report.cache.retry_warnings += 1;
     }
 }
 

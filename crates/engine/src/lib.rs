@@ -20,6 +20,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 pub mod agent;
+mod cache;
 mod check;
 mod finish;
 pub mod instruct;
@@ -167,6 +168,9 @@ pub struct EngineConfig {
     pub cancel: Arc<Cancel>,
     /// Models for instruction steps and judging (`pev agent`).
     pub models: Option<ModelHooks>,
+    /// `--cache`: a step whose definition, inputs and the files it reads are unchanged reuses
+    /// its verified result from `<workspace>/.pev/cache` (see `cache`).
+    pub cache: bool,
 }
 
 impl Default for EngineConfig {
@@ -177,6 +181,7 @@ impl Default for EngineConfig {
             approve_tools: Vec::new(),
             cancel: Arc::new(Cancel::default()),
             models: None,
+            cache: false,
         }
     }
 }

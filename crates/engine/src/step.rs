@@ -66,6 +66,8 @@ pub(crate) struct StepReport {
     pub cancelled: bool,
     /// The run's budget stopped the step.
     pub budget_exhausted: Option<String>,
+    /// What `--cache` learned about the step (its key, what it read, whether it may be cached).
+    pub cache: crate::cache::Trace,
 }
 
 /// The file a write-effect call changes (its `path` argument), if it names one.
@@ -181,13 +183,18 @@ pub(crate) async fn run_step(shared: Arc<Shared>, mut job: StepJob) -> StepRepor
         warnings: Vec::new(),
         cancelled: false,
         budget_exhausted: None,
+        cache: crate::cache::Trace::default(),
     };
     let plan = Arc::clone(&shared.plan);
     let Some(step) = plan.steps.get(job.idx) else {
         fail(&mut report.slot, "internal error: no such step");
         return report;
     };
-    if let Err(e) = drive(&shared, step, &mut job, &mut report).await {
+    let driven = match drive(&shared, step, &mut job, &mut report).await {
+        Ok(()) => crate::cache::remember(&shared, step, &mut report),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = driven {
         fail(&mut report.slot, &format!("the journal failed: {e}"));
     }
     report
@@ -216,6 +223,9 @@ async fn drive(
     let id = step.id.as_str();
     report.slot.started_at = Some(now_rfc3339());
     if step.tool.is_none() {
+        if crate::cache::try_reuse(shared, step, job, report, (None, None, false))? {
+            return Ok(());
+        }
         if !job.approved && step.requires_approval {
             let args = serde_json::json!({ "description": step.description });
             let reason = "the step sets requires_approval".to_owned();
@@ -250,6 +260,15 @@ async fn drive(
         }
     };
 
+    if job.recovery.is_some() {
+        report.cache.refuse("it was settled after an interruption".to_owned());
+    } else {
+        let needs_approval = approval_reason(shared, step, tool_name).is_some();
+        let reuse = (Some(&args), Some(effect), needs_approval);
+        if crate::cache::try_reuse(shared, step, job, report, reuse)? {
+            return Ok(());
+        }
+    }
     if !job.approved
         && let Some(reason) = approval_reason(shared, step, tool_name)
     {
@@ -340,6 +359,7 @@ async fn drive(
             .recorder
             .emit(EventBody::Warning { step: Some(id.to_owned()), message: message.clone() })?;
         report.warnings.push(message);
+        report.cache.retry_warnings += 1;
     }
     Ok(())
 }
@@ -499,5 +519,8 @@ pub(crate) async fn invoke(
         recovered: false,
     })?;
     let end = CallEnd { output: output.ok_or_else(|| error.unwrap_or_default()) };
+    if engine.config.cache {
+        crate::cache::observe(&engine.ctx.workspace, &mut report.cache, call, &before, &end.output);
+    }
     Ok((before, end))
 }

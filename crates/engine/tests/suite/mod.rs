@@ -1,5 +1,6 @@
 //! The suites, by area; `support` holds the fixtures they share.
 
+mod cache;
 mod control;
 mod journal;
 mod references;
