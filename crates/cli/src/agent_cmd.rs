@@ -194,6 +194,11 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
                 "approve_tools": policy.policy.approve_tools,
                 "allow_hosts": policy.policy.allow_hosts,
                 "max_replans": req.max_replans,
+                "budget": {
+                    "max_usd": req.budget.max_usd,
+                    "max_tokens": req.budget.max_tokens,
+                    "max_turns": req.budget.max_turns,
+                },
                 "allowed_tools": models.hooks.allowed_tools,
                 "scratch": req.scratch,
             }),
@@ -253,4 +258,53 @@ fn approve_plan(plan: &Plan, err: &mut dyn Write) -> Result<bool, Fail> {
         }
     }
     Ok(false)
+}
+
+/// The ceilings an agent run started with, less what its earlier sessions spent: what a
+/// `pev resume` of it may still spend.
+pub(crate) fn remaining_budget(
+    options: &serde_json::Value,
+    spent: Option<&pev_protocol::run::Usage>,
+) -> Budget {
+    let budget = options.get("budget");
+    let get = |key: &str| budget.and_then(|b| b.get(key));
+    let spent = spent.cloned().unwrap_or_default();
+    let tokens = spent.input_tokens.saturating_add(spent.output_tokens);
+    Budget {
+        max_usd: get("max_usd")
+            .and_then(serde_json::Value::as_f64)
+            .map(|m| (m - spent.cost_usd).max(0.0)),
+        max_tokens: get("max_tokens")
+            .and_then(serde_json::Value::as_u64)
+            .map(|m| m.saturating_sub(tokens)),
+        max_turns: get("max_turns")
+            .and_then(serde_json::Value::as_u64)
+            .map(|m| u32::try_from(m.saturating_sub(spent.llm_calls)).unwrap_or(u32::MAX)),
+        deadline: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resume_may_spend_only_what_is_left() {
+        let options = json!({"budget": {"max_usd": 1.0, "max_tokens": 10_000, "max_turns": 20}});
+        let spent = pev_protocol::run::Usage {
+            llm_calls: 5,
+            input_tokens: 3000,
+            output_tokens: 1000,
+            cost_usd: 0.25,
+            tool_calls: 9,
+        };
+        let b = remaining_budget(&options, Some(&spent));
+        assert_eq!(b.max_usd, Some(0.75));
+        assert_eq!(b.max_tokens, Some(6000));
+        assert_eq!(b.max_turns, Some(15));
+        let none = remaining_budget(&json!({}), Some(&spent));
+        assert_eq!((none.max_usd, none.max_tokens, none.max_turns), (None, None, None));
+        let over = pev_protocol::run::Usage { cost_usd: 2.0, ..spent };
+        assert_eq!(remaining_budget(&options, Some(&over)).max_usd, Some(0.0));
+    }
 }

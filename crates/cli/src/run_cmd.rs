@@ -230,7 +230,10 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
         .and_then(Value::as_array)
         .is_some_and(|steps| steps.iter().any(|s| s.get("tool").is_none_or(Value::is_null)));
     let models = if has_instructions {
-        let budget = pev_engine::agent::budget::Budget::default();
+        let budget = crate::agent_cmd::remaining_budget(
+            &record.options,
+            record.result.as_ref().map(|r| &r.usage),
+        );
         let mut hooks =
             crate::agent_cmd::build_models(&workspace, budget, &CompiledPolicy::default())?.hooks;
         // The tools the run's policy allowed when it started.
@@ -358,6 +361,7 @@ impl Session {
                 cancel,
                 models,
                 cache: common.cache,
+                final_events: true,
             },
         };
         Ok(Self {

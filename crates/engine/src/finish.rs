@@ -105,20 +105,31 @@ pub(crate) async fn finish(
         postconditions,
         file_mutations,
         warnings: state.warnings.clone(),
-        usage: match &shared.engine.config.models {
-            Some(models) => Usage { tool_calls: state.tool_calls, ..(models.usage)() },
-            None => Usage { tool_calls: state.tool_calls, ..Usage::default() },
+        usage: {
+            let now = shared.engine.config.models.as_ref().map(|m| (m.usage)()).unwrap_or_default();
+            let prior = &state.prior_usage;
+            Usage {
+                llm_calls: prior.llm_calls.saturating_add(now.llm_calls),
+                input_tokens: prior.input_tokens.saturating_add(now.input_tokens),
+                output_tokens: prior.output_tokens.saturating_add(now.output_tokens),
+                cost_usd: prior.cost_usd + now.cost_usd,
+                tool_calls: state.tool_calls,
+            }
         },
         duration_ms,
     };
-    shared.recorder.emit(EventBody::VerifyFinished { status, reasons })?;
+    if shared.engine.config.final_events {
+        shared.recorder.emit(EventBody::VerifyFinished { status, reasons })?;
+    }
     shared.recorder.record(Record::RunStatus {
         run_id: result.run_id.clone(),
         status: status_name(status).to_owned(),
         result: Some(Box::new(result.clone())),
         updated_at: now_rfc3339(),
     })?;
-    shared.recorder.emit(EventBody::RunFinished { result: Box::new(result.clone()) })?;
+    if shared.engine.config.final_events {
+        shared.recorder.emit(EventBody::RunFinished { result: Box::new(result.clone()) })?;
+    }
     shared.recorder.flush().await?;
     Ok(result)
 }

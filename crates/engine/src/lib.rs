@@ -171,6 +171,10 @@ pub struct EngineConfig {
     /// `--cache`: a step whose definition, inputs and the files it reads are unchanged reuses
     /// its verified result from `<workspace>/.pev/cache` (see `cache`).
     pub cache: bool,
+    /// Emit `verify.finished` and `run.finished` when a run or resume ends. The agent loop turns
+    /// this off while it may still replan, and announces the final result once
+    /// ([`Engine::announce`]).
+    pub final_events: bool,
 }
 
 impl Default for EngineConfig {
@@ -182,6 +186,7 @@ impl Default for EngineConfig {
             cancel: Arc::new(Cancel::default()),
             models: None,
             cache: false,
+            final_events: true,
         }
     }
 }

@@ -70,6 +70,9 @@ pub(crate) struct RunState {
     /// Hashes before the run of the paths postconditions check with `content_changed`.
     pub run_before: HashMap<String, Option<String>>,
     pub prior_duration_ms: u64,
+    /// Model usage of earlier sessions of this run (a `pev resume` in a new process; zero when
+    /// the same process continues under a revised plan, whose budget already counts it).
+    pub prior_usage: pev_protocol::run::Usage,
     pub cancelled: bool,
     /// Steps failed by a judge's confident "no".
     pub judge_rejected: Vec<String>,
@@ -124,6 +127,7 @@ impl Engine {
             tool_calls: 0,
             run_before,
             prior_duration_ms: 0,
+            prior_usage: pev_protocol::run::Usage::default(),
             cancelled: false,
             judge_rejected: Vec::new(),
             budget_exhausted: None,
@@ -211,6 +215,10 @@ impl Engine {
             .map(|m| StepMutation { step: m.step_id.clone(), mutation: m.mutation.clone() })
             .collect();
         let prior_duration_ms = record.result.as_ref().map_or(0, |r| r.duration_ms);
+        let prior_usage = match (&revision, &record.result) {
+            (None, Some(result)) => result.usage.clone(),
+            _ => pev_protocol::run::Usage::default(),
+        };
         let recorder = Recorder::new(
             record.run_id.clone(),
             record.next_seq,
@@ -238,11 +246,37 @@ impl Engine {
             tool_calls: record.tool_calls.len() as u64,
             run_before,
             prior_duration_ms,
+            prior_usage,
             cancelled: false,
             judge_rejected: Vec::new(),
             budget_exhausted: None,
         };
         self.execute(Arc::new(plan), recorder, state, record.next_seq).await
+    }
+
+    /// Journals `result` as the run's final outcome and emits `verify.finished` and
+    /// `run.finished` for it, numbered after the run's last event (`next_seq`).
+    pub async fn announce(
+        &self,
+        journal: Journal,
+        next_seq: u64,
+        result: &RunResult,
+    ) -> Result<(), EngineError> {
+        let recorder =
+            Recorder::new(result.run_id.clone(), next_seq, journal, Arc::clone(&self.observer));
+        recorder.emit(EventBody::VerifyFinished {
+            status: result.status,
+            reasons: result.reasons.clone(),
+        })?;
+        recorder.record(Record::RunStatus {
+            run_id: result.run_id.clone(),
+            status: crate::status_name(result.status).to_owned(),
+            result: Some(Box::new(result.clone())),
+            updated_at: now_rfc3339(),
+        })?;
+        recorder.emit(EventBody::RunFinished { result: Box::new(result.clone()) })?;
+        recorder.flush().await?;
+        Ok(())
     }
 
     async fn execute(

@@ -33,8 +33,11 @@ impl AgentLoop<'_> {
     /// Runs `plan` as run `run_id`, replanning as needed, and returns the final result.
     pub async fn run(&self, run_id: String, plan: Plan) -> Result<RunResult, EngineError> {
         let journal = Journal::start(self.db)?;
-        let mut result = self
-            .engine
+        // The final events are announced once, when no replan can follow.
+        let mut quiet = self.engine.clone();
+        quiet.config.final_events = false;
+        let engine = &quiet;
+        let mut result = engine
             .run(RunInput { run_id: run_id.clone(), plan: plan.clone(), journal: journal.clone() })
             .await?;
         let mut current = plan;
@@ -121,8 +124,7 @@ impl AgentLoop<'_> {
             })?;
             let record = Store::open_existing(self.db)?.load_run(&run_id)?;
             let changed_before = changed_files(&result);
-            result = self
-                .engine
+            result = engine
                 .resume(ResumeInput {
                     record,
                     journal: journal.clone(),
@@ -147,6 +149,9 @@ impl AgentLoop<'_> {
                 break;
             }
         }
+        journal.flush()?;
+        let next_seq = Store::open_existing(self.db)?.load_run(&run_id)?.next_seq;
+        self.engine.announce(journal.clone(), next_seq, &result).await?;
         journal.close()?;
         Ok(result)
     }

@@ -279,6 +279,7 @@ pub fn config(jobs: usize) -> EngineConfig {
         approve_tools: Vec::new(),
         cancel: Arc::new(Cancel::default()),
         models: None,
+        final_events: true,
         cache: false,
     }
 }
