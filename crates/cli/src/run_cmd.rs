@@ -205,9 +205,18 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
             blobs.insert(sha, content);
         }
     }
-    let warnings = store
-        .events(&run_id)
-        .map_err(|e| Fail(EXIT_FAILED, e.to_string()))?
+    let events = store.events(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    // What earlier sessions spent: the last usage they journaled (a killed session has no
+    // stored result), or the stored result's when that is further along.
+    let journaled_usage = events.iter().rev().find_map(|e| match &e.body {
+        EventBody::Usage { usage } => Some(usage.clone()),
+        _ => None,
+    });
+    let prior_usage = match (journaled_usage, record.result.as_ref().map(|r| r.usage.clone())) {
+        (Some(a), Some(b)) => Some(if a.llm_calls >= b.llm_calls { a } else { b }),
+        (a, b) => a.or(b),
+    };
+    let warnings = events
         .into_iter()
         .filter_map(|e| match e.body {
             EventBody::Warning { message, .. } => Some(message),
@@ -230,10 +239,7 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
         .and_then(Value::as_array)
         .is_some_and(|steps| steps.iter().any(|s| s.get("tool").is_none_or(Value::is_null)));
     let models = if has_instructions {
-        let budget = crate::agent_cmd::remaining_budget(
-            &record.options,
-            record.result.as_ref().map(|r| &r.usage),
-        );
+        let budget = crate::agent_cmd::remaining_budget(&record.options, prior_usage.as_ref());
         let mut hooks =
             crate::agent_cmd::build_models(&workspace, budget, &CompiledPolicy::default())?.hooks;
         // The tools the run's policy allowed when it started.
@@ -245,7 +251,7 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     let session =
         Session::open(common, &workspace, &db, RunPolicy { approve_tools, allow_hosts }, models)?;
     let journal = session.journal()?;
-    let input = ResumeInput { record, journal, blobs, warnings, revision: None };
+    let input = ResumeInput { record, journal, blobs, warnings, prior_usage, revision: None };
     let outcome = session.block_on(session.engine.resume(input));
     session.report(outcome, err)
 }

@@ -212,6 +212,8 @@ impl Tracker {
                 vec![Note::Line(s.yellow(&format!("! {step}{}", clean(message))))]
             }
             EventBody::RunFinished { .. } => vec![Note::End],
+            // The running spend is in the summary at the end.
+            EventBody::Usage { .. } => Vec::new(),
         }
     }
 

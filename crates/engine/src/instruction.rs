@@ -91,6 +91,11 @@ impl StepGate<'_> {
                 }
             }
         }
+        // The model turn that asked for this call is spent: journal the spend before the call's
+        // intent (which a write makes durable), so a crash cannot lose it.
+        if let Some(models) = &shared.engine.config.models {
+            shared.recorder.emit(EventBody::Usage { usage: (models.usage)() })?;
+        }
         let effect = implementation.effect();
         let target = target_path(effect, &args);
         let watched: Vec<String> = target.iter().cloned().collect();
@@ -228,6 +233,8 @@ pub(crate) async fn run(
             journal_error: None,
         };
         let outcome = models.executor.execute(&request, &mut gate).await;
+        // Journal the spend as it grows (a killed session's spend must survive it).
+        shared.recorder.emit(EventBody::Usage { usage: (models.usage)() })?;
         let StepGate { report: r, calls, touched, diffs, journal_error, .. } = gate;
         let report = r;
         if let Some(e) = journal_error {
@@ -355,7 +362,9 @@ pub(crate) async fn judge(
         warnings,
         budget_note: (models.budget_note)(),
     };
-    match judge.judge(&request).await {
+    let verdict = judge.judge(&request).await;
+    shared.recorder.emit(EventBody::Usage { usage: (models.usage)() })?;
+    match verdict {
         Ok(verdict) if verdict.pass => {
             report.slot.evidence.push(format!(
                 "judge: passed (confidence {:.2}){}",
@@ -393,17 +402,25 @@ pub(crate) async fn judge(
         }
         Err(other) => {
             let why = match other {
-                Interruption::Provider(w) => w,
+                Interruption::Provider(w) | Interruption::Budget(w) => w,
                 Interruption::TurnLimit(n) => format!("turn limit {n}"),
-                Interruption::Budget(w) => w,
             };
-            let message = format!(
-                "step `{id}`: the judge could not be asked ({why}); its acceptance criteria are unchecked"
-            );
-            shared
-                .recorder
-                .emit(EventBody::Warning { step: Some(id.to_owned()), message: message.clone() })?;
-            report.warnings.push(message);
+            if step.acceptance_criteria.is_empty() {
+                // Only warnings were to be judged: they stay warnings.
+                let message = format!("step `{id}`: the judge could not be asked ({why})");
+                shared.recorder.emit(EventBody::Warning {
+                    step: Some(id.to_owned()),
+                    message: message.clone(),
+                })?;
+                report.warnings.push(message);
+            } else {
+                // Criteria nobody checked are not evidence: the step is not done.
+                report.slot.status = StepStatus::Failed;
+                report.slot.error = Some(format!(
+                    "the judge could not be asked ({why}), so the step's acceptance criteria \
+                     are unverified"
+                ));
+            }
         }
     }
     Ok(())

@@ -39,6 +39,9 @@ pub struct ResumeInput {
     pub blobs: HashMap<String, Vec<u8>>,
     /// Warnings recorded by earlier sessions, in order.
     pub warnings: Vec<String>,
+    /// What the models of earlier sessions consumed, when the caller knows better than the
+    /// stored result (the last `usage` event of a killed session). `None`: the stored result's.
+    pub prior_usage: Option<pev_protocol::run::Usage>,
     /// Set when this continues the run under a new plan version (a replan): the version and why.
     /// The done steps the new plan keeps (same ids) stay done.
     pub revision: Option<(u32, String)>,
@@ -138,7 +141,7 @@ impl Engine {
     /// Finishes a stored run: done steps stay done, interrupted ones are settled (see
     /// `recover`), the rest run.
     pub async fn resume(&self, input: ResumeInput) -> Result<RunResult, EngineError> {
-        let ResumeInput { record, journal, blobs, warnings, revision } = input;
+        let ResumeInput { record, journal, blobs, warnings, prior_usage, revision } = input;
         let mut plan: Plan = serde_json::from_value(record.plan.clone()).map_err(|e| {
             EngineError::Resume(format!(
                 "the stored plan of run {} cannot be read: {e}",
@@ -215,9 +218,11 @@ impl Engine {
             .map(|m| StepMutation { step: m.step_id.clone(), mutation: m.mutation.clone() })
             .collect();
         let prior_duration_ms = record.result.as_ref().map_or(0, |r| r.duration_ms);
-        let prior_usage = match (&revision, &record.result) {
-            (None, Some(result)) => result.usage.clone(),
-            _ => pev_protocol::run::Usage::default(),
+        let prior_usage = match (&revision, prior_usage, &record.result) {
+            (Some(_), _, _) => pev_protocol::run::Usage::default(),
+            (None, Some(usage), _) => usage,
+            (None, None, Some(result)) => result.usage.clone(),
+            (None, None, None) => pev_protocol::run::Usage::default(),
         };
         let recorder = Recorder::new(
             record.run_id.clone(),

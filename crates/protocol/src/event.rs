@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::assertion::AssertionResult;
-use crate::run::{Reason, RunResult, RunStatus, StepStatus};
+use crate::run::{Reason, RunResult, RunStatus, StepStatus, Usage};
 use crate::tool::Effect;
 
 /// One event of a run.
@@ -97,6 +97,10 @@ pub enum EventBody {
         step: Option<String>,
         message: String,
     },
+    /// What the run's models have consumed so far (cumulative), journaled as it grows so that
+    /// a resumed run knows what a killed session spent.
+    #[serde(rename = "usage")]
+    Usage { usage: Usage },
     /// The verifier decided the outcome.
     #[serde(rename = "verify.finished")]
     VerifyFinished { status: RunStatus, reasons: Vec<Reason> },
@@ -120,6 +124,7 @@ impl EventBody {
             Self::AssertionChecked { .. } => "assertion.checked",
             Self::StepFinished { .. } => "step.finished",
             Self::Warning { .. } => "warning",
+            Self::Usage { .. } => "usage",
             Self::VerifyFinished { .. } => "verify.finished",
             Self::RunFinished { .. } => "run.finished",
         }

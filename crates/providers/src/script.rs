@@ -333,7 +333,12 @@ impl ScriptedClient {
             model: request.model.clone(),
             content: turn.content.clone(),
             stop_reason: turn.stop_reason.clone().unwrap_or(default_stop),
-            usage: turn.usage,
+            // A real model cannot write more than it was allowed: a scripted count above the
+            // request's max_tokens is cut to it, so budgets behave as they would live.
+            usage: TokenUsage {
+                output_tokens: turn.usage.output_tokens.min(u64::from(request.max_tokens)),
+                ..turn.usage
+            },
         }
     }
 

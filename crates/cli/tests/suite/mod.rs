@@ -1,5 +1,11 @@
 //! Tests that run the `pev` binary (assert_cmd) on plans and policies written to temp dirs.
 
+mod agent_budget;
+mod agent_example;
+mod agent_outcomes;
+mod agent_recovery;
+mod agent_resume;
+mod agent_support;
 mod bad_input;
 mod doctor;
 mod examples;

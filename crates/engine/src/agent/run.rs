@@ -130,6 +130,7 @@ impl AgentLoop<'_> {
                     journal: journal.clone(),
                     blobs: HashMap::new(),
                     warnings: result.warnings.clone(),
+                    prior_usage: None,
                     revision: Some((version, reason)),
                 })
                 .await?;

@@ -375,8 +375,14 @@ impl Harness {
         drop(store);
         let journal = Journal::start(&self.db).unwrap();
         let engine = self.engine(config);
-        let input =
-            ResumeInput { record, journal: journal.clone(), blobs, warnings, revision: None };
+        let input = ResumeInput {
+            record,
+            journal: journal.clone(),
+            blobs,
+            warnings,
+            prior_usage: None,
+            revision: None,
+        };
         let result = engine.resume(input).await.unwrap();
         journal.close().unwrap();
         result

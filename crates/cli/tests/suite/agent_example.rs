@@ -1,0 +1,66 @@
+//! `examples/agent/` runs offline as examples/README.md says: `pev agent` with the dark-green goal
+//! on a scratch copy of `examples/agent/site`, whose `pev.toml` makes every role a script. The
+//! outcome, the change in the scratch copy, and the examples tree left exactly as it was.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::agent_support::{
+    GREEN_GOAL, assert_no_dark_green, assert_one_run_finished, assert_stream_shape, pev_clean,
+};
+use super::run_support::Outcome;
+use super::support::{repo_root, run};
+
+/// Every file under `dir` (relative path → bytes).
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, files: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).expect("read_dir").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(root, &path, files);
+            } else {
+                let rel = path.strip_prefix(root).expect("under root").to_path_buf();
+                files.insert(rel, std::fs::read(&path).expect("read"));
+            }
+        }
+    }
+    let mut files = BTreeMap::new();
+    walk(dir, dir, &mut files);
+    files
+}
+
+#[test]
+fn the_offline_agent_example_makes_the_site_dark_green_on_a_scratch_copy() {
+    let root = repo_root();
+    let example = root.join("examples/agent");
+    let before = snapshot(&example);
+    assert!(before.keys().all(|p| !p.starts_with("site/.pev")), "examples/agent has a journal");
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let args = ["agent", GREEN_GOAL, "--workspace", "examples/agent/site", "--scratch", "--json"];
+    let out = Outcome::from(run(pev_clean().current_dir(&root).env("TMPDIR", tmp.path()), &args));
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    assert_eq!(snapshot(&example), before, "the run changed files under examples/agent");
+
+    assert_eq!(out.status(), "success");
+    assert_eq!(out.result()["goal_actions_executed"], true);
+    assert_stream_shape(&out, 0, false);
+    assert_one_run_finished(&out);
+    assert_no_dark_green(&out);
+    for id in ["patch-css", "check-html"] {
+        assert_eq!(out.step_status(id), "done", "{id}");
+        assert_eq!(out.step(id)["attempts"], 1, "{id}");
+    }
+    let evidence = out.step("patch-css")["evidence"].to_string();
+    assert!(evidence.contains("judge: passed (confidence 0.90)"), "{evidence}");
+    assert_eq!(out.result()["usage"]["llm_calls"], 7, "1 planner + 5 executor + 1 judge");
+
+    // The scratch copy (its place is printed) holds the change; the example does not.
+    let marker = "running on a scratch copy of ";
+    let line = out.stderr.lines().find(|l| l.contains(marker)).expect("scratch line");
+    let copy = PathBuf::from(line.rsplit(" at ").next().expect("path"));
+    assert!(copy.starts_with(tmp.path()), "{}", copy.display());
+    let css = std::fs::read_to_string(copy.join("style.css")).expect("scratch style.css");
+    assert!(css.contains("background: #013220;") && !css.contains("#ffffff"), "{css}");
+    let original = std::fs::read_to_string(example.join("site/style.css")).expect("style.css");
+    assert!(original.contains("background: #ffffff;"), "{original}");
+}
