@@ -1,0 +1,364 @@
+//! `pev agent` end to end through the real Anthropic client (issue 5, "Done means": the
+//! scenarios against a local mock HTTP server speaking the Anthropic API). The binary runs with a
+//! clean environment and a key; the workspace's pev.toml points all three roles, each with its own
+//! model, at a server on 127.0.0.1 that answers `POST /v1/messages` as the test scripts it and
+//! records what pev sent.
+//!
+//! Scenarios: an honest model (success; the headers, the tool_use/tool_result pairing and the
+//! cache breakpoints on the wire); a lazy model that stops after two of three edits (never
+//! success, the missing file named in the reasons); a rate limit with `retry-after: 1` on the
+//! executor's first call (waited out, then success); a model that only looks and claims the
+//! change (partial, `no_effects`).
+
+// `cfg(test)` puts the helpers under clippy.toml's allow-*-in-tests, as the tests are.
+#[cfg(test)]
+#[path = "agent_http/mock.rs"]
+mod mock;
+#[cfg(test)]
+#[path = "agent_http/support.rs"]
+mod support;
+
+#[cfg(test)]
+mod agent_http {
+    use std::time::Duration;
+
+    use serde_json::{Value, json};
+
+    use crate::mock::{EXECUTOR_MODEL, MockModel, Reply, Request, Role};
+    use crate::support::{KEY, Ws, plan_reply, tool_results, tool_use_ids, verdict};
+
+    const DARK_GREEN: &str = "Change the site background to dark green";
+    const STYLE: &str = "body {\n  background: #ffffff;\n  color: #222222;\n}\n";
+    const INDEX: &str = "<!DOCTYPE html>\n<html><head><link rel=\"stylesheet\" \
+                         href=\"style.css\"></head><body><h1>Hi</h1></body></html>\n";
+
+    fn dark_green_plan() -> Value {
+        json!({
+            "goal": DARK_GREEN,
+            "steps": [{
+                "id": "patch-css",
+                "title": "Set the body background",
+                "description": "In style.css, change the body background to #013220.",
+                "acceptance_criteria": ["the body rule's background is #013220"],
+                "assertions": [
+                    {"type": "content_changed", "path": "style.css"},
+                    {"type": "file_contains", "path": "style.css", "pattern": "#013220"}
+                ]
+            }],
+            "postconditions": [{
+                "description": "The background is dark green",
+                "assertions": [
+                    {"type": "file_contains", "path": "style.css", "pattern": "background: #013220;"}
+                ]
+            }]
+        })
+    }
+
+    /// The honest executor: reads both files in one turn, patches, then sums up.
+    fn honest_executor(r: &Request) -> Reply {
+        match r.turn() {
+            0 => Reply::tool_uses(
+                EXECUTOR_MODEL,
+                &[
+                    ("toolu_read_css", "file.read", json!({"path": "style.css"})),
+                    ("toolu_read_html", "file.read", json!({"path": "index.html"})),
+                ],
+            ),
+            1 => Reply::tool_uses(
+                EXECUTOR_MODEL,
+                &[(
+                    "toolu_patch",
+                    "file.patch",
+                    json!({"path": "style.css", "edits": [
+                        {"old": "background: #ffffff;", "new": "background: #013220;"}
+                    ]}),
+                )],
+            ),
+            _ => Reply::text(EXECUTOR_MODEL, "Changed the body background to #013220."),
+        }
+    }
+
+    fn honest(r: &Request) -> Reply {
+        match r.role {
+            Role::Planner => plan_reply(&dark_green_plan()),
+            Role::Executor => honest_executor(r),
+            _ => verdict(true, 0.92, "style.css now sets background: #013220"),
+        }
+    }
+
+    #[test]
+    fn an_honest_model_succeeds_over_http_with_the_key_version_and_paired_tool_results() {
+        let mock = MockModel::start(honest);
+        let ws = Ws::new(&mock.base_url, &[("style.css", STYLE), ("index.html", INDEX)]);
+        let out = ws.agent(DARK_GREEN, &[]);
+
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_eq!(out.status(), "success");
+        assert_eq!(out.codes(), Vec::<&str>::new());
+        assert_eq!(out.result()["goal_actions_executed"], true);
+        assert!(ws.read("style.css").contains("background: #013220;"));
+        let step = out.step("patch-css");
+        assert_eq!(step["status"], "done");
+        assert_eq!(step["attempts"], 1);
+        let evidence = step["evidence"].to_string();
+        assert!(evidence.contains("judge: passed (confidence 0.92)"), "{evidence}");
+
+        // Every call went to /v1/messages with the key and the API version.
+        let all = mock.requests();
+        assert_eq!(all.len(), 5, "1 planner + 3 executor + 1 verifier: {all:#?}");
+        for r in &all {
+            assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/v1/messages"));
+            assert_eq!(r.header("x-api-key"), Some(KEY));
+            assert_eq!(r.header("anthropic-version"), Some("2023-06-01"));
+            assert_eq!(r.header("content-type"), Some("application/json"));
+            assert!(r.body["max_tokens"].as_u64().is_some_and(|n| n > 0), "{}", r.body);
+            assert!(r.body.get("stream").is_none(), "whole responses, not streams");
+        }
+        assert_eq!(mock.of(Role::Planner).len(), 1);
+        assert_eq!(mock.of(Role::Verifier).len(), 1);
+        let exec = mock.of(Role::Executor);
+        assert_eq!(exec.len(), 3);
+
+        // The first executor call: the step's scope, the tools, and the cache breakpoints on the
+        // system prompt and on the last tool only.
+        let first = &exec[0].body;
+        assert_eq!(exec[0].step().as_deref(), Some("patch-css"));
+        assert!(exec[0].system().contains("#013220"), "the description is in the prompt");
+        assert_eq!(first["system"][0]["cache_control"], json!({"type": "ephemeral"}));
+        let tools = first["tools"].as_array().expect("tools");
+        assert!(tools.iter().any(|t| t["name"] == "file.patch"), "{tools:?}");
+        let (last, rest) = tools.split_last().expect("at least one tool");
+        assert_eq!(last["cache_control"], json!({"type": "ephemeral"}));
+        assert!(rest.iter().all(|t| t.get("cache_control").is_none()), "one breakpoint");
+        assert_eq!(first["tool_choice"], json!({"type": "auto"}));
+
+        // The second call carries the model's two tool_use blocks and, in the next user message,
+        // one tool_result per id, in order, with the file's text.
+        let second = exec[1].messages();
+        assert_eq!(second.len(), 3, "{second:#?}");
+        assert_eq!(second[1]["role"], "assistant");
+        assert_eq!(tool_use_ids(&second[1]), ["toolu_read_css", "toolu_read_html"]);
+        assert_eq!(second[2]["role"], "user");
+        let results = tool_results(&second[2]);
+        let ids: Vec<&str> = results.iter().map(|(id, _, _)| id.as_str()).collect();
+        assert_eq!(ids, ["toolu_read_css", "toolu_read_html"]);
+        assert!(results.iter().all(|(_, is_error, _)| !is_error), "{results:?}");
+        assert!(results[0].2.contains("background: #ffffff;"), "{}", results[0].2);
+        assert!(results[1].2.contains("stylesheet"), "{}", results[1].2);
+        // The third call: the whole conversation again plus the patch's result.
+        let third = exec[2].messages();
+        assert_eq!(third.len(), 5);
+        assert_eq!(tool_use_ids(&third[3]), ["toolu_patch"]);
+        let patch = tool_results(&third[4]);
+        assert_eq!(patch.len(), 1);
+        assert_eq!((patch[0].0.as_str(), patch[0].1), ("toolu_patch", false));
+
+        // The judge saw the diff the harness took, not only the executor's claim.
+        let judge = &mock.of(Role::Verifier)[0];
+        let asked = judge.body["messages"].to_string();
+        assert!(asked.contains("+  background: #013220;"), "{asked}");
+        assert!(asked.contains("-  background: #ffffff;"), "{asked}");
+
+        let usage = &out.result()["usage"];
+        assert_eq!(usage["llm_calls"], 5, "{usage}");
+        assert!(usage["cost_usd"].as_f64().is_some_and(|c| c > 0.0), "{usage}");
+    }
+
+    /// The three files the rename must touch; the lazy model stops after the first two.
+    const RENAME_FILES: [&str; 3] = ["README.md", "docs/guide.md", "src/banner.txt"];
+
+    fn rename_plan() -> Value {
+        let assertions: Vec<Value> = RENAME_FILES
+            .iter()
+            .map(|path| {
+                json!({"type": "file_contains", "path": path, "pattern": "Apex",
+                       "recovery": format!("replace Acme with Apex in {path}")})
+            })
+            .collect();
+        json!({
+            "goal": "Rename the product from Acme to Apex everywhere",
+            "steps": [{
+                "id": "rename",
+                "title": "Rename Acme to Apex",
+                "description": "Replace Acme with Apex in README.md, docs/guide.md and src/banner.txt.",
+                "assertions": assertions
+            }]
+        })
+    }
+
+    /// Edits README.md and docs/guide.md, then says it is done, on every attempt.
+    fn lazy(r: &Request) -> Reply {
+        match r.role {
+            Role::Planner => plan_reply(&rename_plan()),
+            Role::Executor if r.turn() == 0 => Reply::tool_uses(
+                EXECUTOR_MODEL,
+                &[
+                    (
+                        "toolu_w1",
+                        "file.write",
+                        json!({"path": "README.md", "content": "Welcome to Apex.\n"}),
+                    ),
+                    (
+                        "toolu_w2",
+                        "file.write",
+                        json!({"path": "docs/guide.md", "content": "# Apex guide\n"}),
+                    ),
+                ],
+            ),
+            Role::Executor => {
+                Reply::text(EXECUTOR_MODEL, "Done: Acme is renamed to Apex everywhere.")
+            }
+            _ => verdict(true, 0.9, "looks renamed"),
+        }
+    }
+
+    #[test]
+    fn a_lazy_model_that_skips_one_of_three_edits_never_succeeds_and_the_file_is_named() {
+        let mock = MockModel::start(lazy);
+        let ws = Ws::new(
+            &mock.base_url,
+            &[
+                ("README.md", "Welcome to Acme.\n"),
+                ("docs/guide.md", "# Acme guide\n"),
+                ("src/banner.txt", "ACME Acme Acme\n"),
+            ],
+        );
+        let out =
+            ws.agent("Rename the product from Acme to Apex everywhere", &["--max-replans", "1"]);
+
+        assert_eq!(out.code, 1, "{}", out.stderr);
+        assert_eq!(out.status(), "failed");
+        // A failed step's writes are not finished goal actions (CONTRACTS §4), hence no_effects;
+        // the retries' identical rewrites are no-op mutations.
+        assert_eq!(&out.codes()[..2], ["assertion_failed", "no_effects"], "{:?}", out.codes());
+        assert!(out.codes()[2..].iter().all(|c| *c == "no_op_mutation"), "{:?}", out.codes());
+        // The failed assertion names the edit that was not made, and only that one.
+        let failed = &out.result()["reasons"][0];
+        assert_eq!(failed["step"], "rename-r1");
+        let message = failed["message"].as_str().expect("message");
+        assert!(message.contains("'Apex' not found in src/banner.txt"), "{message}");
+        assert!(!message.contains("README.md") && !message.contains("docs/guide.md"), "{message}");
+        assert_eq!(ws.read("README.md"), "Welcome to Apex.\n");
+        assert_eq!(ws.read("src/banner.txt"), "ACME Acme Acme\n");
+
+        // Three attempts of the step, then one replan whose step (renamed, as it reuses a
+        // failed id) got three more; each retry was told which assertion failed.
+        // The final result holds the last plan version's steps only; the events show both.
+        let again = out.step("rename-r1");
+        assert_eq!(
+            (again["status"].as_str(), again["attempts"].as_u64()),
+            (Some("failed"), Some(3))
+        );
+        assert!(
+            out.result()["steps"].as_array().expect("steps").iter().all(|s| s["id"] != "rename")
+        );
+        let started: Vec<(&str, u64)> = out
+            .events
+            .iter()
+            .filter(|e| e["event"] == "step.started")
+            .map(|e| (e["step"].as_str().expect("step"), e["attempt"].as_u64().expect("attempt")))
+            .collect();
+        assert_eq!(
+            started,
+            [
+                ("rename", 1),
+                ("rename", 2),
+                ("rename", 3),
+                ("rename-r1", 1),
+                ("rename-r1", 2),
+                ("rename-r1", 3)
+            ]
+        );
+        assert_eq!(mock.of(Role::Planner).len(), 2, "the plan and one replan");
+        let exec = mock.of(Role::Executor);
+        assert_eq!(exec.len(), 12, "6 attempts of 2 turns");
+        let retry =
+            exec.iter().find(|r| r.attempt() == Some(2) && r.turn() == 0).expect("attempt 2");
+        let system = retry.system();
+        assert!(system.contains("Why earlier attempts failed"), "{system}");
+        assert!(system.contains("replace Acme with Apex in src/banner.txt"), "the recovery hint");
+        // The replan told the planner what failed.
+        let replan = mock.of(Role::Planner)[1].body["messages"].to_string();
+        assert!(replan.contains("src/banner.txt") && replan.contains("rename"), "{replan}");
+        // Tier 1 failed every attempt, so the judge was never asked.
+        assert_eq!(mock.of(Role::Verifier).len(), 0);
+    }
+
+    #[test]
+    fn a_rate_limit_with_retry_after_is_waited_out_and_the_run_succeeds() {
+        let mock = MockModel::start(|r: &Request| {
+            if r.role == Role::Executor && r.call == 0 {
+                return Reply::error(429, "rate_limit_error", "mock: slow down")
+                    .with_header("retry-after", "1");
+            }
+            honest(r)
+        });
+        let ws = Ws::new(&mock.base_url, &[("style.css", STYLE), ("index.html", INDEX)]);
+        let out = ws.agent(DARK_GREEN, &[]);
+
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_eq!(out.status(), "success");
+        assert!(ws.read("style.css").contains("background: #013220;"));
+        let exec = mock.of(Role::Executor);
+        assert_eq!(exec.len(), 4, "the refused call, its retry, then two more turns");
+        // The retry is the same request, sent after the second the server asked for.
+        assert_eq!(exec[0].body, exec[1].body);
+        assert_eq!(exec[1].turn(), 0);
+        let waited = exec[1].at.duration_since(exec[0].at);
+        assert!(waited >= Duration::from_millis(990), "retried after {waited:?}");
+        assert!(waited < Duration::from_secs(5), "retried after {waited:?}");
+        assert_eq!(out.step("patch-css")["attempts"], 1, "a retried call is not a new attempt");
+    }
+
+    fn look_only_plan() -> Value {
+        json!({
+            "goal": DARK_GREEN,
+            "steps": [{
+                "id": "inspect",
+                "title": "Look at the stylesheet",
+                "description": "Read style.css and index.html and report the body background.",
+                "acceptance_criteria": ["the current body background is reported"]
+            }]
+        })
+    }
+
+    /// Reads both files, then claims to have made the change; the judge is fooled too.
+    fn discovery_only(r: &Request) -> Reply {
+        match r.role {
+            Role::Planner => plan_reply(&look_only_plan()),
+            Role::Executor if r.turn() == 0 => Reply::tool_uses(
+                EXECUTOR_MODEL,
+                &[
+                    ("toolu_r1", "file.read", json!({"path": "style.css"})),
+                    ("toolu_r2", "file.read", json!({"path": "index.html"})),
+                ],
+            ),
+            Role::Executor => Reply::text(
+                EXECUTOR_MODEL,
+                "The background is now dark green (#013220); the site is done.",
+            ),
+            _ => verdict(true, 0.9, "the background was reported"),
+        }
+    }
+
+    #[test]
+    fn a_discovery_only_model_is_partial_with_no_effects_whatever_it_claims() {
+        let mock = MockModel::start(discovery_only);
+        let ws = Ws::new(&mock.base_url, &[("style.css", STYLE), ("index.html", INDEX)]);
+        let out = ws.agent(DARK_GREEN, &[]);
+
+        assert_eq!(out.code, 3, "{}", out.stderr);
+        assert_eq!(out.status(), "partial");
+        assert_eq!(out.codes(), ["no_effects"]);
+        assert_eq!(out.result()["goal_actions_executed"], false);
+        assert_eq!(out.result()["file_mutations"], json!([]));
+        assert_eq!(out.step("inspect")["status"], "done");
+        assert_eq!(ws.read("style.css"), STYLE);
+        assert_eq!(mock.of(Role::Executor).len(), 2);
+        assert_eq!(mock.of(Role::Verifier).len(), 1);
+        let exec = mock.of(Role::Executor);
+        let results = tool_results(&exec[1].messages()[2]);
+        assert_eq!(results.len(), 2);
+        assert_eq!((results[0].0.as_str(), results[1].0.as_str()), ("toolu_r1", "toolu_r2"));
+    }
+}
