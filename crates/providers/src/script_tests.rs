@@ -409,3 +409,14 @@ fn a_tool_result_in_a_turn_is_refused() {
          tool_use blocks"
     );
 }
+
+#[tokio::test]
+async fn scripted_output_is_cut_to_the_requests_max_tokens() {
+    let usage = TokenUsage { input_tokens: 10, output_tokens: 5000, ..TokenUsage::default() };
+    let client = ScriptedClient::from_turns("cap", vec![ScriptTurn::text("x").with_usage(usage)]);
+    let mut request = ChatRequest::new("m", vec![Message::user("hi")]);
+    request.max_tokens = 300;
+    let response = client.chat(&request).await.unwrap();
+    assert_eq!(response.usage.output_tokens, 300);
+    assert_eq!(response.usage.input_tokens, 10);
+}

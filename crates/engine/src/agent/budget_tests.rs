@@ -294,8 +294,9 @@ async fn usage_and_cost_are_recorded_per_role() {
         Arc::new(ScriptedClient::from_turns("e", vec![ScriptTurn::text("done").with_usage(usage)]));
     let planner = budgeted(planner_inner, "planner", &state);
     let executor = budgeted(executor_inner, "executor", &state);
-    planner.chat(&request(SONNET, "plan it", 100)).await.unwrap();
-    executor.chat(&request(SONNET, "do it", 100)).await.unwrap();
+    // max_tokens covers the scripted output (a scripted count above it is cut to it).
+    planner.chat(&request(SONNET, "plan it", 200)).await.unwrap();
+    executor.chat(&request(SONNET, "do it", 200)).await.unwrap();
 
     let one = cost_usd(&PriceTable::built_in().lookup(SONNET).unwrap().price, &usage);
     let snapshot = state.snapshot();
@@ -344,7 +345,7 @@ async fn the_note_says_what_is_left() {
     let inner =
         Arc::new(ScriptedClient::from_turns("t", vec![ScriptTurn::text("x").with_usage(usage)]));
     let client = BudgetedClient::new(inner, "executor", prices, Arc::clone(&state));
-    client.chat(&request("m", "hi", 100)).await.unwrap();
+    client.chat(&request("m", "hi", 280_000)).await.unwrap();
     assert_eq!(state.note(), "$0.42 of $1.00 left, 39 of 40 model calls left");
     assert_eq!(BudgetState::new(Budget::default(), PriceTable::empty()).note(), "no budget limit");
 }
