@@ -37,7 +37,19 @@ pub struct AgentRequest {
     pub approve_plan: bool,
     pub budget: BudgetArgs,
     pub max_replans: u32,
+    pub mode: Mode,
+    /// Loop mode: the finalization gate is on.
+    pub gate: bool,
     pub common: Common,
+}
+
+/// How the models are arranged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// Planner, executor and judge around the harness
+    Pev,
+    /// One model in a tool loop with plan tools and a finalization gate
+    Loop,
 }
 
 /// The ceilings given on the command line.
@@ -128,6 +140,9 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         max_turns: req.budget.max_turns,
         deadline: req.budget.timeout_secs.map(|s| Instant::now() + Duration::from_secs(s)),
     };
+    if req.mode == Mode::Loop {
+        return run_loop(req, &policy, (&config_dir, &workspace), budget, err);
+    }
     // pev.toml is read from the workspace the user named (a scratch copy has it too, but a
     // script path in it is resolved against the original).
     let models = build_models(&config_dir, budget, &policy)?;
@@ -307,4 +322,83 @@ mod tests {
         let over = pev_protocol::run::Usage { cost_usd: 2.0, ..spent };
         assert_eq!(remaining_budget(&options, Some(&over)).max_usd, Some(0.0));
     }
+}
+
+/// `pev agent --mode loop`: one model (the executor role's) in a tool loop with the plan tools
+/// and the finalization gate.
+fn run_loop(
+    req: &AgentRequest,
+    policy: &CompiledPolicy,
+    (config_dir, workspace): (&std::path::Path, &std::path::Path),
+    budget: Budget,
+    err: &mut dyn Write,
+) -> Result<u8, Fail> {
+    use pev_engine::agent::loop_mode::{LoopExecutor, LoopOptions};
+    use pev_engine::agent::loop_run::{LoopRun, loop_plan};
+
+    let config = Config::from_env(config_dir).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
+    let prices = config.prices().clone();
+    let state = Arc::new(BudgetState::new(budget, prices.clone()));
+    let inner =
+        config.client_for(Role::Executor).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
+    let client: Arc<dyn pev_providers::ModelClient> =
+        Arc::new(BudgetedClient::new(inner, "executor", prices, Arc::clone(&state)));
+    let model = config.role(Role::Executor).model.value.clone();
+    let db = store_path(&req.common, workspace);
+    let run_policy = RunPolicy {
+        approve_tools: policy.policy.approve_tools.clone(),
+        allow_hosts: policy.policy.allow_hosts.clone(),
+    };
+    let mut session = Session::open(&req.common, workspace, &db, run_policy, None)?;
+    let options = LoopOptions { gate: req.gate, ..LoopOptions::default() };
+    let executor =
+        Arc::new(LoopExecutor::new(client, model, options, Arc::clone(&session.engine.ctx)));
+    let note_state = Arc::clone(&state);
+    let usage_state = Arc::clone(&state);
+    session.engine.config.models = Some(ModelHooks {
+        executor: Arc::clone(&executor) as Arc<dyn pev_engine::instruct::InstructionExecutor>,
+        judge: None,
+        judge_threshold: JUDGE_THRESHOLD,
+        budget_note: Arc::new(move || Some(note_state.note())),
+        usage: Arc::new(move || usage_state.snapshot()),
+        allowed_tools: pev_tools::Registry::builtin()
+            .iter()
+            .map(|t| t.name())
+            .filter(|name| policy.tool_allowed(name))
+            .map(str::to_owned)
+            .collect(),
+    });
+    let plan = loop_plan(&req.goal);
+    let store = Store::open(&db).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    let run_id = pev_store::new_run_id();
+    let _lock = lock_run(&db, &run_id)?;
+    store
+        .create_run(&NewRun {
+            run_id: run_id.clone(),
+            goal: req.goal.clone(),
+            workspace: workspace.display().to_string(),
+            plan: serde_json::to_value(&plan).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?,
+            options: json!({
+                "agent": true,
+                "mode": "loop",
+                "gate": req.gate,
+                "budget": {
+                    "max_usd": req.budget.max_usd,
+                    "max_tokens": req.budget.max_tokens,
+                    "max_turns": req.budget.max_turns,
+                },
+            }),
+            created_at: now_rfc3339(),
+        })
+        .map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    drop(store);
+    let _ = writeln!(
+        err,
+        "pev: run {run_id} (loop mode, gate {}; journal {})",
+        if req.gate { "on" } else { "off" },
+        db.display()
+    );
+    let looped = LoopRun { engine: &session.engine, executor, db: &db };
+    let outcome = session.block_on(looped.run(run_id, &req.goal));
+    session.report(outcome, err)
 }

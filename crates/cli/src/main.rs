@@ -271,6 +271,13 @@ struct AgentArgs {
     /// How many times the planner may rewrite the rest of the plan after a step fails
     #[arg(long, value_name = "N", default_value_t = 2)]
     max_replans: u32,
+    /// `pev`: planner, executor and judge models around the harness; `loop`: one model in a
+    /// tool loop with the plan as tools and a finalization gate
+    #[arg(long, value_enum, default_value_t = agent_cmd::Mode::Pev)]
+    mode: agent_cmd::Mode,
+    /// Loop mode: accept the model's first final answer (to measure what the gate catches)
+    #[arg(long)]
+    no_gate: bool,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -457,6 +464,8 @@ fn main() -> ExitCode {
                     timeout_secs: args.timeout,
                 },
                 max_replans: args.max_replans,
+                mode: args.mode,
+                gate: !args.no_gate,
                 common: args.common.common(),
             };
             report(agent_cmd::run(&req, &mut std::io::stderr()))

@@ -191,6 +191,13 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     let run_id = store.resolve_run(run).map_err(|e| Fail::input(e.to_string()))?;
     let _lock = lock_run(&db, &run_id)?;
     let record = store.load_run(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    if record.options.get("mode").and_then(Value::as_str) == Some("loop") {
+        return Err(Fail::input(format!(
+            "run {run_id} is a loop-mode agent run: its one model's conversation is not \
+             journaled, so it cannot be resumed; start it again (`pev show {run_id}` shows how \
+             far it got)"
+        )));
+    }
     if record.workspace != workspace.display().to_string() {
         let _ = writeln!(
             err,
@@ -293,6 +300,24 @@ pub(crate) struct Session {
     color: ColorChoice,
 }
 
+/// The `[hooks]` of the workspace's and the user's `pev.toml`, if any. Only the files count (the
+/// environment is read just to find the user's file), so a model setting in the environment
+/// cannot stop a run that uses no model. A file that cannot be read is an error: hooks that
+/// silently failed to load would let through what they guard.
+fn hooks_for(
+    workspace: &Path,
+    ctx: &Arc<ToolContext>,
+) -> Result<Option<Arc<pev_engine::hooks::Hooks>>, Fail> {
+    let vars = |name: &str| {
+        matches!(name, "XDG_CONFIG_HOME" | "HOME").then(|| std::env::var(name).ok()).flatten()
+    };
+    let config = pev_providers::config::Config::load(workspace, &vars)
+        .map_err(|e| Fail::input(e.to_string()))?;
+    let hooks = config.hooks();
+    Ok((!hooks.is_empty())
+        .then(|| Arc::new(pev_engine::hooks::Hooks::new(hooks.clone(), Arc::clone(ctx)))))
+}
+
 /// What of the policy applies while a run runs.
 pub(crate) struct RunPolicy {
     pub approve_tools: Vec<String>,
@@ -308,10 +333,11 @@ impl Session {
         models: Option<pev_engine::ModelHooks>,
     ) -> Result<Self, Fail> {
         let ws = Workspace::open(workspace).map_err(|e| Fail::input(e.to_string()))?;
-        let ctx = ToolContext {
+        let ctx = Arc::new(ToolContext {
             workspace: ws,
             policy: ToolPolicy { allow_hosts, ..ToolPolicy::default() },
-        };
+        });
+        let hooks = hooks_for(workspace, &ctx)?;
         let stderr_tty = std::io::stderr().is_terminal();
         let style = Style::for_stderr(common.color);
         let live = (!common.json && stderr_tty).then(|| Arc::new(LiveView::stderr(style)));
@@ -358,7 +384,7 @@ impl Session {
         });
         let engine = Engine {
             registry: Arc::new(Registry::builtin()),
-            ctx: Arc::new(ctx),
+            ctx,
             observer,
             config: EngineConfig {
                 jobs,
@@ -368,6 +394,7 @@ impl Session {
                 models,
                 cache: common.cache,
                 final_events: true,
+                hooks,
             },
         };
         Ok(Self {

@@ -7,5 +7,7 @@
 pub mod budget;
 pub mod executor;
 pub mod judge;
+pub mod loop_mode;
+pub mod loop_run;
 pub mod planner;
 pub mod run;

@@ -1,0 +1,405 @@
+//! Tests of what the plan tools do: creation and the rewrite rule, step updates with evidence
+//! checked by assertions, postcondition verification, and the refusal texts the model reads.
+
+use pev_tools::{ToolContext, Workspace};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use super::*;
+
+struct Fixture {
+    _dir: TempDir,
+    ctx: ToolContext,
+    book: PlanBook,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(Workspace::open(dir.path()).unwrap());
+        Self { _dir: dir, ctx, book: PlanBook::default() }
+    }
+
+    fn write(&self, path: &str, content: &str) {
+        std::fs::write(self.ctx.workspace.root().join(path), content).unwrap();
+    }
+
+    async fn call(&mut self, tool: &str, input: Value) -> Reply {
+        self.book.call(tool, input, &self.ctx).await
+    }
+
+    fn status(&self, id: &str) -> StepStatus {
+        self.book.plan.as_ref().unwrap().step(id).unwrap().status
+    }
+}
+
+fn css_plan() -> Value {
+    json!({
+        "objective": "Make the page background dark green",
+        "steps": [
+            {"id": "read", "title": "Read the stylesheet"},
+            {"id": "patch", "title": "Patch the body rule", "assertions": [
+                {"type": "file_contains", "path": "style.css", "pattern": "#006400",
+                 "recovery": "edit the body rule"},
+                {"type": "content_changed", "path": "style.css"}
+            ]},
+            {"id": "check", "title": "Check the page"}
+        ],
+        "postconditions": [
+            {"description": "The stylesheet sets #006400",
+             "assertions": [{"type": "file_contains", "path": "style.css", "pattern": "#006400"}]},
+            {"description": "Nothing else changed"}
+        ]
+    })
+}
+
+#[tokio::test]
+async fn plan_create_makes_revision_one_and_renders_it() {
+    let mut f = Fixture::new();
+    let reply = f.call("plan_create", css_plan()).await.unwrap();
+    assert!(
+        reply.starts_with("Plan created (revision 1): 3 steps, 2 postconditions.\n\nObjective: "),
+        "{reply}"
+    );
+    assert!(
+        reply.contains(
+            "[ ] 2. patch: Patch the body rule [checks: file_contains, content_changed]\n"
+        )
+    );
+    assert!(reply.contains("[✗] p2. Nothing else changed — not verified\n"));
+    assert_eq!(f.book.revisions.len(), 1);
+    assert_eq!(f.book.revisions[0].number, 1);
+    assert!(f.book.revisions[0].dropped.is_empty());
+    assert_eq!(Some(&f.book.revisions[0].plan), f.book.plan.as_ref());
+    let plan = f.book.plan.as_ref().unwrap();
+    let ids: Vec<&str> = plan.postconditions.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, ["p1", "p2"]);
+}
+
+#[tokio::test]
+async fn steps_without_ids_are_numbered_by_position() {
+    let mut f = Fixture::new();
+    let plan = json!({"objective": "o", "steps": [{"title": "A"}, {"id": " b ", "title": "B"}, {"title": "C"}]});
+    f.call("plan_create", plan).await.unwrap();
+    let ids: Vec<String> =
+        f.book.plan.as_ref().unwrap().steps.iter().map(|s| s.id.clone()).collect();
+    assert_eq!(ids, ["s1", "b", "s3"]);
+}
+
+#[tokio::test]
+async fn a_bad_plan_is_refused_with_every_problem() {
+    let mut f = Fixture::new();
+    let plan = json!({
+        "objective": " ",
+        "steps": [{"id": "a", "title": "A"}, {"id": "a", "title": " "}, {"id": "no spaces", "title": "C"}],
+        "postconditions": [{"description": ""}]
+    });
+    let err = f.call("plan_create", plan).await.unwrap_err();
+    assert_eq!(
+        err,
+        "plan_create refused:\n\
+         - the objective is empty\n\
+         - step 2: the id `a` is used twice\n\
+         - step 2 (`a`): the title is empty\n\
+         - step 3: the id `no spaces` is not valid (use 1-64 letters, digits, `-`, `_` or `.`)\n\
+         - postcondition 1: the description is empty"
+    );
+    assert!(f.book.plan.is_none());
+    assert!(f.book.revisions.is_empty());
+
+    let err = f.call("plan_create", json!({"objective": "o", "steps": []})).await.unwrap_err();
+    assert_eq!(err, "plan_create refused:\n- a plan needs at least one step");
+}
+
+#[tokio::test]
+async fn a_malformed_assertion_is_a_clear_error_naming_where_it_is() {
+    let mut f = Fixture::new();
+    let plan = json!({"objective": "o", "steps": [
+        {"title": "A"},
+        {"title": "B", "assertions": [{"type": "file_contains", "path": "x", "patern": "y"}]}
+    ]});
+    let err = f.call("plan_create", plan).await.unwrap_err();
+    assert!(
+        err.starts_with("invalid arguments for plan_create at steps[1].assertions[0]: "),
+        "{err}"
+    );
+    assert!(err.contains("patern"), "{err}");
+
+    let err = f.call("plan_create", json!({"objective": "o"})).await.unwrap_err();
+    assert_eq!(err, "invalid arguments for plan_create: missing field `steps`");
+    let err = f.call("step_update", json!({"id": "a", "status": "finished"})).await.unwrap_err();
+    assert!(
+        err.starts_with("invalid arguments for step_update at status: unknown variant `finished`"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_rewrite_must_keep_or_drop_every_old_step() {
+    let mut f = Fixture::new();
+    f.call("plan_create", css_plan()).await.unwrap();
+    let rewrite = json!({"objective": "Easier", "steps": [{"id": "read", "title": "Read"}]});
+    let err = f.call("plan_create", rewrite).await.unwrap_err();
+    assert_eq!(
+        err,
+        "plan_create refused:\n- the new plan leaves out step(s) `patch`, `check` of the current \
+         plan: keep each one (same id) or list it in `dropped` with a reason"
+    );
+    assert_eq!(f.book.revisions.len(), 1);
+    assert_eq!(f.book.plan.as_ref().unwrap().objective, "Make the page background dark green");
+
+    // A drop without a reason, of an unknown step, or of a kept one, is refused too.
+    let rewrite = json!({"objective": "Easier", "steps": [{"id": "read", "title": "Read"}, {"id": "check", "title": "C"}],
+        "dropped": [{"id": "patch", "reason": " "}, {"id": "ghost", "reason": "x"}, {"id": "check", "reason": "y"}]});
+    let err = f.call("plan_create", rewrite).await.unwrap_err();
+    assert_eq!(
+        err,
+        "plan_create refused:\n\
+         - dropped step `patch` needs a reason\n\
+         - dropped step `ghost` is not a step of the current plan\n\
+         - step `check` is both kept and dropped"
+    );
+}
+
+#[tokio::test]
+async fn a_rewrite_with_reasons_is_recorded_and_done_steps_stay_done() {
+    let mut f = Fixture::new();
+    f.call("plan_create", css_plan()).await.unwrap();
+    f.call("step_update", json!({"id": "read", "status": "done", "evidence": "body is white"}))
+        .await
+        .unwrap();
+    f.call("step_update", json!({"id": "check", "status": "in_progress"})).await.unwrap();
+    let rewrite = json!({
+        "objective": "Green page",
+        "steps": [{"id": "read", "title": "Read again"}, {"id": "check", "title": "Check"}, {"title": "New"}],
+        "dropped": [{"id": "patch", "reason": "the theme file sets the colour instead"}]
+    });
+    let reply = f.call("plan_create", rewrite).await.unwrap();
+    assert!(
+        reply.starts_with(
+            "Plan rewritten (revision 2): 3 steps, 0 postconditions.\nDropped `patch`: the theme \
+             file sets the colour instead\n\n"
+        ),
+        "{reply}"
+    );
+    assert!(reply.contains("[x] 1. read: Read again — body is white\n"), "{reply}");
+    // Only done steps keep their progress.
+    assert_eq!(f.status("check"), StepStatus::Pending);
+    assert_eq!(f.status("s3"), StepStatus::Pending);
+    let revision = &f.book.revisions[1];
+    assert_eq!(revision.number, 2);
+    assert_eq!(
+        revision.dropped,
+        vec![DroppedStep {
+            id: "patch".into(),
+            reason: "the theme file sets the colour instead".into()
+        }]
+    );
+    assert_eq!(f.book.revisions[0].plan.steps.len(), 3);
+}
+
+#[tokio::test]
+async fn step_updates_need_a_plan_a_known_id_evidence_and_reasons() {
+    let mut f = Fixture::new();
+    let err = f.call("step_update", json!({"id": "a", "status": "done", "evidence": "x"})).await;
+    assert_eq!(
+        err.unwrap_err(),
+        "step_update refused: there is no plan yet: call plan_create first"
+    );
+    f.call("plan_create", css_plan()).await.unwrap();
+
+    let err = f.call("step_update", json!({"id": "nope", "status": "done"})).await.unwrap_err();
+    assert_eq!(
+        err,
+        "step_update refused: unknown step `nope`; the plan's steps are: read, patch, check"
+    );
+    for evidence in [json!(null), json!("  "), json!("Done."), json!("ok")] {
+        let err = f
+            .call("step_update", json!({"id": "read", "status": "done", "evidence": evidence}))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err,
+            "step_update refused: evidence is required to mark step `read` done: say what you \
+             changed and how you checked it"
+        );
+    }
+    let err = f.call("step_update", json!({"id": "read", "status": "blocked"})).await.unwrap_err();
+    assert_eq!(
+        err,
+        "step_update refused: a reason is required to mark step `read` blocked: say what stops it"
+    );
+    assert_eq!(f.status("read"), StepStatus::Pending);
+
+    let reply = f
+        .call("step_update", json!({"id": "check", "status": "blocked", "reason": "no browser"}))
+        .await
+        .unwrap();
+    assert!(reply.starts_with("Step `check` is now blocked.\n\n"), "{reply}");
+    assert!(reply.contains("[!] 3. check: Check the page — blocked: no browser\n"));
+}
+
+#[tokio::test]
+async fn at_most_one_step_is_in_progress() {
+    let mut f = Fixture::new();
+    f.call("plan_create", css_plan()).await.unwrap();
+    f.call("step_update", json!({"id": "read", "status": "in_progress"})).await.unwrap();
+    // Again on the same step is fine.
+    f.call("step_update", json!({"id": "read", "status": "in_progress"})).await.unwrap();
+    let err =
+        f.call("step_update", json!({"id": "patch", "status": "in_progress"})).await.unwrap_err();
+    assert_eq!(
+        err,
+        "step_update refused: step `read` is already in progress; mark it done, blocked or \
+         pending before starting `patch` (at most one step may be in progress)"
+    );
+    assert_eq!(f.status("patch"), StepStatus::Pending);
+    f.call("step_update", json!({"id": "read", "status": "pending"})).await.unwrap();
+    f.call("step_update", json!({"id": "patch", "status": "in_progress"})).await.unwrap();
+    assert_eq!(f.status("patch"), StepStatus::InProgress);
+}
+
+#[tokio::test]
+async fn done_runs_the_steps_assertions_and_refuses_with_what_was_seen() {
+    let mut f = Fixture::new();
+    f.write("style.css", "body { background: white; }");
+    f.call("plan_create", css_plan()).await.unwrap();
+    f.call("step_update", json!({"id": "patch", "status": "in_progress"})).await.unwrap();
+
+    let done = json!({"id": "patch", "status": "done", "evidence": "set the body to #006400"});
+    let err = f.call("step_update", done.clone()).await.unwrap_err();
+    assert!(
+        err.starts_with(
+            "step_update refused: step `patch` stays in_progress: 2 of 2 assertions failed:\n\
+             - file_contains: "
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("\n  recovery: edit the body rule\n- content_changed: style.css is unchanged"),
+        "{err}"
+    );
+    assert!(err.ends_with("\nFix the work, then mark the step done again."), "{err}");
+    assert_eq!(f.status("patch"), StepStatus::InProgress);
+
+    f.write("style.css", "body { background: #006400; }");
+    let reply = f.call("step_update", done).await.unwrap();
+    assert!(
+        reply.starts_with("Step `patch` is done. Checked by the harness: file_contains: "),
+        "{reply}"
+    );
+    assert!(reply.contains("content_changed: style.css changed: sha256 "), "{reply}");
+    let plan = f.book.plan.as_ref().unwrap();
+    assert_eq!(plan.step("patch").unwrap().evidence.as_deref(), Some("set the body to #006400"));
+}
+
+#[tokio::test]
+async fn the_content_changed_baseline_is_taken_when_the_step_starts() {
+    let mut f = Fixture::new();
+    f.write("style.css", "v1 #006400");
+    f.call("plan_create", css_plan()).await.unwrap();
+    // Changed after the plan but before the step started: the step's own baseline is later.
+    f.write("style.css", "v2 #006400");
+    f.call("step_update", json!({"id": "patch", "status": "in_progress"})).await.unwrap();
+    let done = json!({"id": "patch", "status": "done", "evidence": "edited it"});
+    let err = f.call("step_update", done.clone()).await.unwrap_err();
+    assert!(err.contains("content_changed: style.css is unchanged"), "{err}");
+    // Going back to pending and starting again keeps the first baseline.
+    f.call("step_update", json!({"id": "patch", "status": "pending"})).await.unwrap();
+    f.write("style.css", "v3 #006400");
+    f.call("step_update", json!({"id": "patch", "status": "in_progress"})).await.unwrap();
+    f.call("step_update", done).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_step_never_started_uses_the_baseline_of_plan_create() {
+    let mut f = Fixture::new();
+    f.write("style.css", "white");
+    f.call("plan_create", css_plan()).await.unwrap();
+    let done = json!({"id": "patch", "status": "done", "evidence": "edited it"});
+    f.write("style.css", "white #006400");
+    f.call("step_update", done).await.unwrap();
+    assert_eq!(f.status("patch"), StepStatus::Done);
+}
+
+#[tokio::test]
+async fn postconditions_are_verified_by_assertions_or_recorded_as_claims() {
+    let mut f = Fixture::new();
+    let err = f.call("postcondition_verify", json!({"id": 1, "evidence": "x"})).await.unwrap_err();
+    assert_eq!(err, "postcondition_verify refused: there is no plan yet: call plan_create first");
+    f.write("style.css", "white");
+    f.call("plan_create", css_plan()).await.unwrap();
+
+    let err =
+        f.call("postcondition_verify", json!({"id": "p9", "evidence": "x"})).await.unwrap_err();
+    assert_eq!(
+        err,
+        "postcondition_verify refused: unknown postcondition `p9`; the plan's postconditions are: p1, p2"
+    );
+    let err = f.call("postcondition_verify", json!({"id": 0, "evidence": "x"})).await.unwrap_err();
+    assert!(err.contains("unknown postcondition `0`"), "{err}");
+    let err =
+        f.call("postcondition_verify", json!({"id": "p1", "evidence": ""})).await.unwrap_err();
+    assert_eq!(
+        err,
+        "postcondition_verify refused: evidence is required to verify p1 (The stylesheet sets \
+         #006400): say what shows it holds"
+    );
+
+    let err = f
+        .call("postcondition_verify", json!({"id": "p1", "evidence": "it is green"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.starts_with(
+            "postcondition_verify refused: p1 (The stylesheet sets #006400) is not verified: 1 \
+             of 1 assertions failed:\n- file_contains: "
+        ),
+        "{err}"
+    );
+    assert!(err.ends_with("\nFix the work, then verify it again."), "{err}");
+    assert!(!f.book.plan.as_ref().unwrap().postconditions[0].verified);
+
+    f.write("style.css", "body { background: #006400; }");
+    let reply = f
+        .call("postcondition_verify", json!({"id": 1, "evidence": "grep shows it"}))
+        .await
+        .unwrap();
+    assert!(reply.starts_with("Postcondition p1 (The stylesheet sets #006400) is verified. Checked by the harness: file_contains: "), "{reply}");
+    let reply = f
+        .call("postcondition_verify", json!({"id": "2", "evidence": "git diff is one line"}))
+        .await
+        .unwrap();
+    assert!(
+        reply.starts_with(
+            "Postcondition p2 (Nothing else changed) recorded as claimed: it has no assertions, so \
+         the harness could not check it and reports it as not verified by the harness.\n\n"
+        ),
+        "{reply}"
+    );
+    let posts = &f.book.plan.as_ref().unwrap().postconditions;
+    assert_eq!((posts[0].verified, posts[0].verified_by), (true, Some(VerifiedBy::Harness)));
+    assert_eq!((posts[1].verified, posts[1].verified_by), (true, Some(VerifiedBy::Claim)));
+    assert_eq!(posts[1].evidence.as_deref(), Some("git diff is one line"));
+
+    // A rewrite keeps a verified postcondition only when it is unchanged.
+    let mut rewrite = css_plan();
+    rewrite["postconditions"][1]["description"] = json!("Nothing else changed at all");
+    f.call("plan_create", rewrite).await.unwrap();
+    let posts = &f.book.plan.as_ref().unwrap().postconditions;
+    assert!(posts[0].verified);
+    assert!(!posts[1].verified);
+}
+
+#[tokio::test]
+async fn plan_show_renders_or_says_there_is_none() {
+    let mut f = Fixture::new();
+    assert_eq!(
+        f.call("plan_show", json!({})).await.unwrap(),
+        "No plan yet. Call plan_create with the objective, the steps and the postconditions."
+    );
+    f.call("plan_create", css_plan()).await.unwrap();
+    let shown = f.call("plan_show", json!({})).await.unwrap();
+    assert_eq!(shown, render_plan(f.book.plan.as_ref().unwrap()));
+    assert!(is_plan_tool("plan_show") && !is_plan_tool("todo_write") && !is_plan_tool("file.read"));
+}

@@ -1,0 +1,235 @@
+//! `pev agent --mode loop`: one model in a tool loop, with the plan as tools and a finalization
+//! gate (`loop_mode`). The engine runs it as a one-step plan (so every workspace call is
+//! journaled like any other); afterwards the model's own plan decides what the run may claim:
+//! steps that are not done, postconditions the harness did not verify, a multi-step goal worked
+//! without a plan, or a gate that had to end the loop are reasons, never a silent pass. Every
+//! `plan_create` is journaled as a plan version, so `pev show` lists what each rewrite dropped.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use pev_protocol::event::now_rfc3339;
+use pev_protocol::run::{Reason, ReasonCode, RunResult, RunStatus, StepResult, StepStatus};
+use pev_protocol::{Plan, Step, StepId};
+use pev_store::{Journal, Record, Store};
+
+use crate::agent::loop_mode::{
+    LoopExecutor, LoopReport, ModelPlan, ModelPostcondition, PlanRevision, StepStatus as StepState,
+    VerifiedBy,
+};
+use crate::{Engine, EngineError, RunInput};
+
+/// The id of the one engine step that hosts the loop.
+pub const LOOP_STEP: &str = "loop";
+
+/// The plan the engine runs for a loop-mode goal: one instruction step, one attempt (the gate,
+/// not a retry, is what keeps the model at it).
+pub fn loop_plan(goal: &str) -> Plan {
+    let mut step = Step {
+        id: StepId::new(LOOP_STEP),
+        title: Some("Work on the goal in a tool loop".to_owned()),
+        description: Some(goal.to_owned()),
+        max_attempts: Some(1),
+        ..Step::default()
+    };
+    step.index_references();
+    Plan { goal: goal.to_owned(), steps: vec![step], ..Plan::default() }
+}
+
+/// One loop-mode run.
+pub struct LoopRun<'a> {
+    /// An engine whose models' executor is `executor`.
+    pub engine: &'a Engine,
+    pub executor: Arc<LoopExecutor>,
+    pub db: &'a Path,
+}
+
+impl LoopRun<'_> {
+    pub async fn run(&self, run_id: String, goal: &str) -> Result<RunResult, EngineError> {
+        let journal = Journal::start(self.db)?;
+        let mut quiet = self.engine.clone();
+        quiet.config.final_events = false;
+        let mut result = quiet
+            .run(RunInput {
+                run_id: run_id.clone(),
+                plan: loop_plan(goal),
+                journal: journal.clone(),
+            })
+            .await?;
+        let report = self.executor.report();
+        journal_revisions(&journal, &run_id, goal, &report)?;
+        judge_loop(goal, &report, &mut result);
+        journal.flush()?;
+        let next_seq = Store::open_existing(self.db)?.load_run(&run_id)?.next_seq;
+        self.engine.announce(journal.clone(), next_seq, &result).await?;
+        journal.close()?;
+        Ok(result)
+    }
+}
+
+/// The model's plan as a CONTRACTS plan (its steps are instructions; their assertions and the
+/// postconditions' assertions are kept), for the journal and `pev show`.
+pub fn as_plan(goal: &str, plan: &ModelPlan) -> Plan {
+    let steps = plan
+        .steps
+        .iter()
+        .map(|s| {
+            let mut step = Step {
+                id: StepId::new(s.id.clone()),
+                title: Some(s.title.clone()),
+                assertions: s.assertions.clone(),
+                ..Step::default()
+            };
+            step.index_references();
+            step
+        })
+        .collect();
+    let postconditions = plan
+        .postconditions
+        .iter()
+        .map(|p| pev_protocol::Postcondition {
+            description: p.description.clone(),
+            assertions: p.assertions.clone(),
+            ..pev_protocol::Postcondition::default()
+        })
+        .collect();
+    Plan { goal: goal.to_owned(), steps, postconditions, ..Plan::default() }
+}
+
+/// Journals each `plan_create` as a plan version (version 1 is the one-step loop plan).
+fn journal_revisions(
+    journal: &Journal,
+    run_id: &str,
+    goal: &str,
+    report: &LoopReport,
+) -> Result<(), EngineError> {
+    for (i, revision) in report.revisions.iter().enumerate() {
+        let version = u32::try_from(i).unwrap_or(u32::MAX).saturating_add(2);
+        let plan = serde_json::to_value(as_plan(goal, &revision.plan))
+            .map_err(|e| EngineError::Plan(format!("cannot store the model's plan: {e}")))?;
+        journal.record(Record::PlanVersion {
+            run_id: run_id.to_owned(),
+            version,
+            plan,
+            reason: describe(revision),
+            created_at: now_rfc3339(),
+        })?;
+    }
+    Ok(())
+}
+
+/// The journal's reason for a plan version: which `plan_create` it was and what it dropped.
+fn describe(revision: &PlanRevision) -> String {
+    let mut out = format!("plan_create #{} by the model", revision.number);
+    if !revision.dropped.is_empty() {
+        let dropped: Vec<String> =
+            revision.dropped.iter().map(|d| format!("`{}` ({})", d.id, d.reason)).collect();
+        out.push_str(&format!("; dropped {}", dropped.join(", ")));
+    }
+    out
+}
+
+/// A postcondition counts only when the harness ran its assertions and they passed.
+fn verified_by_harness(pc: &ModelPostcondition) -> bool {
+    pc.verified && pc.verified_by == Some(VerifiedBy::Harness)
+}
+
+/// Adds what the model's plan says to the engine's result: its steps, and the reasons the run
+/// may not claim success.
+pub fn judge_loop(goal: &str, report: &LoopReport, result: &mut RunResult) {
+    let mut reasons: Vec<Reason> = Vec::new();
+    match &report.plan {
+        None if crate::agent::loop_mode::goal_is_multi_step(goal) => reasons.push(Reason {
+            code: ReasonCode::StepsNotRun,
+            step: None,
+            message: "the goal has several parts, but the model never created a plan \
+                      (plan_create), so nothing shows they were all done"
+                .to_owned(),
+        }),
+        None => {}
+        Some(plan) => {
+            let open: Vec<String> = plan
+                .steps
+                .iter()
+                .filter(|s| s.status != StepState::Done)
+                .map(|s| match (&s.status, &s.blocked_reason) {
+                    (StepState::Blocked, Some(why)) => format!("'{}' (blocked: {why})", s.id),
+                    (state, _) => format!("'{}' ({})", s.id, state.as_str()),
+                })
+                .collect();
+            if !open.is_empty() {
+                reasons.push(Reason {
+                    code: ReasonCode::StepsNotRun,
+                    step: None,
+                    message: format!(
+                        "{} step(s) of the model's plan are not done: {}",
+                        open.len(),
+                        open.join(", ")
+                    ),
+                });
+            }
+            for pc in &plan.postconditions {
+                if !verified_by_harness(pc) {
+                    reasons.push(Reason {
+                        code: ReasonCode::PostconditionUnverified,
+                        step: None,
+                        message: format!(
+                            "postcondition '{}' was not verified by the harness{}",
+                            pc.description,
+                            if pc.assertions.is_empty() {
+                                " (it has no assertion; the model's word is not evidence)"
+                            } else {
+                                ""
+                            }
+                        ),
+                    });
+                }
+            }
+            for s in &plan.steps {
+                result.steps.push(StepResult {
+                    id: format!("plan:{}", s.id),
+                    status: match s.status {
+                        StepState::Done => StepStatus::Done,
+                        StepState::InProgress => StepStatus::InProgress,
+                        StepState::Blocked => StepStatus::Blocked,
+                        StepState::Pending => StepStatus::Pending,
+                    },
+                    attempts: 0,
+                    evidence: s.evidence.iter().cloned().collect(),
+                    assertions: Vec::new(),
+                    output: None,
+                    error: s.blocked_reason.clone(),
+                    started_at: None,
+                    ended_at: None,
+                });
+            }
+        }
+    }
+    if report.gate_exhausted {
+        // The gate ending the loop is not a failure of the loop step: it is the run stopping
+        // unfinished, which is `partial` (never a silent pass), with the plan's gaps as reasons.
+        let message = format!(
+            "the finalization gate refused {} final answer(s) and ended the loop",
+            report.refusals
+        );
+        result.reasons.retain(|r| {
+            !(r.code == ReasonCode::StepFailed && r.step.as_deref() == Some(LOOP_STEP))
+        });
+        if let Some(step) = result.steps.iter_mut().find(|s| s.id == LOOP_STEP) {
+            step.status = StepStatus::Blocked;
+            step.error = Some(message.clone());
+        }
+        result.warnings.push(message);
+        result.reasons.extend(reasons);
+        result.status = RunStatus::Partial;
+        return;
+    }
+    if reasons.is_empty() {
+        return;
+    }
+    result.reasons.extend(reasons);
+    if result.status == RunStatus::Success {
+        result.status =
+            if result.goal_actions_executed { RunStatus::Partial } else { RunStatus::Failed };
+    }
+}
