@@ -299,31 +299,6 @@ pub(crate) fn remaining_budget(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_resume_may_spend_only_what_is_left() {
-        let options = json!({"budget": {"max_usd": 1.0, "max_tokens": 10_000, "max_turns": 20}});
-        let spent = pev_protocol::run::Usage {
-            llm_calls: 5,
-            input_tokens: 3000,
-            output_tokens: 1000,
-            cost_usd: 0.25,
-            tool_calls: 9,
-        };
-        let b = remaining_budget(&options, Some(&spent));
-        assert_eq!(b.max_usd, Some(0.75));
-        assert_eq!(b.max_tokens, Some(6000));
-        assert_eq!(b.max_turns, Some(15));
-        let none = remaining_budget(&json!({}), Some(&spent));
-        assert_eq!((none.max_usd, none.max_tokens, none.max_turns), (None, None, None));
-        let over = pev_protocol::run::Usage { cost_usd: 2.0, ..spent };
-        assert_eq!(remaining_budget(&options, Some(&over)).max_usd, Some(0.0));
-    }
-}
-
 /// `pev agent --mode loop`: one model (the executor role's) in a tool loop with the plan tools
 /// and the finalization gate.
 fn run_loop(
@@ -401,4 +376,29 @@ fn run_loop(
     let looped = LoopRun { engine: &session.engine, executor, db: &db };
     let outcome = session.block_on(looped.run(run_id, &req.goal));
     session.report(outcome, err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resume_may_spend_only_what_is_left() {
+        let options = json!({"budget": {"max_usd": 1.0, "max_tokens": 10_000, "max_turns": 20}});
+        let spent = pev_protocol::run::Usage {
+            llm_calls: 5,
+            input_tokens: 3000,
+            output_tokens: 1000,
+            cost_usd: 0.25,
+            tool_calls: 9,
+        };
+        let b = remaining_budget(&options, Some(&spent));
+        assert_eq!(b.max_usd, Some(0.75));
+        assert_eq!(b.max_tokens, Some(6000));
+        assert_eq!(b.max_turns, Some(15));
+        let none = remaining_budget(&json!({}), Some(&spent));
+        assert_eq!((none.max_usd, none.max_tokens, none.max_turns), (None, None, None));
+        let over = pev_protocol::run::Usage { cost_usd: 2.0, ..spent };
+        assert_eq!(remaining_budget(&options, Some(&over)).max_usd, Some(0.0));
+    }
 }
