@@ -91,6 +91,13 @@ impl StepGate<'_> {
                 }
             }
         }
+        let hooked = (tool, &args);
+        if let Some(reason) =
+            crate::hooks::before_call(shared, self.step, hooked, self.report).await?
+        {
+            // The model is told why and may try something else; the call is not made.
+            return Ok(GateResult { output: Err(format!("hook denied: {reason}")), fatal: false });
+        }
         // The model turn that asked for this call is spent: journal the spend before the call's
         // intent (which a write makes durable), so a crash cannot lose it.
         if let Some(models) = &shared.engine.config.models {
@@ -136,7 +143,40 @@ impl StepGate<'_> {
                 self.report.warnings.push(message);
             }
         }
-        Ok(GateResult { output: end.output, fatal: false })
+        let decision =
+            crate::hooks::after_call(shared, self.step, hooked, &end.output, self.report).await?;
+        Ok(GateResult { output: with_hook_answer(end.output, &decision), fatal: false })
+    }
+}
+
+/// What the model sees of a call after `post_tool_use`: the output with the hooks' context
+/// added, or, when a hook denied it, an error that says the call ran and why it is rejected.
+fn with_hook_answer(
+    output: Result<Value, String>,
+    decision: &crate::hooks::HookDecision,
+) -> Result<Value, String> {
+    if !decision.allowed() {
+        let reason = decision.reason_or_default(crate::hooks::HookKind::PostToolUse);
+        let shown = match &output {
+            Ok(Value::String(text)) => text.clone(),
+            Ok(value) => value.to_string(),
+            Err(error) => format!("error: {error}"),
+        };
+        let context =
+            decision.context.as_ref().map(|c| format!("\nhook context: {c}")).unwrap_or_default();
+        return Err(format!(
+            "hook denied: {reason}\n(the call was made; its result: {shown}){context}"
+        ));
+    }
+    let Some(context) = &decision.context else { return output };
+    match output {
+        Ok(Value::Object(mut map)) => {
+            map.insert("hook_context".to_owned(), Value::String(context.clone()));
+            Ok(Value::Object(map))
+        }
+        Ok(Value::String(text)) => Ok(Value::String(format!("{text}\n\nhook context: {context}"))),
+        Ok(other) => Ok(json!({ "output": other, "hook_context": context })),
+        Err(error) => Err(format!("{error}\n\nhook context: {context}")),
     }
 }
 

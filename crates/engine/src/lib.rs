@@ -23,6 +23,7 @@ pub mod agent;
 mod cache;
 mod check;
 mod finish;
+pub mod hooks;
 pub mod instruct;
 mod instruction;
 mod recorder;
@@ -175,6 +176,9 @@ pub struct EngineConfig {
     /// this off while it may still replan, and announces the final result once
     /// ([`Engine::announce`]).
     pub final_events: bool,
+    /// `pev.toml`'s `[hooks]`: commands run before and after each tool call, when a step
+    /// finishes, and (for the agent loop) on its final answer. See [`hooks`].
+    pub hooks: Option<Arc<hooks::Hooks>>,
 }
 
 impl Default for EngineConfig {
@@ -187,6 +191,7 @@ impl Default for EngineConfig {
             models: None,
             cache: false,
             final_events: true,
+            hooks: None,
         }
     }
 }

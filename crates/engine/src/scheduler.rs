@@ -344,7 +344,7 @@ impl Engine {
                         }
                         None => break,
                     };
-                    let failed = self.settle(&shared, &mut state, report, &mut frontier)?;
+                    let failed = self.settle(&shared, &mut state, report, &mut frontier).await?;
                     if let Some(on_fail) = failed {
                         match on_fail {
                             OnFail::Continue => {}
@@ -371,7 +371,7 @@ impl Engine {
 
     /// Takes a finished step task's report into the state; returns the `on_fail` of a failed
     /// step.
-    fn settle(
+    async fn settle(
         &self,
         shared: &Shared,
         state: &mut RunState,
@@ -391,7 +391,12 @@ impl Engine {
         }
         state.warnings.extend(report.warnings);
         state.mutations.extend(report.mutations);
-        let slot = report.slot;
+        let mut slot = report.slot;
+        // Before the state is recorded, so that what the hook adds is part of it. A step that
+        // waits for approval, or that the budget stopped, has not finished.
+        if slot.is_settled() {
+            crate::hooks::step_finished(shared, step, &mut slot, &mut state.warnings).await?;
+        }
         let run_id = shared.recorder.run_id();
         shared.recorder.record(Record::StepState(slot.to_stored(run_id, id)))?;
         let status = slot.status;

@@ -314,12 +314,31 @@ async fn drive(
             Some(r) => crate::recover::settle(shared, &call, r, report).await?,
             None => None,
         };
+        let mut objection = None;
         let (before, end) = match settled {
             Some(known) => known,
-            None => invoke(shared, &call, &*tool, report, None).await?,
+            None => {
+                let hooked = (tool_name, &args);
+                if let Some(reason) =
+                    crate::hooks::before_call(shared, step, hooked, report).await?
+                {
+                    // Denied: the call is not made, and asking again would be denied again.
+                    fail(&mut report.slot, &format!("hook denied: {reason}"));
+                    break;
+                }
+                let (before, end) = invoke(shared, &call, &*tool, report, None).await?;
+                objection =
+                    crate::hooks::after_step_call(shared, step, hooked, &end.output, report)
+                        .await?;
+                (before, end)
+            }
         };
         let mutations_before = report.mutations.len();
         crate::check::after_call(shared, &call, (before, end), &job.inputs, report).await?;
+        if let Some(reason) = objection {
+            // The call happened (its changes are recorded above), but the hook rejects it.
+            fail(&mut report.slot, &format!("hook denied: {reason}"));
+        }
         if report.slot.status == StepStatus::Done
             && let Some(models) = engine.config.models.clone()
         {

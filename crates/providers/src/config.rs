@@ -25,6 +25,13 @@
 //! base_delay_ms = 500
 //! max_delay_secs = 30
 //! max_total_wait_secs = 120
+//!
+//! [hooks]                    # every key optional; see HooksConfig
+//! pre_tool_use = "./hooks/guard.sh"            # a command line (sh -c, in the workspace) …
+//! post_tool_use = ["./hooks/a.sh", "./hooks/b.sh"]  # … or a list of them, run in order
+//! step_finished = "…"
+//! stop = "…"
+//! timeout_ms = 5000          # per command, for this file's hooks
 //! ```
 //!
 //! Any other key is an error naming the file, line and column.
@@ -57,6 +64,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::ModelClient;
 use crate::anthropic::{AnthropicClient, AnthropicConfig};
@@ -236,6 +244,47 @@ pub struct RoleConfig {
     pub timeouts: Timeouts,
 }
 
+/// One hook command and where it was configured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookCommand {
+    /// A command line for `sh -c`, run in the workspace.
+    pub command: String,
+    /// How long it may run: its file's `timeout_ms`, else [`HooksConfig::DEFAULT_TIMEOUT`].
+    pub timeout: Duration,
+    pub source: Source,
+}
+
+/// `[hooks]`: commands run at points of a run (see `pev_engine::hooks` for what they receive
+/// and answer).
+///
+/// The files' hooks add up, the user's first: a workspace's `pev.toml` cannot switch off a
+/// guard the user's own file installs, it can only add its own. Each command keeps the
+/// `timeout_ms` of the file that names it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HooksConfig {
+    /// Before each tool call; may deny it.
+    pub pre_tool_use: Vec<HookCommand>,
+    /// After each tool call; may add context.
+    pub post_tool_use: Vec<HookCommand>,
+    /// When a step reaches its final status; may add evidence.
+    pub step_finished: Vec<HookCommand>,
+    /// When the agent gives its final answer; may block it.
+    pub stop: Vec<HookCommand>,
+}
+
+impl HooksConfig {
+    /// How long a hook may run when its file sets no `timeout_ms`.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(5000);
+
+    /// No hook is configured.
+    pub fn is_empty(&self) -> bool {
+        self.pre_tool_use.is_empty()
+            && self.post_tool_use.is_empty()
+            && self.step_finished.is_empty()
+            && self.stop.is_empty()
+    }
+}
+
 /// Which `pev.toml` files were looked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigFile {
@@ -291,6 +340,7 @@ pub struct Config {
     prices: PriceTable,
     price_sources: BTreeMap<String, Source>,
     retry: RetryPolicy,
+    hooks: HooksConfig,
     keys: BTreeMap<String, Option<Secret>>,
 }
 
@@ -339,6 +389,11 @@ impl Config {
     /// The retry policy: [`RetryPolicy::default`] with `[retry]`'s limits.
     pub fn retry(&self) -> RetryPolicy {
         self.retry
+    }
+
+    /// The hooks of the user's and the workspace's files, the user's first.
+    pub fn hooks(&self) -> &HooksConfig {
+        &self.hooks
     }
 
     /// The key variables pev reads (the standard ones and any `api_key_env`) and whether each

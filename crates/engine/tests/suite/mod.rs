@@ -2,6 +2,7 @@
 
 mod cache;
 mod control;
+mod hooks;
 mod journal;
 mod references;
 mod resume;

@@ -281,6 +281,7 @@ pub fn config(jobs: usize) -> EngineConfig {
         models: None,
         final_events: true,
         cache: false,
+        hooks: None,
     }
 }
 

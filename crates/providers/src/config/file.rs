@@ -22,6 +22,8 @@ pub(super) struct FileConfig {
     pub prices: BTreeMap<String, PriceEntry>,
     #[serde(default)]
     pub retry: RetryTable,
+    #[serde(default)]
+    pub hooks: HooksTable,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -89,6 +91,23 @@ pub(super) struct RetryTable {
     pub max_total_wait_secs: Option<u32>,
 }
 
+/// `[hooks]`: each event's commands (one command line or a list of them) and how long each may
+/// run.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct HooksTable {
+    #[serde(default, deserialize_with = "commands")]
+    pub pre_tool_use: Vec<String>,
+    #[serde(default, deserialize_with = "commands")]
+    pub post_tool_use: Vec<String>,
+    #[serde(default, deserialize_with = "commands")]
+    pub step_finished: Vec<String>,
+    #[serde(default, deserialize_with = "commands")]
+    pub stop: Vec<String>,
+    #[serde(default, deserialize_with = "positive_ms")]
+    pub timeout_ms: Option<u64>,
+}
+
 /// `provider = "…"` as written: `anthropic`, `openai` or `script:PATH` (PATH not yet resolved).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum ProviderSpec {
@@ -127,6 +146,51 @@ fn non_empty<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String
         Err(serde::de::Error::custom("must not be empty"))
     } else {
         Ok(Some(text.to_owned()))
+    }
+}
+
+/// A hook: one command line, or a list of them; none may be blank.
+fn commands<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    struct Commands;
+
+    impl<'de> serde::de::Visitor<'de> for Commands {
+        type Value = Vec<String>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a command line or a list of command lines")
+        }
+
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Self::Value, E> {
+            command(text).map(|c| vec![c])
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(text) = seq.next_element::<String>()? {
+                out.push(command(&text)?);
+            }
+            Ok(out)
+        }
+    }
+
+    deserializer.deserialize_any(Commands)
+}
+
+fn command<E: serde::de::Error>(text: &str) -> Result<String, E> {
+    if text.trim().is_empty() {
+        Err(E::custom("a hook command must not be empty"))
+    } else {
+        Ok(text.to_owned())
+    }
+}
+
+fn positive_ms<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    match u64::deserialize(deserializer)? {
+        0 => Err(serde::de::Error::custom("timeout_ms must be at least 1")),
+        ms => Ok(Some(ms)),
     }
 }
 

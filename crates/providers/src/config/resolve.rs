@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use super::file::{self, FileConfig, ProviderSpec, ProviderTable, RoleTable};
 use super::{
-    Config, ConfigError, ConfigFile, FILE_NAME, Provider, Role, RoleConfig, Secret, Source,
-    Sourced, key_var_names, price_of,
+    Config, ConfigError, ConfigFile, FILE_NAME, HookCommand, HooksConfig, Provider, Role,
+    RoleConfig, Secret, Source, Sourced, key_var_names, price_of,
 };
 use crate::cost::PriceTable;
 use crate::http::Timeouts;
@@ -90,7 +90,9 @@ pub(super) fn load(
     let mut prices = PriceTable::built_in();
     let mut price_sources = BTreeMap::new();
     let mut retry = RetryPolicy::default();
+    let mut hooks = HooksConfig::default();
     for layer in &layers {
+        add_hooks(&mut hooks, layer);
         for (model, entry) in &layer.config.prices {
             prices.set(model.clone(), price_of(entry));
             price_sources.insert(model.clone(), layer.source.clone());
@@ -118,7 +120,26 @@ pub(super) fn load(
         })
         .collect();
 
-    Ok(Config { roles, files, prices, price_sources, retry, keys })
+    Ok(Config { roles, files, prices, price_sources, retry, hooks, keys })
+}
+
+/// Appends `layer`'s hooks (see [`HooksConfig`] for why they add up rather than override).
+fn add_hooks(hooks: &mut HooksConfig, layer: &Layer) {
+    let table = &layer.config.hooks;
+    let timeout = table.timeout_ms.map_or(HooksConfig::DEFAULT_TIMEOUT, Duration::from_millis);
+    let commands = |list: &[String]| {
+        list.iter()
+            .map(|command| HookCommand {
+                command: command.clone(),
+                timeout,
+                source: layer.source.clone(),
+            })
+            .collect::<Vec<_>>()
+    };
+    hooks.pre_tool_use.extend(commands(&table.pre_tool_use));
+    hooks.post_tool_use.extend(commands(&table.post_tool_use));
+    hooks.step_finished.extend(commands(&table.step_finished));
+    hooks.stop.extend(commands(&table.stop));
 }
 
 /// `$XDG_CONFIG_HOME/pev/pev.toml` (an absolute XDG_CONFIG_HOME only, as the XDG spec says),

@@ -382,3 +382,56 @@ fn the_user_file_falls_back_to_home() {
         [workspace.join("pev.toml").as_path(), Path::new(&expected)]
     );
 }
+
+#[test]
+fn hooks_take_a_string_or_a_list_and_add_up_user_first() {
+    let user = "[hooks]\npre_tool_use = \"./user-guard.sh\"\nstop = [\"u1\", \"u2\"]\n";
+    let workspace = "[hooks]\npre_tool_use = [\"./a.sh\", \"./b.sh --x\"]\npost_tool_use = \
+                     \"echo '{}'\"\ntimeout_ms = 250\n";
+    let setup = Setup::new(Some(workspace), Some(user));
+    let config = setup.ok(&[]);
+    let hooks = config.hooks();
+    let pre: Vec<(&str, u128, &Source)> = hooks
+        .pre_tool_use
+        .iter()
+        .map(|h| (h.command.as_str(), h.timeout.as_millis(), &h.source))
+        .collect();
+    let user_src = Source::User(setup.user_file());
+    let ws_src = Source::Workspace(setup.ws_file());
+    // The user's guard stays, with the default timeout; the workspace's come after, with its own.
+    assert_eq!(
+        pre,
+        [
+            ("./user-guard.sh", 5000, &user_src),
+            ("./a.sh", 250, &ws_src),
+            ("./b.sh --x", 250, &ws_src)
+        ]
+    );
+    let post: Vec<&str> = hooks.post_tool_use.iter().map(|h| h.command.as_str()).collect();
+    assert_eq!(post, ["echo '{}'"]);
+    let stop: Vec<&str> = hooks.stop.iter().map(|h| h.command.as_str()).collect();
+    assert_eq!(stop, ["u1", "u2"]);
+    assert!(hooks.step_finished.is_empty());
+    assert!(!hooks.is_empty());
+    assert!(Setup::new(None, None).ok(&[]).hooks().is_empty());
+}
+
+#[test]
+fn bad_hooks_are_errors_at_their_line() {
+    let cases = [
+        ("[hooks]\npre_tool_use = \"a\"\nbefore_tool = \"b\"\n", 3, "unknown field `before_tool`"),
+        ("[hooks]\nstop = \"  \"\n", 2, "must not be empty"),
+        ("[hooks]\nstop = [\"ok\", \"\"]\n", 2, "must not be empty"),
+        ("[hooks]\nstop = 3\n", 2, "a command line or a list of command lines"),
+        ("[hooks]\nstop = [3]\n", 2, "invalid type"),
+        ("[hooks]\ntimeout_ms = 0\n", 2, "at least 1"),
+        ("[hooks]\ntimeout_ms = \"5s\"\n", 2, "invalid type"),
+    ];
+    for (text, want_line, want) in cases {
+        let setup = Setup::new(Some(text), None);
+        let (path, line, _, message) = parse_error(setup.load(&[]));
+        assert_eq!(path, setup.ws_file(), "{text}");
+        assert_eq!(line, want_line, "{text}: {message}");
+        assert!(message.contains(want), "{text}: {message}");
+    }
+}
