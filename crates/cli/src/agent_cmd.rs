@@ -325,9 +325,24 @@ fn run_loop(
         allow_hosts: policy.policy.allow_hosts.clone(),
     };
     let mut session = Session::open(&req.common, workspace, &db, run_policy, None)?;
+    let run_id = pev_store::new_run_id();
     let options = LoopOptions { gate: req.gate, ..LoopOptions::default() };
-    let executor =
-        Arc::new(LoopExecutor::new(client, model, options, Arc::clone(&session.engine.ctx)));
+    let mut executor = LoopExecutor::new(client, model, options, Arc::clone(&session.engine.ctx));
+    if let Some(hooks) = session.engine.config.hooks.clone()
+        && hooks.has(pev_engine::hooks::HookKind::Stop)
+    {
+        let id = run_id.clone();
+        executor = executor.with_stop_hook(Arc::new(move |answer: String| {
+            let hooks = Arc::clone(&hooks);
+            let id = id.clone();
+            Box::pin(async move {
+                let decision = hooks.stop(&id, &answer).await;
+                (!decision.allowed())
+                    .then(|| decision.reason_or_default(pev_engine::hooks::HookKind::Stop))
+            })
+        }));
+    }
+    let executor = Arc::new(executor);
     let note_state = Arc::clone(&state);
     let usage_state = Arc::clone(&state);
     session.engine.config.models = Some(ModelHooks {
@@ -345,7 +360,6 @@ fn run_loop(
     });
     let plan = loop_plan(&req.goal);
     let store = Store::open(&db).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
-    let run_id = pev_store::new_run_id();
     let _lock = lock_run(&db, &run_id)?;
     store
         .create_run(&NewRun {

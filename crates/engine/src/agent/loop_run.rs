@@ -59,11 +59,37 @@ impl LoopRun<'_> {
         let report = self.executor.report();
         journal_revisions(&journal, &run_id, goal, &report)?;
         judge_loop(goal, &report, &mut result);
+        record_gate(&report, &mut result);
         journal.flush()?;
         let next_seq = Store::open_existing(self.db)?.load_run(&run_id)?.next_seq;
         self.engine.announce(journal.clone(), next_seq, &result).await?;
         journal.close()?;
         Ok(result)
+    }
+}
+
+/// Puts the gate's counts into the loop step's output (`output.gate`), for `pev eval` and
+/// anyone reading the result: how often the model tried to finish early, how many of those the
+/// gate refused, whether it ran out of refusals, and whether a final answer was accepted (the
+/// model's claim of completion, which the run's status may contradict). A loop step without
+/// output (the gate ended it, or the provider failed) gets an object holding only `gate`.
+pub fn record_gate(report: &LoopReport, result: &mut RunResult) {
+    let Some(step) = result.steps.iter_mut().find(|s| s.id == LOOP_STEP) else { return };
+    let gate = serde_json::json!({
+        "refusals": report.refusals,
+        "premature_finalizations": report.premature_finalizations,
+        "gate_exhausted": report.gate_exhausted,
+        "rounds": report.rounds,
+        "plan_tool_calls": report.plan_tool_calls,
+        "multi_step_goal": report.multi_step_goal,
+        "final_answer_accepted": report.final_answer.is_some(),
+        "revisions": report.revisions.len(),
+    });
+    match &mut step.output {
+        Some(serde_json::Value::Object(map)) => {
+            map.insert("gate".to_owned(), gate);
+        }
+        Some(_) | None => step.output = Some(serde_json::json!({ "gate": gate })),
     }
 }
 

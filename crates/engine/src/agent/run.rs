@@ -150,6 +150,29 @@ impl AgentLoop<'_> {
                 break;
             }
         }
+        // The `stop` hook sees the verdict before it is final; blocking it (or failing) keeps the
+        // run from ending as a success.
+        if let Some(hooks) = &self.engine.config.hooks
+            && hooks.has(crate::hooks::HookKind::Stop)
+        {
+            let summary = format!(
+                "{}: {}",
+                crate::status_name(result.status),
+                serde_json::to_string(&result.reasons).unwrap_or_default()
+            );
+            let decision = hooks.stop(&run_id, &summary).await;
+            if !decision.allowed() {
+                let reason = Reason {
+                    code: ReasonCode::JudgeRejected,
+                    step: None,
+                    message: format!(
+                        "the stop hook blocked the finish: {}",
+                        decision.reason_or_default(crate::hooks::HookKind::Stop)
+                    ),
+                };
+                self.annotate(&mut result, Some(reason), String::new())?;
+            }
+        }
         journal.flush()?;
         let next_seq = Store::open_existing(self.db)?.load_run(&run_id)?.next_seq;
         self.engine.announce(journal.clone(), next_seq, &result).await?;

@@ -74,6 +74,26 @@ impl FinalGate {
     }
 }
 
+impl FinalGate {
+    /// A `stop` hook blocked a final answer the plan would have let through: it counts as a
+    /// refusal (so the cap still ends the loop), with the hook's reason as what is missing.
+    pub fn on_stop_blocked(&mut self, reason: &str) -> Decision {
+        self.refusals = self.refusals.saturating_add(1);
+        if self.refusals >= self.max_refusals {
+            return Decision::Exhausted(format!(
+                "the finalization gate refused {} final answers; the last was blocked by the \
+                 stop hook: {reason}",
+                self.refusals
+            ));
+        }
+        Decision::Refuse(format!(
+            "Final answer refused ({} of {}; at {} the run ends unfinished): the stop hook \
+             blocked it: {reason}\nAddress that with the tools, then give your final answer.",
+            self.refusals, self.max_refusals, self.max_refusals
+        ))
+    }
+}
+
 /// What keeps the task from being finished, one line per item; empty when nothing does.
 pub fn missing(plan: Option<&ModelPlan>, multi_step: bool) -> Vec<String> {
     let Some(plan) = plan else {

@@ -169,3 +169,24 @@ fn the_reminder_names_the_rounds_and_shows_the_plan() {
         "[~] 1. s1: Step 1 (in progress)\nPostconditions:\n[✗] p1. Page is green — not verified\n"
     ));
 }
+
+#[test]
+fn a_blocking_stop_hook_is_a_refusal_that_counts_toward_the_cap() {
+    let mut gate = FinalGate::new(true, 2, "Change the site background to dark green");
+    match gate.on_stop_blocked("run the tests first") {
+        Decision::Refuse(message) => {
+            assert!(message.starts_with("Final answer refused (1 of 2;"), "{message}");
+            assert!(message.contains("the stop hook blocked it: run the tests first"), "{message}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    match gate.on_stop_blocked("still no tests") {
+        Decision::Exhausted(message) => {
+            assert!(message.contains("blocked by the stop hook: still no tests"), "{message}");
+        }
+        other => panic!("expected the cap, got {other:?}"),
+    }
+    // With the gate off the hook still blocks: a stop hook is never bypassed.
+    let mut off = FinalGate::new(false, 3, "Change the site background to dark green");
+    assert!(matches!(off.on_stop_blocked("no"), Decision::Refuse(_)));
+}

@@ -103,7 +103,11 @@ pub struct LoopExecutor {
     options: LoopOptions,
     ctx: Arc<ToolContext>,
     report: Mutex<LoopReport>,
+    stop_hook: Option<StopHook>,
 }
+
+/// Asked before a final answer is accepted: `Some(reason)` blocks it (the `stop` hook).
+pub type StopHook = Arc<dyn Fn(String) -> crate::BoxFuture<'static, Option<String>> + Send + Sync>;
 
 /// The state of one `execute`, kept out of the mutex so no lock is held across an await.
 struct Run {
@@ -125,7 +129,21 @@ impl LoopExecutor {
         options: LoopOptions,
         ctx: Arc<ToolContext>,
     ) -> Self {
-        Self { client, model, options, ctx, report: Mutex::new(LoopReport::default()) }
+        Self {
+            client,
+            model,
+            options,
+            ctx,
+            report: Mutex::new(LoopReport::default()),
+            stop_hook: None,
+        }
+    }
+
+    /// Runs `hook` before accepting a final answer (also with the gate off: a hook that
+    /// blocks is never bypassed).
+    pub fn with_stop_hook(mut self, hook: StopHook) -> Self {
+        self.stop_hook = Some(hook);
+        self
     }
 
     /// What the last (or current) `execute` did, as of its last round.
@@ -214,7 +232,13 @@ impl LoopExecutor {
             chat.messages.push(Message::assistant(response.content));
 
             if calls.is_empty() {
-                match run.gate.on_final_answer(run.book.plan.as_ref()) {
+                let mut decision = run.gate.on_final_answer(run.book.plan.as_ref());
+                if let (Decision::Accept { .. }, Some(hook)) = (&decision, &self.stop_hook)
+                    && let Some(reason) = hook(text.clone()).await
+                {
+                    decision = run.gate.on_stop_blocked(&reason);
+                }
+                match decision {
                     Decision::Accept { .. } => {
                         outcome.summary.clone_from(&text);
                         run.final_answer = Some(text);
