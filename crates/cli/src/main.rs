@@ -7,6 +7,7 @@
 mod agent_cmd;
 mod approve_tty;
 mod doctor_cmd;
+mod eval_cmd;
 mod explain;
 mod input;
 mod journal_cmd;
@@ -104,6 +105,20 @@ Exit codes:
   1  some role cannot (the reason is shown per role)
   2  a pev.toml cannot be read or parsed (file:line:column), a bad environment variable or
      workspace";
+
+const EVAL_HELP: &str = "\
+Examples:
+  pev eval evals
+  pev eval evals --gate on --json | jq '.totals'
+  pev eval evals --keep          # keep each run's workspace copy (pev show last -w COPY)
+
+A suite is a directory of scenarios: SCENARIO/scenario.toml (goal, mode, expect), its fixture
+SCENARIO/workspace/ and its scripted models (see evals/README.md).
+
+Exit codes:
+  0  every gate-on run ended as expected
+  1  some gate-on run did not, or a run left no result
+  2  a bad suite (the file and field are named)";
 
 const SCHEMA_HELP: &str = "\
 Examples:
@@ -239,6 +254,32 @@ enum Command {
         /// Send each role a one-token request (uses the network and the keys)
         #[arg(long)]
         ping: bool,
+    },
+    /// Run a suite of agent scenarios with the finalization gate on and off, and tabulate them
+    #[command(
+        long_about = "Run a suite of agent scenarios with the finalization gate on and off, and \
+            tabulate them.\n\n\
+            Each scenario (a goal, a fixture workspace, scripted models, the expected outcome) \
+            runs as `pev agent --mode loop --json` on a fresh copy of its fixture, once with the \
+            gate and once without. The table shows whether each outcome was right, whether the \
+            model's claim of completion slipped through, how many premature final answers the \
+            gate caught, and the turns, tokens, cost and wall time; then the totals per gate \
+            setting and the gate's overhead on the honest scenarios.",
+        after_help = EVAL_HELP
+    )]
+    Eval {
+        /// The suite: a directory of scenario directories
+        #[arg(value_name = "SUITE_DIR")]
+        suite: PathBuf,
+        /// Print one JSON document (rows, totals, overhead) instead of the table
+        #[arg(long)]
+        json: bool,
+        /// Which gate settings to run loop-mode scenarios with
+        #[arg(long, value_enum, default_value_t = eval_cmd::GateChoice::Both)]
+        gate: eval_cmd::GateChoice,
+        /// Keep each run's copy of the fixture (with its journal) instead of deleting it
+        #[arg(long)]
+        keep: bool,
     },
 }
 
@@ -495,6 +536,12 @@ fn main() -> ExitCode {
         Command::Schema { kind } => {
             let mut out = BufWriter::new(stdout.lock());
             let code = print_schema(kind, &mut out);
+            finish(code, out.flush())
+        }
+        Command::Eval { suite, json, gate, keep } => {
+            let req = eval_cmd::EvalRequest { suite, json, gate, keep };
+            let mut out = BufWriter::new(stdout.lock());
+            let code = report(eval_cmd::run(&req, &mut out, &mut std::io::stderr()));
             finish(code, out.flush())
         }
         Command::Doctor { workspace, json, ping } => {

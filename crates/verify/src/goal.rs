@@ -16,13 +16,14 @@ use serde_json::Value;
 #[rustfmt::skip]
 const CHANGE_VERBS: &[&str] = &[
     "add", "adjust", "append", "apply", "build", "bump", "change", "commit", "compile", "configure",
-    "convert", "copy", "create", "delete", "deploy", "disable", "downgrade", "drop", "edit",
-    "enable", "erase", "fix", "generate", "implement", "init", "initialise", "initialize", "insert",
-    "install", "make", "merge", "migrate", "modify", "move", "overwrite", "patch", "publish",
-    "purge", "push", "reformat", "refactor", "remove", "rename", "reorganise", "reorganize",
-    "repair", "replace", "reset", "restructure", "revert", "rewrite", "save", "scaffold", "set",
-    "swap", "switch", "touch", "transform", "translate", "truncate", "turn", "tweak", "uninstall",
-    "update", "upgrade", "upload", "wipe", "write",
+    "convert", "copy", "create", "decrease", "delete", "deploy", "disable", "downgrade", "drop",
+    "edit", "enable", "erase", "fix", "generate", "implement", "increase", "init", "initialise",
+    "initialize", "insert", "install", "lower", "make", "merge", "migrate", "modify", "move",
+    "overwrite", "patch", "publish", "purge", "push", "raise", "reduce", "reformat", "refactor",
+    "remove", "rename", "reorganise", "reorganize", "repair", "replace", "reset", "restructure",
+    "revert", "rewrite", "save", "scaffold", "set", "swap", "switch", "touch", "transform",
+    "translate", "truncate", "turn", "tweak", "uninstall", "update", "upgrade", "upload", "wipe",
+    "write",
 ];
 
 /// Irregular forms of the verbs above.

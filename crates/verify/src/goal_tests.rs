@@ -32,6 +32,10 @@ fn goals_that_ask_for_a_change() {
         "Without breaking anything, update the README",
         "List the files but do not change or delete anything",
         "Goal: adds a footer",
+        "Raise the request timeout in config.toml to 30 seconds",
+        "Lower the log level to warn",
+        "Increase the retry count",
+        "Reduce the image sizes",
     ] {
         assert!(goal_asks_for_change(goal), "{goal:?} asks for a change");
     }

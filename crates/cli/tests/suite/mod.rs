@@ -8,6 +8,7 @@ mod agent_resume;
 mod agent_support;
 mod bad_input;
 mod doctor;
+mod eval;
 mod examples;
 mod exit_codes;
 mod explain;

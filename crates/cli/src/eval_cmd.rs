@@ -1,0 +1,360 @@
+//! `pev eval SUITE_DIR`: what the finalization gate buys, measured. Each scenario of the suite
+//! (a goal, a fixture workspace, scripted models or a live provider, the expected outcome; see
+//! `eval_suite`) is run with the gate on and off, each run a `pev agent --json` subprocess of
+//! this very executable on a fresh copy of the fixture, so an eval exercises exactly what a
+//! user runs. The result of each run is read from its `run.finished` event and compared with
+//! the expectation; the table (`eval_report`) shows per run whether the outcome was right,
+//! whether the model's claim of completion slipped through, how many premature final answers
+//! the gate caught, and what the run cost.
+//!
+//! Exit codes: 0 when every gate-on (and pev-mode) run ended as expected and no run failed to
+//! produce a result; 1 otherwise; 2 for a bad suite (nothing is run then).
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use pev_protocol::run::{ReasonCode, RunResult, RunStatus, StepStatus};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::run_cmd::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, Fail};
+use crate::scratch;
+
+#[path = "eval_report.rs"]
+mod report;
+#[path = "eval_suite.rs"]
+pub mod suite;
+
+use suite::{Scenario, ScenarioMode};
+
+/// Which gate settings to run loop-mode scenarios with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GateChoice {
+    On,
+    Off,
+    Both,
+}
+
+impl GateChoice {
+    fn settings(self) -> &'static [bool] {
+        match self {
+            Self::On => &[true],
+            Self::Off => &[false],
+            Self::Both => &[true, false],
+        }
+    }
+}
+
+/// `pev eval SUITE_DIR`.
+#[derive(Debug, Clone)]
+pub struct EvalRequest {
+    pub suite: PathBuf,
+    pub json: bool,
+    pub gate: GateChoice,
+    /// Keep each run's copy of the fixture (its journal shows the run with `pev show`).
+    pub keep: bool,
+}
+
+/// One scenario run with one gate setting.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub scenario: String,
+    pub description: Option<String>,
+    pub mode: &'static str,
+    /// `on`, `off`, or null for a pev-mode scenario.
+    pub gate: Option<&'static str>,
+    pub expected: RunStatus,
+    pub expected_reasons: Vec<ReasonCode>,
+    /// The verified status; null when the run produced no result (see `error`).
+    pub status: Option<RunStatus>,
+    pub reasons: Vec<ReasonCode>,
+    /// The status is the expected one and every expected reason is among the run's.
+    pub correct: bool,
+    /// The model claimed the work was finished: it gave a final answer that was accepted, with
+    /// no step of its plan marked blocked (a model that says what it could not do claims no
+    /// completion). Null in pev mode.
+    pub claimed_done: Option<bool>,
+    /// The model's claim was accepted but the verified status is not `success`: what a harness
+    /// that trusts the model would have reported as a success.
+    pub slipped: bool,
+    /// Final answers given while the model's plan was incomplete (or a plan was owed).
+    pub premature: u32,
+    /// Final answers refused: by the gate, or by a `stop` hook (which can refuse one the plan
+    /// would have let through, so this may exceed `premature`).
+    pub caught: u32,
+    pub gate_exhausted: bool,
+    /// Model calls.
+    pub turns: u64,
+    /// Input and output tokens.
+    pub tokens: u64,
+    pub cost_usd: f64,
+    pub wall_ms: u64,
+    pub run_id: Option<String>,
+    /// The copy of the fixture the run worked in, with `--keep`.
+    pub workspace: Option<String>,
+    /// Why the run produced no result (a crash, a timeout, a bad script).
+    pub error: Option<String>,
+    /// Why the loop step (or, in pev mode, the first failed step) failed, when one did: a
+    /// scripted model that drifted from its script says so here.
+    pub note: Option<String>,
+}
+
+impl Row {
+    /// A gate-on or pev-mode row: one the exit code depends on.
+    pub fn gates(&self) -> bool {
+        self.gate != Some("off")
+    }
+}
+
+pub fn run(req: &EvalRequest, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Fail> {
+    let scenarios = suite::load_suite(&req.suite).map_err(|e| Fail(EXIT_BAD_INPUT, e))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| Fail(EXIT_FAILED, format!("cannot find the pev executable: {e}")))?;
+    let mut rows = Vec::new();
+    for scenario in &scenarios {
+        let settings: &[bool] = match scenario.mode {
+            ScenarioMode::Loop => req.gate.settings(),
+            ScenarioMode::Pev => &[true],
+        };
+        for &gate in settings {
+            let gate = (scenario.mode == ScenarioMode::Loop).then_some(gate);
+            let row = run_one(&exe, scenario, gate, req.keep);
+            let _ = writeln!(
+                err,
+                "pev eval: {} [{}] {} ({} ms){}",
+                row.scenario,
+                row.gate.map_or_else(|| "pev mode".to_owned(), |g| format!("gate {g}")),
+                row.status.map_or("no result", report::status_str),
+                row.wall_ms,
+                if row.correct { "" } else { "  UNEXPECTED" }
+            );
+            rows.push(row);
+        }
+    }
+    let honest: Vec<String> =
+        scenarios.iter().filter(|s| s.honest).map(|s| s.name.clone()).collect();
+    let summary = report::summarize(&req.suite, rows, &honest);
+    let written = if req.json {
+        serde_json::to_string_pretty(&summary)
+            .map_err(std::io::Error::other)
+            .and_then(|text| writeln!(out, "{text}"))
+    } else {
+        report::write_table(&summary, out)
+    };
+    if let Err(e) = written
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        return Err(Fail(EXIT_FAILED, format!("cannot write the report: {e}")));
+    }
+    Ok(if summary.passed { EXIT_OK } else { EXIT_FAILED })
+}
+
+/// What a `pev agent` subprocess left behind.
+struct Finished {
+    stdout: String,
+    stderr: String,
+    code: Option<i32>,
+    timed_out: bool,
+    wall: Duration,
+}
+
+/// Runs `scenario` once on a fresh copy of its fixture and judges the result.
+fn run_one(exe: &Path, scenario: &Scenario, gate: Option<bool>, keep: bool) -> Row {
+    let expect = scenario.expectation(gate);
+    let mut row = Row {
+        scenario: scenario.name.clone(),
+        description: scenario.description.clone(),
+        mode: scenario.mode.as_str(),
+        gate: gate.map(|on| if on { "on" } else { "off" }),
+        expected: expect.status,
+        expected_reasons: expect.reasons.clone(),
+        status: None,
+        reasons: Vec::new(),
+        correct: false,
+        claimed_done: None,
+        slipped: false,
+        premature: 0,
+        caught: 0,
+        gate_exhausted: false,
+        turns: 0,
+        tokens: 0,
+        cost_usd: 0.0,
+        wall_ms: 0,
+        run_id: None,
+        workspace: None,
+        error: None,
+        note: None,
+    };
+    let copy = match scratch::copy_workspace(&scenario.workspace) {
+        Ok(copy) => copy,
+        Err(e) => {
+            row.error = Some(e);
+            return row;
+        }
+    };
+    // The copy sits in a directory of its own: the root of what to remove afterwards, and a
+    // place for an empty user configuration (see `command`).
+    let root = copy.parent().map_or_else(|| copy.clone(), Path::to_path_buf);
+    let finished = command(exe, scenario, gate, &copy, &root).and_then(|cmd| wait(cmd, scenario));
+    if keep {
+        row.workspace = Some(copy.display().to_string());
+    } else {
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    let finished = match finished {
+        Ok(finished) => finished,
+        Err(e) => {
+            row.error = Some(e);
+            return row;
+        }
+    };
+    row.wall_ms = u64::try_from(finished.wall.as_millis()).unwrap_or(u64::MAX);
+    let Some(result) = final_result(&finished.stdout) else {
+        row.error = Some(no_result(&finished, scenario));
+        return row;
+    };
+    judge(&mut row, &result, gate);
+    row
+}
+
+/// `pev agent GOAL --mode M [--no-gate] --workspace COPY --json`, with the scenario's scripts.
+fn command(
+    exe: &Path,
+    scenario: &Scenario,
+    gate: Option<bool>,
+    copy: &Path,
+    root: &Path,
+) -> Result<Child, String> {
+    let mut cmd = Command::new(exe);
+    cmd.arg("agent").arg(&scenario.goal).arg("--mode").arg(scenario.mode.as_str());
+    if gate == Some(false) {
+        cmd.arg("--no-gate");
+    }
+    cmd.arg("--workspace").arg(copy).arg("--json");
+    cmd.current_dir(copy).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    if !scenario.scripts.is_empty() {
+        // A scripted scenario is hermetic: the user's pev.toml and model variables stay out
+        // (they would change the models, prices or hooks the table measures).
+        for role in ["PLANNER", "EXECUTOR", "VERIFIER"] {
+            cmd.env_remove(format!("PEV_{role}_PROVIDER")).env_remove(format!("PEV_{role}_MODEL"));
+        }
+        cmd.env_remove("PEV_PROVIDER").env("XDG_CONFIG_HOME", root.join("config"));
+        for (var, path) in scenario.scripts.env() {
+            cmd.env(var, format!("script:{}", path.display()));
+        }
+    }
+    cmd.spawn().map_err(|e| format!("cannot start {}: {e}", exe.display()))
+}
+
+/// Waits for the run, killing it at the scenario's timeout.
+fn wait(mut child: Child, scenario: &Scenario) -> Result<Finished, String> {
+    let start = Instant::now();
+    let stdout = child.stdout.take().map(drain);
+    let stderr = child.stderr.take().map(drain);
+    let mut timed_out = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if start.elapsed() >= scenario.timeout => {
+                timed_out = true;
+                let _ = child.kill();
+                break child.wait().ok();
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+            Err(e) => return Err(format!("cannot wait for the run: {e}")),
+        }
+    };
+    let wall = start.elapsed();
+    // After a kill, a grandchild (a shell command's) may still hold the pipes open: the
+    // readers are left to finish on their own rather than waited for.
+    let join = |h: Option<std::thread::JoinHandle<String>>| {
+        h.filter(|_| !timed_out).and_then(|h| h.join().ok()).unwrap_or_default()
+    };
+    Ok(Finished {
+        stdout: join(stdout),
+        stderr: join(stderr),
+        code: status.and_then(|s| s.code()),
+        timed_out,
+        wall,
+    })
+}
+
+/// Reads a pipe to its end on a thread of its own, so a full pipe never blocks the child.
+fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+/// The result of the run's `run.finished` event (the last, should there be several).
+fn final_result(stdout: &str) -> Option<RunResult> {
+    stdout.lines().rev().find_map(|line| {
+        let event: Value = serde_json::from_str(line).ok()?;
+        if event.get("event")?.as_str()? != "run.finished" {
+            return None;
+        }
+        serde_json::from_value(event.get("result")?.clone()).ok()
+    })
+}
+
+/// Why a run left no result, for the row.
+fn no_result(finished: &Finished, scenario: &Scenario) -> String {
+    if finished.timed_out {
+        return format!("timed out after {} s", scenario.timeout.as_secs());
+    }
+    let said = finished
+        .stderr
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("nothing on stderr");
+    let code = finished.code.map_or_else(|| "a signal".to_owned(), |c| format!("code {c}"));
+    format!("pev agent ended with {code} and no result: {said}")
+}
+
+/// Fills the row from the run's result.
+fn judge(row: &mut Row, result: &RunResult, gate: Option<bool>) {
+    row.status = Some(result.status);
+    row.reasons = result.reasons.iter().map(|r| r.code).collect();
+    row.correct = result.status == row.expected
+        && row.expected_reasons.iter().all(|code| row.reasons.contains(code));
+    row.turns = result.usage.llm_calls;
+    row.tokens = result.usage.input_tokens.saturating_add(result.usage.output_tokens);
+    row.cost_usd = result.usage.cost_usd;
+    row.run_id = Some(result.run_id.clone());
+    row.note = result
+        .steps
+        .iter()
+        .find(|s| s.status == StepStatus::Failed)
+        .and_then(|s| s.error.as_ref().map(|e| format!("step '{}': {e}", s.id)));
+    if gate.is_none() {
+        return;
+    }
+    // The loop step's output carries the gate's counts (`loop_run::record_gate`).
+    let counts = result
+        .steps
+        .iter()
+        .find(|s| s.id == pev_engine::agent::loop_run::LOOP_STEP)
+        .and_then(|s| s.output.as_ref())
+        .and_then(|o| o.get("gate"));
+    let count = |key: &str| {
+        counts
+            .and_then(|g| g.get(key))
+            .and_then(Value::as_u64)
+            .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
+    };
+    let flag = |key: &str| counts.and_then(|g| g.get(key)).and_then(Value::as_bool);
+    row.premature = count("premature_finalizations");
+    row.caught = count("refusals");
+    row.gate_exhausted = flag("gate_exhausted").unwrap_or(false);
+    let blocked =
+        result.steps.iter().any(|s| s.id.starts_with("plan:") && s.status == StepStatus::Blocked);
+    let claimed = flag("final_answer_accepted").unwrap_or(false) && !blocked;
+    row.claimed_done = Some(claimed);
+    row.slipped = claimed && result.status != RunStatus::Success;
+}

@@ -1,0 +1,3 @@
+NAME = "Foo"
+
+print(f"{NAME} ready")

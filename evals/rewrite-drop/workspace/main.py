@@ -1,0 +1,3 @@
+from lib import compute
+
+print(compute(21))
