@@ -113,6 +113,26 @@ impl PlanBook {
                     missing.join(", ")
                 ));
             }
+            // Postconditions are what "done" means for the goal: a rewrite may add some, never
+            // lose one (dropping the hard step and the check that needed it would be a pass).
+            let lost: Vec<String> = old
+                .postconditions
+                .iter()
+                .filter(|o| {
+                    !args
+                        .postconditions
+                        .iter()
+                        .any(|n| n.description.trim() == o.description.trim())
+                })
+                .map(|o| format!("{} ({})", o.id, o.description))
+                .collect();
+            if !lost.is_empty() {
+                problems.push(format!(
+                    "the new plan leaves out postcondition(s) {} of the current plan: a rewrite \
+                     may add postconditions but must keep every one (same description)",
+                    lost.join(", ")
+                ));
+            }
         }
         if args.objective.trim().is_empty() {
             problems.push("the objective is empty".to_owned());

@@ -138,19 +138,33 @@ async fn a_malformed_assertion_is_a_clear_error_naming_where_it_is() {
 async fn a_rewrite_must_keep_or_drop_every_old_step() {
     let mut f = Fixture::new();
     f.call("plan_create", css_plan()).await.unwrap();
-    let rewrite = json!({"objective": "Easier", "steps": [{"id": "read", "title": "Read"}]});
+    let posts = css_plan()["postconditions"].clone();
+    let rewrite = json!({"objective": "Easier", "steps": [{"id": "read", "title": "Read"}],
+        "postconditions": posts});
     let err = f.call("plan_create", rewrite).await.unwrap_err();
     assert_eq!(
         err,
         "plan_create refused:\n- the new plan leaves out step(s) `patch`, `check` of the current \
          plan: keep each one (same id) or list it in `dropped` with a reason"
     );
+    // Dropping the hard step with a reason is allowed; losing the postcondition it served is not.
+    let rewrite = json!({"objective": "Easier", "steps": [{"id": "read", "title": "Read"}, {"id": "check", "title": "C"}],
+        "dropped": [{"id": "patch", "reason": "too hard"}],
+        "postconditions": [{"description": "Nothing else changed"}]});
+    let err = f.call("plan_create", rewrite).await.unwrap_err();
+    assert_eq!(
+        err,
+        "plan_create refused:\n- the new plan leaves out postcondition(s) p1 (The stylesheet sets \
+         #006400) of the current plan: a rewrite may add postconditions but must keep every one \
+         (same description)"
+    );
     assert_eq!(f.book.revisions.len(), 1);
     assert_eq!(f.book.plan.as_ref().unwrap().objective, "Make the page background dark green");
 
     // A drop without a reason, of an unknown step, or of a kept one, is refused too.
     let rewrite = json!({"objective": "Easier", "steps": [{"id": "read", "title": "Read"}, {"id": "check", "title": "C"}],
-        "dropped": [{"id": "patch", "reason": " "}, {"id": "ghost", "reason": "x"}, {"id": "check", "reason": "y"}]});
+        "dropped": [{"id": "patch", "reason": " "}, {"id": "ghost", "reason": "x"}, {"id": "check", "reason": "y"}],
+        "postconditions": css_plan()["postconditions"].clone()});
     let err = f.call("plan_create", rewrite).await.unwrap_err();
     assert_eq!(
         err,
@@ -172,12 +186,13 @@ async fn a_rewrite_with_reasons_is_recorded_and_done_steps_stay_done() {
     let rewrite = json!({
         "objective": "Green page",
         "steps": [{"id": "read", "title": "Read again"}, {"id": "check", "title": "Check"}, {"title": "New"}],
-        "dropped": [{"id": "patch", "reason": "the theme file sets the colour instead"}]
+        "dropped": [{"id": "patch", "reason": "the theme file sets the colour instead"}],
+        "postconditions": css_plan()["postconditions"].clone()
     });
     let reply = f.call("plan_create", rewrite).await.unwrap();
     assert!(
         reply.starts_with(
-            "Plan rewritten (revision 2): 3 steps, 0 postconditions.\nDropped `patch`: the theme \
+            "Plan rewritten (revision 2): 3 steps, 2 postconditions.\nDropped `patch`: the theme \
              file sets the colour instead\n\n"
         ),
         "{reply}"
@@ -382,13 +397,14 @@ async fn postconditions_are_verified_by_assertions_or_recorded_as_claims() {
     assert_eq!((posts[1].verified, posts[1].verified_by), (true, Some(VerifiedBy::Claim)));
     assert_eq!(posts[1].evidence.as_deref(), Some("git diff is one line"));
 
-    // A rewrite keeps a verified postcondition only when it is unchanged.
+    // A rewrite keeps a verified postcondition only when it is unchanged (here p1's assertions
+    // change, so it must be verified again; p2 is as it was).
     let mut rewrite = css_plan();
-    rewrite["postconditions"][1]["description"] = json!("Nothing else changed at all");
+    rewrite["postconditions"][0]["assertions"][0]["pattern"] = json!("#013220");
     f.call("plan_create", rewrite).await.unwrap();
     let posts = &f.book.plan.as_ref().unwrap().postconditions;
-    assert!(posts[0].verified);
-    assert!(!posts[1].verified);
+    assert!(!posts[0].verified);
+    assert!(posts[1].verified);
 }
 
 #[tokio::test]

@@ -229,7 +229,8 @@ pub fn plan_tool_specs() -> Vec<ToolSpec> {
             "Create the plan for the task, or rewrite it: an objective, ordered steps (each may \
              carry assertions the harness checks when the step is marked done) and \
              postconditions. A rewrite must keep every step of the current plan (same id; done \
-             steps stay done) or list it in `dropped` with a reason.",
+             steps stay done) or list it in `dropped` with a reason, and every postcondition \
+             (same description; new ones may be added).",
             schema_for::<PlanCreateArgs>(),
         ),
         spec(PLAN_SHOW, "Show the current plan and its progress.", schema_for::<PlanShowArgs>()),
