@@ -40,6 +40,10 @@ pub struct AgentRequest {
     pub mode: Mode,
     /// Loop mode: the finalization gate is on.
     pub gate: bool,
+    /// Loop mode: refusals before the gate ends the run.
+    pub max_refusals: u32,
+    /// Loop mode: rounds without a plan update before a reminder.
+    pub reminder_every: u32,
     pub common: Common,
 }
 
@@ -326,7 +330,12 @@ fn run_loop(
     };
     let mut session = Session::open(&req.common, workspace, &db, run_policy, None)?;
     let run_id = pev_store::new_run_id();
-    let options = LoopOptions { gate: req.gate, ..LoopOptions::default() };
+    let options = LoopOptions {
+        gate: req.gate,
+        max_refusals: req.max_refusals,
+        reminder_every: req.reminder_every,
+        ..LoopOptions::default()
+    };
     let mut executor = LoopExecutor::new(client, model, options, Arc::clone(&session.engine.ctx));
     if let Some(hooks) = session.engine.config.hooks.clone()
         && hooks.has(pev_engine::hooks::HookKind::Stop)

@@ -319,6 +319,13 @@ struct AgentArgs {
     /// Loop mode: accept the model's first final answer (to measure what the gate catches)
     #[arg(long)]
     no_gate: bool,
+    /// Loop mode: final answers the gate refuses before it ends the run as partial
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    max_refusals: u32,
+    /// Loop mode: remind the model of its plan after this many rounds without a plan or todo
+    /// update
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    reminder_every: u32,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -507,6 +514,8 @@ fn main() -> ExitCode {
                 max_replans: args.max_replans,
                 mode: args.mode,
                 gate: !args.no_gate,
+                max_refusals: args.max_refusals,
+                reminder_every: args.reminder_every,
                 common: args.common.common(),
             };
             report(agent_cmd::run(&req, &mut std::io::stderr()))
