@@ -24,9 +24,16 @@ impl Default for Timeouts {
     }
 }
 
-/// A client for model APIs: pev's TLS setup, no redirects.
+/// A client for model APIs: pev's TLS setup, no redirects. One client is built per process and
+/// shared (a clone is a handle to the same pool): building one loads the system's CA store, which
+/// three roles would otherwise do three times. Timeouts are applied per request, not per client.
 pub fn client(provider: &str) -> Result<reqwest::Client, ProviderError> {
-    pev_tools::build_client().map_err(|e| ProviderError::Config(format!("{provider}: {e}")))
+    static SHARED: std::sync::OnceLock<Result<reqwest::Client, String>> =
+        std::sync::OnceLock::new();
+    SHARED
+        .get_or_init(pev_tools::build_client)
+        .clone()
+        .map_err(|e| ProviderError::Config(format!("{provider}: {e}")))
 }
 
 /// `retry-after` as seconds (the form model APIs use); an HTTP date is not honoured.
