@@ -38,7 +38,7 @@ struct Log<'a> {
 struct Run<'a> {
     tool: Tool,
     column_kind: &'static str,
-    results: Vec<SarifResult<'a>>,
+    results: Results<'a>,
     properties: RunProperties,
 }
 
@@ -86,6 +86,24 @@ struct Configuration {
 #[derive(Serialize)]
 struct RuleProperties {
     severity: Severity,
+}
+
+/// The results, made one at a time while they are written: tens of thousands of findings must
+/// not be held a second time, as SARIF structs, next to the lint result.
+struct Results<'a> {
+    result: &'a LintResult,
+    uri: Option<&'a str>,
+    locations: &'a Locations,
+}
+
+impl Serialize for Results<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let errors = self.result.errors.iter().map(|f| (f, "error"));
+        let warnings = self.result.warnings.iter().map(|f| (f, "warning"));
+        serializer.collect_seq(
+            errors.chain(warnings).map(|(f, level)| finding(f, level, self.uri, self.locations)),
+        )
+    }
 }
 
 #[derive(Serialize)]
@@ -157,13 +175,7 @@ pub fn write(result: &LintResult, artifact: &Artifact<'_>, out: &mut dyn Write) 
         })
         .collect();
     let uri = artifact.path.map(uri_reference);
-    let results = result
-        .errors
-        .iter()
-        .map(|f| (f, "error"))
-        .chain(result.warnings.iter().map(|f| (f, "warning")))
-        .map(|(f, level)| finding(f, level, uri.as_deref(), artifact.locations))
-        .collect();
+    let results = Results { result, uri: uri.as_deref(), locations: artifact.locations };
     let log = Log {
         schema: SCHEMA,
         version: "2.1.0",

@@ -56,3 +56,31 @@ fn clean_plan_scores_positive_zero() {
     assert!(r.risk_score == 0.0 && r.risk_score.is_sign_positive(), "{}", r.risk_score);
     assert_eq!(serde_json::to_string(&r.risk_score).unwrap(), "0.0");
 }
+
+#[test]
+fn fold_keeps_each_level_in_order_and_drops_codes_turned_off() {
+    let path = std::path::Path::new("p.yaml");
+    let yaml = "severity: {unknown_tool: error, raw_secret: warning, empty_plan: off}\n";
+    let policy =
+        CompiledPolicy::from_parts(CompiledPolicy::parse(yaml, path).unwrap(), path, Vec::new())
+            .unwrap();
+    let at = |code: LintCode, path: &str| Finding::plan(code, path, "m");
+    let findings = vec![
+        at(LintCode::RawSecret, "/w1"),
+        at(LintCode::ToolDeny, "/e1"),
+        at(LintCode::EmptyPlan, "/off"),
+        at(LintCode::UnknownTool, "/e2"),
+        at(LintCode::UnverifiedEffect, "/w2"),
+        at(LintCode::EmptyPlan, "/off"),
+        at(LintCode::ToolDeny, "/e3"),
+    ];
+    let r = fold(findings, &policy, LintOptions::default());
+    let paths = |fs: &[Finding]| fs.iter().map(|f| f.path.clone()).collect::<Vec<_>>();
+    assert_eq!(paths(&r.errors), ["/e1", "/e2", "/e3"]);
+    assert_eq!(paths(&r.warnings), ["/w1", "/w2"]);
+    assert_eq!(r.errors[1].code, LintCode::UnknownTool);
+    assert_eq!(r.warnings[0].code, LintCode::RawSecret);
+    // Distinct codes as reported: tool_deny 0.2 + unknown_tool 0.2 (as an error) + raw_secret
+    // 0.05 (as a warning) + unverified_effect 0.05; the code turned off weighs nothing.
+    assert_eq!(r.risk_score, 0.5);
+}

@@ -119,6 +119,29 @@ fn references_are_indexed_with_pointers() {
 }
 
 #[test]
+fn references_match_index_references_and_step_lists_are_trimmed() {
+    let text = r#"{"goal":"g","steps":[{"id":"a"},{"id":"b","depends_on":["a"],
+        "args":{"q":"${a.result.v}","e":{"K":"{{a.result}}"},"l":["x","${a.result.w}"]},
+        "assertions":[{"type":"file_exists","path":"o.txt"}]}]}"#;
+    // The fast path and, with the `assert` alias, the staged path.
+    for text in
+        [text.to_owned(), text.replace(r#""type":"file_exists""#, r#""assert":"file_exists""#)]
+    {
+        let p = ok(&text);
+        let step = &p.plan.steps[1];
+        let mut again = step.clone();
+        again.index_references();
+        assert_eq!(step.refs, again.refs);
+        let pointers: Vec<_> = step.refs.iter().map(|r| r.pointer.as_str()).collect();
+        assert_eq!(pointers, ["/parameters/q", "/parameters/e/K", "/parameters/l/1"]);
+        // A long plan keeps these for the whole lint: no room for more than they hold.
+        assert_eq!((step.refs.len(), step.refs.capacity()), (3, 3));
+        assert_eq!(step.depends_on.capacity(), 1);
+        assert_eq!(step.assertions.capacity(), 1);
+    }
+}
+
+#[test]
 fn fast_path_agrees_with_the_staged_path() {
     let texts = [
         include_str!("../../../examples/lint/dark-green.json"),

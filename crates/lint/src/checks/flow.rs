@@ -78,6 +78,9 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
         }
     }
 
+    // Messages are written into one buffer and copied out at their exact length: grown in
+    // place, each of tens of thousands of findings would keep up to twice the room it needs.
+    let mut msg = String::with_capacity(256);
     for (j, step) in steps.iter().enumerate() {
         let Some(tool) = step.tool.as_deref() else { continue };
         if !is_sink(step) || step.requires_approval || any_match(&policy.approve_tools, tool) {
@@ -87,13 +90,13 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
             if t == NONE || taint.source[t] == NONE {
                 continue;
             }
-            let mut msg = String::with_capacity(192);
+            msg.clear();
             let _ = write!(msg, "external sink `{tool}` receives {} from ", r.reference);
             taint.describe(t, &mut msg);
             msg.push_str("; send only what is needed through a reviewed step, or require approval");
             let path = format!("/steps/{j}{}", r.pointer);
             let at = (j, step.id.as_str());
-            out.push(Finding::step(LintCode::SensitiveDataExposure, at, path, msg));
+            out.push(Finding::step(LintCode::SensitiveDataExposure, at, path, msg.as_str()));
         }
     }
 }
