@@ -147,9 +147,18 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         workspace = copy;
     }
     let db = store_path(&req.common, &workspace);
-    let store = Store::open(&db).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     let approve_tools = policy.policy.approve_tools.clone();
     let allow_hosts = policy.policy.allow_hosts.clone();
+    // Everything that can refuse the run (a bad pev.toml, an unusable workspace) is checked
+    // before the run is journaled, so a refusal leaves no empty run behind.
+    let session = Session::open(
+        &req.common,
+        &workspace,
+        &db,
+        RunPolicy { approve_tools: approve_tools.clone(), allow_hosts: allow_hosts.clone() },
+        None,
+    )?;
+    let store = Store::open(&db).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     let run_id = pev_store::new_run_id();
     // Locked before the run exists in the journal, so no `resume` can pick it up half-started.
     let _lock = lock_run(&db, &run_id)?;
@@ -171,13 +180,6 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         .map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     drop(store);
     let _ = writeln!(err, "pev: run {run_id} (journal {})", db.display());
-    let session = Session::open(
-        &req.common,
-        &workspace,
-        &db,
-        RunPolicy { approve_tools, allow_hosts },
-        None,
-    )?;
     let journal = session.journal()?;
     let outcome = session.block_on(session.engine.run(RunInput { run_id, plan, journal }));
     session.report(outcome, err)

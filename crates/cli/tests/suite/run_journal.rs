@@ -308,3 +308,18 @@ fn an_unreadable_or_invalid_plan_or_workspace_is_bad_input() {
     assert!(r.stderr.contains("/nonexistent/ws"), "{}", r.stderr);
     assert!(!ws.path().join(".pev").exists());
 }
+
+#[test]
+fn a_bad_pev_toml_refuses_the_run_before_it_is_journaled() {
+    let ws = Ws::new();
+    std::fs::write(ws.path().join("pev.toml"), "[hooks]\npre_tool_use = 3\n").unwrap();
+    let plan = json!({"goal": "Read it", "steps": [
+        {"id": "r", "tool": "file.list", "parameters": {"path": "."}}
+    ]});
+    let out = ws.run(&plan, &[]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("pev.toml"), "{}", out.stderr);
+    // Nothing was journaled: no run to list, resume or show.
+    let runs = run(&mut pev(), &["runs", "--workspace", &ws.arg(), "--json"]);
+    assert!(runs.stdout.trim().is_empty(), "{runs:?}");
+}
