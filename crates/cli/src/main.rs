@@ -15,6 +15,7 @@ mod lint_cmd;
 mod locate;
 mod locate_yaml;
 mod run_cmd;
+mod run_summary;
 mod run_view;
 mod sarif;
 mod scratch;

@@ -19,10 +19,13 @@ use std::time::{Duration, Instant};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use pev_engine::Observer;
 use pev_protocol::event::{Event, EventBody};
-use pev_protocol::run::{FileMutation, ReasonCode, RunResult, RunStatus, StepStatus};
+use pev_protocol::run::StepStatus;
 use serde_json::Value;
 
 use crate::style::{Style, clean, duration, truncate};
+
+pub use crate::run_summary::render_summary;
+pub(crate) use crate::run_summary::{mutation_line, reason_name, status_name};
 
 /// Locks a mutex even if a thread panicked while holding it: a view must keep drawing.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -514,147 +517,6 @@ impl<W: Write + Send> Observer for PlainView<W> {
             // Nowhere left to report to: stop writing, the run goes on and is journaled.
             state.stopped = true;
         }
-    }
-}
-
-/// The summary printed when `pev run` ends: the outcome, why, what ran and changed, and what
-/// to do next. Long lists (warnings, files) are capped; `pev show` has everything.
-pub fn render_summary(result: &RunResult, style: &Style) -> String {
-    let s = style;
-    let mut out = String::new();
-    let id = clean(&result.run_id);
-    let status = status_name(result.status);
-    let _ = writeln!(out, "{} {id}: {}", s.bold("run"), s.status(status));
-    let _ = writeln!(out, "{} {}", s.dim("goal:"), clean(&result.goal));
-    if !result.reasons.is_empty() {
-        let _ = writeln!(out, "{}", s.bold("reasons:"));
-        for r in &result.reasons {
-            let code = reason_name(r.code);
-            let step = r.step.as_deref().map(|st| format!(" [{}]", clean(st))).unwrap_or_default();
-            let code =
-                if result.status == RunStatus::Failed { s.red(code) } else { s.yellow(code) };
-            let _ = writeln!(out, "  {code}{step}: {}", clean(&r.message));
-        }
-    }
-    let count =
-        |want: &[StepStatus]| result.steps.iter().filter(|st| want.contains(&st.status)).count();
-    let done = count(&[StepStatus::Done]);
-    let failed = count(&[StepStatus::Failed]);
-    let skipped = count(&[StepStatus::Skipped]);
-    let not_run = count(&[StepStatus::Pending, StepStatus::InProgress, StepStatus::Blocked]);
-    let mut parts = vec![s.green(&format!("{done} done"))];
-    if failed > 0 {
-        parts.push(s.red(&format!("{failed} failed")));
-    }
-    if skipped > 0 {
-        parts.push(format!("{skipped} skipped"));
-    }
-    if not_run > 0 {
-        parts.push(s.yellow(&format!("{not_run} not run")));
-    }
-    let total = result.steps.len();
-    let _ = writeln!(out, "{} {} (of {total})", s.dim("steps:"), parts.join(", "));
-    let assertions = result.steps.iter().flat_map(|st| &st.assertions);
-    let (passed, failed): (Vec<_>, Vec<_>) = assertions.partition(|a| a.passed);
-    if !passed.is_empty() || !failed.is_empty() {
-        let failed = if failed.is_empty() {
-            "0 failed".to_owned()
-        } else {
-            s.red(&format!("{} failed", failed.len()))
-        };
-        let _ = writeln!(out, "{} {} passed, {failed}", s.dim("assertions:"), passed.len());
-    }
-    if !result.postconditions.is_empty() {
-        let ok = result.postconditions.iter().filter(|p| p.satisfied).count();
-        let n = result.postconditions.len();
-        let _ = writeln!(out, "{} {ok} of {n} satisfied", s.dim("postconditions:"));
-        for p in &result.postconditions {
-            let mark = if p.satisfied { s.green("✓") } else { s.red("✗") };
-            let desc = truncate(&clean(&p.description), 80).into_owned();
-            let _ = writeln!(out, "  {mark} {desc}: {}", truncate(&clean(&p.evidence), 120));
-        }
-    }
-    if !result.file_mutations.is_empty() {
-        let _ = writeln!(out, "{}", s.dim("files:"));
-        for m in result.file_mutations.iter().take(MAX_LISTED) {
-            let _ = writeln!(out, "  {}", mutation_line(m, s));
-        }
-        more(&mut out, result.file_mutations.len(), s);
-    }
-    if !result.warnings.is_empty() {
-        let _ = writeln!(out, "{}", s.dim("warnings:"));
-        for w in result.warnings.iter().take(MAX_LISTED) {
-            let _ = writeln!(out, "  {}", s.yellow(&format!("! {}", clean(w))));
-        }
-        more(&mut out, result.warnings.len(), s);
-    }
-    let u = &result.usage;
-    let mut usage =
-        format!("{} tool call{}", u.tool_calls, if u.tool_calls == 1 { "" } else { "s" });
-    if u.llm_calls > 0 {
-        let _ = write!(
-            usage,
-            ", {} model calls ({} in / {} out tokens, ${:.4})",
-            u.llm_calls, u.input_tokens, u.output_tokens, u.cost_usd
-        );
-    }
-    let _ = writeln!(out, "{} {usage} in {}", s.dim("usage:"), duration(result.duration_ms));
-    let next = match result.status {
-        RunStatus::AwaitingApproval => format!("pev approve {id} && pev resume {id}"),
-        RunStatus::Success => format!("pev show {id}  (steps, evidence and diffs)"),
-        RunStatus::Partial | RunStatus::Failed => format!("pev show {id}"),
-    };
-    let _ = writeln!(out, "{} {}", s.dim("next:"), s.bold(&next));
-    out
-}
-
-/// How many files or warnings the summary lists before "… N more".
-const MAX_LISTED: usize = 20;
-
-fn more(out: &mut String, n: usize, s: &Style) {
-    if n > MAX_LISTED {
-        let _ = writeln!(out, "  {}", s.dim(&format!("… {} more (pev show)", n - MAX_LISTED)));
-    }
-}
-
-/// `site/style.css  120 → 121 bytes  +1 −1` (or `no-op`).
-pub(crate) fn mutation_line(m: &FileMutation, s: &Style) -> String {
-    let change = if m.no_op {
-        s.yellow("no-op")
-    } else {
-        format!(
-            "{} {}",
-            s.green(&format!("+{}", m.lines_added)),
-            s.red(&format!("−{}", m.lines_removed))
-        )
-    };
-    format!("{}  {} → {} bytes  {change}", clean(&m.path), m.bytes_before, m.bytes_after)
-}
-
-/// The reason code as written in JSON (`assertion_failed`).
-pub(crate) fn reason_name(code: ReasonCode) -> &'static str {
-    match code {
-        ReasonCode::StepFailed => "step_failed",
-        ReasonCode::StepsNotRun => "steps_not_run",
-        ReasonCode::AssertionFailed => "assertion_failed",
-        ReasonCode::PostconditionUnverified => "postcondition_unverified",
-        ReasonCode::NoEffects => "no_effects",
-        ReasonCode::NoOpMutation => "no_op_mutation",
-        ReasonCode::BudgetExhausted => "budget_exhausted",
-        ReasonCode::JudgeRejected => "judge_rejected",
-        ReasonCode::Stagnation => "stagnation",
-        ReasonCode::Cancelled => "cancelled",
-        ReasonCode::ApprovalPending => "approval_pending",
-    }
-}
-
-/// The status as written in JSON (`awaiting_approval`).
-pub(crate) fn status_name(status: RunStatus) -> &'static str {
-    match status {
-        RunStatus::Success => "success",
-        RunStatus::Partial => "partial",
-        RunStatus::Failed => "failed",
-        RunStatus::AwaitingApproval => "awaiting_approval",
     }
 }
 
