@@ -1,0 +1,445 @@
+//! The command line: clap's definitions of every subcommand and option, and the help texts
+//! that teach them. `main.rs` dispatches on what is parsed here.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::{agent_cmd, eval_cmd, run_cmd, style};
+
+pub(crate) const EXIT_CODES: &str = "\
+Exit codes:
+  0  success (run, agent: verified; lint: the plan passes or has only warnings)
+  1  failed (run, agent), or the plan has lint errors
+  2  bad input or usage: a file that cannot be read or parsed, a plan that does not match the
+     schema or has lint errors (run), an unknown option
+  3  partial: some work was done but the evidence is incomplete (run, agent)
+  4  awaiting approval (run, agent): `pev approve RUN`, then `pev resume RUN`
+
+Start here:
+  pev run examples/dark-green/plan.json --workspace examples/dark-green/site --scratch
+  pev show last --workspace <the scratch copy it prints>";
+
+pub(crate) const LINT_HELP: &str = "\
+Examples:
+  pev lint plan.json
+  pev lint examples/lint/refund.yaml --policy examples/lint/policy.yaml
+  cat plan.json | pev lint - --format json
+  pev lint plan.yaml --format sarif > pev.sarif
+  pev lint --explain SQL_INJECTION
+  pev lint --explain all
+
+Exit codes:
+  0  pass, or only warnings
+  1  errors (or the risk score reaches the threshold)
+  2  bad input: unreadable file, invalid JSON or YAML (with line and column), a plan that does
+     not match the schema (reported as SCHEMA_INVALID findings), a bad policy";
+
+pub(crate) const RUN_HELP: &str = "\
+Examples:
+  pev run examples/dark-green/plan.json --workspace examples/dark-green/site --scratch
+  pev run plan.yaml --policy policy.yaml --jobs 8
+  pev run plan.json --json | jq -c 'select(.event == \"step.finished\")'
+  pev run plan.json --yes            # approve every step that needs approval
+  pev run plan.json --cache          # reuse the verified results of unchanged steps
+
+Exit codes:
+  0  success: every step done, every assertion and postcondition verified
+  1  failed: a step failed (or nothing was done), or the journal failed
+  2  bad input: unreadable or invalid plan, lint errors, a step without a tool, bad workspace
+  3  partial: some work was done, but the evidence is incomplete (see the reasons)
+  4  awaiting approval: `pev approve RUN` then `pev resume RUN`";
+
+pub(crate) const AGENT_HELP: &str = "\
+Examples:
+  pev agent \"Change the site background to dark green\" --workspace site --max-usd 0.50
+  pev agent \"Add a CHANGELOG entry for 1.2\" --approve-plan --max-replans 1
+  pev agent \"Fix the failing test\" --json > events.jsonl
+
+Offline: point the roles at scripted models in pev.toml (provider = \"script:FILE\"), see
+examples/agent/. Exit codes are those of `pev run`.";
+
+pub(crate) const RESUME_HELP: &str = "\
+Examples:
+  pev resume 20261121-142233-3fa9c1
+  pev resume last --yes
+  pev resume 2026112 --workspace site      # a unique prefix is enough
+
+Steps the journal shows done are not run again. A write or patch that was under way when the
+run stopped is checked by content hash: applied already (recorded, not applied twice), not
+applied (run now), or changed by someone else (the step fails). Other interrupted calls run
+again. Exit codes are those of `pev run`.";
+
+pub(crate) const DOCTOR_HELP: &str = "\
+Examples:
+  pev doctor
+  pev doctor --workspace site --json
+  pev doctor --ping                  # sends each role a one-token request
+
+Configuration: WORKSPACE/pev.toml, then $XDG_CONFIG_HOME/pev/pev.toml (or
+~/.config/pev/pev.toml), under the environment: PEV_PROVIDER, PEV_<ROLE>_PROVIDER,
+PEV_<ROLE>_MODEL (ROLE: PLANNER, EXECUTOR, VERIFIER), ANTHROPIC_BASE_URL, OPENAI_BASE_URL.
+Keys come from ANTHROPIC_API_KEY, OPENAI_API_KEY or the variable api_key_env names; their
+values are never printed.
+
+Exit codes:
+  0  every role can build its client (and answered, with --ping)
+  1  some role cannot (the reason is shown per role)
+  2  a pev.toml cannot be read or parsed (file:line:column), a bad environment variable or
+     workspace";
+
+pub(crate) const EVAL_HELP: &str = "\
+Examples:
+  pev eval evals
+  pev eval evals --gate on --json | jq '.totals'
+  pev eval evals --keep          # keep each run's workspace copy (pev show last -w COPY)
+
+A suite is a directory of scenarios: SCENARIO/scenario.toml (goal, mode, expect), its fixture
+SCENARIO/workspace/ and its scripted models (see evals/README.md).
+
+Exit codes:
+  0  every gate-on run ended as expected
+  1  some gate-on run did not, or a run left no result
+  2  a bad suite (the file and field are named)";
+
+pub(crate) const SCHEMA_HELP: &str = "\
+Examples:
+  pev schema plan > plan.schema.json
+  pev schema lint | jq '.properties | keys'";
+
+/// pev: a Plan-Execute-Verify harness for LLM agents.
+#[derive(Debug, Parser)]
+#[command(
+    name = "pev",
+    version,
+    about = "pev: a Plan-Execute-Verify harness for LLM agents",
+    long_about = "pev: a Plan-Execute-Verify harness for LLM agents.\n\n\
+        A plan is a goal and a list of steps (JSON or YAML, see `pev schema plan`) that the \
+        harness owns and checks. `pev lint` checks a plan before anything runs. `pev run` runs \
+        a plan's tool steps as a DAG in a sandboxed workspace, verifies each step itself \
+        (assertions, effects, file changes) and reports `success` only with evidence, \
+        journaling everything so `pev show` can explain the verdict and `pev resume` can finish \
+        after a crash. `pev agent` puts models around the same harness: a planner, an executor \
+        with tools, a skeptical judge, budgets that are ceilings, or one model in a loop with \
+        the plan as tools and a finalization gate.",
+    after_help = EXIT_CODES
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Check a plan against a policy without running it
+    #[command(
+        long_about = "Check a plan against a policy without running it.\n\n\
+            Reads PLAN (JSON or YAML; `-` for standard input), runs every check \
+            (`pev lint --explain all` lists them) under the policy (YAML with plan-lint's keys plus pev's, or a bare \
+            .rego file), and prints each finding with its step, its JSON path and line, and a \
+            one-line fix. The status is `error` when any finding is an error or the risk score \
+            (the sum of the weights of the codes found, capped at 1) reaches the threshold; \
+            `warn` when there are only warnings; `pass` otherwise.",
+        after_help = LINT_HELP
+    )]
+    Lint(LintArgs),
+    /// Run a plan: its tool steps as a DAG in the workspace, verified by the harness
+    #[command(
+        long_about = "Run a plan: its tool steps as a DAG in the workspace, verified by the harness.\n\n\
+            The plan is linted first (a plan with lint errors does not run). Steps run when the \
+            steps they depend on (through depends_on or ${id.result...} references) are done, up \
+            to --jobs at a time, each tool confined to the workspace. After each step its \
+            assertions are checked; at the end the postconditions. The outcome is `success` only \
+            with evidence: every step done, every assertion and postcondition verified, and some \
+            effect run when the goal asks for a change. Everything is journaled in \
+            .pev/pev.db in the workspace, so `pev show` can explain the outcome and \
+            `pev resume` can finish a run that was interrupted.",
+        after_help = RUN_HELP
+    )]
+    Run(RunArgs),
+    /// Plan, execute and verify a goal with models: planner, executor and judge
+    #[command(
+        long_about = "Plan, execute and verify a goal with models.\n\n\
+            The planner model writes a plan (linted; lint errors go back to it), the harness runs \
+            it like `pev run`, and steps without a tool are carried out by the executor model \
+            with the built-in tools. Each step is verified by the harness (assertions, effects, \
+            mutations) and, where its criteria are semantic, by a skeptical judge model. A failed \
+            step is retried with specific feedback, then replanned (done steps are kept). The \
+            budget (--max-usd, --max-tokens, --max-turns, --timeout) is a ceiling: a call the \
+            budget cannot pay for is not sent. Models come from pev.toml and the environment \
+            (`pev doctor` shows the role table).",
+        after_help = AGENT_HELP
+    )]
+    Agent(AgentArgs),
+    /// Finish a run that was interrupted or is waiting for approval
+    #[command(after_help = RESUME_HELP)]
+    Resume {
+        /// The run: its id, a unique prefix of it, or `last`
+        #[arg(value_name = "RUN")]
+        run: String,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// List the runs journaled in the workspace, newest first
+    Runs {
+        #[command(flatten)]
+        journal: JournalArgs,
+    },
+    /// Show a run: plan, step states, evidence, assertions, diffs and outcome
+    Show {
+        /// The run: its id, a unique prefix of it, or `last`
+        #[arg(value_name = "RUN")]
+        run: String,
+        /// Output format (`json` prints the run result, `pev schema result`)
+        #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
+        format: ShowFormat,
+        #[command(flatten)]
+        journal: JournalArgs,
+    },
+    /// Approve a step that waits for approval (all waiting steps if STEP is left out)
+    Approve {
+        /// The run: its id, a unique prefix of it, or `last`
+        #[arg(value_name = "RUN")]
+        run: String,
+        /// The step to approve
+        #[arg(value_name = "STEP")]
+        step: Option<String>,
+        #[command(flatten)]
+        journal: JournalArgs,
+    },
+    /// Print the JSON Schema of a plan, a lint result, a policy or a run result
+    #[command(
+        long_about = "Print the JSON Schema of one of pev's documents.\n\n\
+            The schemas are derived from the Rust types pev reads and writes, so they are \
+            exactly what pev accepts (`plan`, `policy`) and produces (`lint`, `result`). Use \
+            them to validate plans written by a model or to generate client types.",
+        after_help = SCHEMA_HELP
+    )]
+    Schema {
+        /// The document whose schema to print
+        #[arg(value_enum)]
+        kind: SchemaArg,
+    },
+    /// Show the model providers, key variables and role table pev would use
+    #[command(
+        long_about = "Show the model providers, key variables and role table pev would use.\n\n\
+            Lists the pev.toml files found, which key variables are set (never their values), \
+            the providers in use, and for each role (planner, executor, verifier) its provider, \
+            model, base URL and price per million tokens, with where each value came from. \
+            Then checks that each role's client can be built; --ping also sends each a \
+            one-token request.",
+        after_help = DOCTOR_HELP
+    )]
+    Doctor {
+        /// The workspace directory whose pev.toml to read [default: the current directory]
+        #[arg(long, short = 'w', value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// Print the report as one JSON object
+        #[arg(long)]
+        json: bool,
+        /// Send each role a one-token request (uses the network and the keys)
+        #[arg(long)]
+        ping: bool,
+    },
+    /// Run a suite of agent scenarios with the finalization gate on and off, and tabulate them
+    #[command(
+        long_about = "Run a suite of agent scenarios with the finalization gate on and off, and \
+            tabulate them.\n\n\
+            Each scenario (a goal, a fixture workspace, scripted models, the expected outcome) \
+            runs as `pev agent --mode loop --json` on a fresh copy of its fixture, once with the \
+            gate and once without. The table shows whether each outcome was right, whether the \
+            model's claim of completion slipped through, how many premature final answers the \
+            gate caught, and the turns, tokens, cost and wall time; then the totals per gate \
+            setting and the gate's overhead on the honest scenarios.",
+        after_help = EVAL_HELP
+    )]
+    Eval {
+        /// The suite: a directory of scenario directories
+        #[arg(value_name = "SUITE_DIR")]
+        suite: PathBuf,
+        /// Print one JSON document (rows, totals, overhead) instead of the table
+        #[arg(long)]
+        json: bool,
+        /// Which gate settings to run loop-mode scenarios with
+        #[arg(long, value_enum, default_value_t = eval_cmd::GateChoice::Both)]
+        gate: eval_cmd::GateChoice,
+        /// Keep each run's copy of the fixture (with its journal) instead of deleting it
+        #[arg(long)]
+        keep: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct AgentArgs {
+    /// What to achieve, in words
+    #[arg(value_name = "GOAL")]
+    pub(crate) goal: String,
+    /// A policy (as for `pev lint`): the plan must pass it; approve_tools and allow_hosts apply
+    #[arg(long, value_name = "FILE")]
+    pub(crate) policy: Option<PathBuf>,
+    /// Run on a fresh temporary copy of the workspace (printed), leaving the original untouched
+    #[arg(long)]
+    pub(crate) scratch: bool,
+    /// Show the plan and wait for a yes before anything runs
+    #[arg(long)]
+    pub(crate) approve_plan: bool,
+    /// Spend at most this many US dollars on model calls
+    #[arg(long, value_name = "USD")]
+    pub(crate) max_usd: Option<f64>,
+    /// Use at most this many tokens (input + output) over all model calls
+    #[arg(long, value_name = "N")]
+    pub(crate) max_tokens: Option<u64>,
+    /// Make at most this many model calls
+    #[arg(long, value_name = "N")]
+    pub(crate) max_turns: Option<u32>,
+    /// Start no model call after this many seconds
+    #[arg(long, value_name = "SECS")]
+    pub(crate) timeout: Option<u64>,
+    /// How many times the planner may rewrite the rest of the plan after a step fails
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub(crate) max_replans: u32,
+    /// `pev`: planner, executor and judge models around the harness; `loop`: one model in a
+    /// tool loop with the plan as tools and a finalization gate
+    #[arg(long, value_enum, default_value_t = agent_cmd::Mode::Pev)]
+    pub(crate) mode: agent_cmd::Mode,
+    /// Loop mode: accept the model's first final answer (to measure what the gate catches)
+    #[arg(long)]
+    pub(crate) no_gate: bool,
+    /// Loop mode: final answers the gate refuses before it ends the run as partial
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub(crate) max_refusals: u32,
+    /// Loop mode: remind the model of its plan after this many rounds without a plan or todo
+    /// update
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub(crate) reminder_every: u32,
+    #[command(flatten)]
+    pub(crate) common: CommonArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The plan file (JSON or YAML); `-` reads standard input
+    #[arg(value_name = "PLAN")]
+    pub(crate) plan: String,
+    /// A policy (as for `pev lint`); its approve_tools and allow_hosts also apply at run time
+    #[arg(long, value_name = "FILE")]
+    pub(crate) policy: Option<PathBuf>,
+    /// Run on a fresh temporary copy of the workspace (printed), leaving the original untouched
+    #[arg(long)]
+    pub(crate) scratch: bool,
+    #[command(flatten)]
+    pub(crate) common: CommonArgs,
+}
+
+/// Options of `pev run` and `pev resume`.
+#[derive(Debug, Args)]
+pub(crate) struct CommonArgs {
+    /// How many steps may run at once [default: the number of cores]
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub(crate) jobs: Option<u16>,
+    /// Approve every step that needs approval, without asking
+    #[arg(long, short = 'y')]
+    pub(crate) yes: bool,
+    /// Reuse the verified result of a step whose definition, inputs and the workspace files it
+    /// reads are unchanged (entries in WORKSPACE/.pev/cache; exec and network steps and steps
+    /// that need approval always run)
+    #[arg(long)]
+    pub(crate) cache: bool,
+    #[command(flatten)]
+    pub(crate) journal: JournalArgs,
+}
+
+/// Where the journal is, and how to print.
+#[derive(Debug, Args)]
+pub(crate) struct JournalArgs {
+    /// The workspace directory [default: the current directory]
+    #[arg(long, short = 'w', value_name = "DIR")]
+    pub(crate) workspace: Option<PathBuf>,
+    /// The journal file [default: WORKSPACE/.pev/pev.db]
+    #[arg(long, value_name = "FILE")]
+    pub(crate) store: Option<PathBuf>,
+    /// Print JSON: events as JSON lines (run, resume), one object per run (runs), the result (show)
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// When to colour the output
+    #[arg(long, value_enum, default_value_t = style::ColorChoice::Auto, value_name = "WHEN")]
+    pub(crate) color: style::ColorChoice,
+}
+
+impl JournalArgs {
+    pub(crate) fn common(self, jobs: Option<u16>, yes: bool) -> run_cmd::Common {
+        run_cmd::Common {
+            workspace: self.workspace,
+            store: self.store,
+            jobs: jobs.map(usize::from),
+            yes,
+            cache: false,
+            json: self.json,
+            color: self.color,
+        }
+    }
+}
+
+impl CommonArgs {
+    pub(crate) fn common(self) -> run_cmd::Common {
+        let cache = self.cache;
+        run_cmd::Common { cache, ..self.journal.common(self.jobs, self.yes) }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ShowFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LintArgs {
+    /// The plan file (JSON or YAML); `-` reads standard input
+    #[arg(value_name = "PLAN", required_unless_present = "explain")]
+    pub(crate) plan: Option<String>,
+    /// A policy: YAML (allow_tools, bounds, deny_tokens_regex, rego, …) or a .rego file
+    #[arg(long, value_name = "FILE")]
+    pub(crate) policy: Option<PathBuf>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub(crate) format: OutputFormat,
+    /// Fail when the risk score reaches X (0..1); overrides the policy's fail_risk_threshold
+    #[arg(long, value_name = "X", value_parser = parse_fail_risk)]
+    pub(crate) fail_risk: Option<f64>,
+    /// Explain a lint code (level, severity, meaning, fix) and exit; `all` lists every code
+    #[arg(long, value_name = "CODE")]
+    pub(crate) explain: Option<String>,
+}
+
+/// How `pev lint` prints its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum OutputFormat {
+    /// For people: findings with step, path, line and fix
+    Text,
+    /// The lint result (`pev schema lint`), and nothing else
+    Json,
+    /// SARIF 2.1.0, for code-scanning tools
+    Sarif,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SchemaArg {
+    /// A plan (the input of lint, run and agent)
+    Plan,
+    /// The result of `pev lint --format json`
+    Lint,
+    /// A lint policy
+    Policy,
+    /// The result of a run
+    Result,
+}
+
+pub(crate) fn parse_fail_risk(text: &str) -> Result<f64, String> {
+    let value: f64 = text.trim().parse().map_err(|_| format!("`{text}` is not a number"))?;
+    if (0.0..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("{value} is not between 0 and 1"))
+    }
+}
