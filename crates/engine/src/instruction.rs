@@ -14,10 +14,9 @@ use pev_store::StoreError;
 use pev_verify::DiffTag;
 use serde_json::{Value, json};
 
+use crate::approval::ask_approval;
 use crate::instruct::{GateResult, InstructionRequest, Interruption, JudgeRequest, ToolGate};
-use crate::step::{
-    Before, Call, CallEnd, Shared, StepReport, ask_approval, invoke, target_path, watched_paths,
-};
+use crate::step::{Before, Call, CallEnd, Shared, StepReport, invoke, target_path, watched_paths};
 use crate::{BoxFuture, ModelHooks};
 
 /// The longest diff of one file shown to the judge.

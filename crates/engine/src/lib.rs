@@ -20,6 +20,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 pub mod agent;
+mod approval;
 mod cache;
 mod check;
 mod finish;

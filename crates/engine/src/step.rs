@@ -16,18 +16,18 @@ use pev_protocol::run::StepStatus;
 use pev_protocol::tool::Effect;
 use pev_protocol::{Plan, Step};
 use pev_store::{
-    ApprovalRecord, FileHashRecord, HashPhase, Record, StoreError, ToolCallEnd, ToolCallStart,
-    ToolCallStatus,
+    FileHashRecord, HashPhase, Record, StoreError, ToolCallEnd, ToolCallStart, ToolCallStatus,
 };
 use pev_tools::builtin::file_patch::{Edit, apply};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::approval::{approval_reason, ask_approval};
 use crate::recorder::Recorder;
 use crate::recover::Recovery;
 use crate::resolve::resolve_parameters;
 use crate::state::{Slot, StepMutation};
-use crate::{Approval, ApprovalMode, ApprovalRequest, Engine};
+use crate::{Approval, Engine};
 
 /// Files above this size are hashed but not kept for line counts and diffs.
 const MAX_SNAPSHOT_BYTES: usize = 8 * 1024 * 1024;
@@ -381,67 +381,6 @@ async fn drive(
         report.cache.retry_warnings += 1;
     }
     Ok(())
-}
-
-/// Why `step` needs approval, if it does.
-fn approval_reason(shared: &Shared, step: &Step, tool: &str) -> Option<String> {
-    if step.requires_approval {
-        return Some("the step sets requires_approval".to_owned());
-    }
-    shared
-        .approve_globs
-        .iter()
-        .find(|g| g.matches(tool))
-        .map(|g| format!("the policy's approve_tools lists `{}`", g.as_str()))
-}
-
-/// Asks for approval as the run's mode says, journaling the request and a yes.
-pub(crate) async fn ask_approval(
-    shared: &Shared,
-    step: &Step,
-    tool: &str,
-    args: &Value,
-    reason: String,
-) -> Result<Approval, StoreError> {
-    let id = step.id.as_str().to_owned();
-    let (answer, by) = match &shared.engine.config.approval {
-        ApprovalMode::All => (Approval::Yes, "--yes"),
-        ApprovalMode::Defer => {
-            shared
-                .recorder
-                .emit(EventBody::ApprovalRequested { step: id, tool: Some(tool.to_owned()) })?;
-            return Ok(Approval::Defer);
-        }
-        ApprovalMode::Ask(approver) => {
-            shared.recorder.emit(EventBody::ApprovalRequested {
-                step: id.clone(),
-                tool: Some(tool.to_owned()),
-            })?;
-            let request = ApprovalRequest {
-                step: id.clone(),
-                title: step.label().to_owned(),
-                tool: Some(tool.to_owned()),
-                arguments: args.clone(),
-                reason,
-            };
-            let approver = Arc::clone(approver);
-            let _one_at_a_time = shared.approval_lock.lock().await;
-            let answer = tokio::task::spawn_blocking(move || approver.decide(&request))
-                .await
-                .unwrap_or(Approval::Defer);
-            (answer, "tty")
-        }
-    };
-    if answer == Approval::Yes {
-        shared.recorder.record(Record::Approval(ApprovalRecord {
-            run_id: shared.recorder.run_id().to_owned(),
-            step_id: id.clone(),
-            by: by.to_owned(),
-            at: now_rfc3339(),
-        }))?;
-        shared.recorder.emit(EventBody::ApprovalGranted { step: id, by: by.to_owned() })?;
-    }
-    Ok(answer)
 }
 
 /// Makes the call: state before, the durable intent, the tool, the end record.
