@@ -161,7 +161,12 @@ fn render_revisions(
         if out.is_empty() {
             out.push_str(&format!("\n{}\n", style.bold("plan revisions")));
         }
-        let (old_ids, new_ids) = (ids(old), ids(new));
+        let (mut old_ids, new_ids) = (ids(old), ids(new));
+        // In loop mode version 1 is the one-step host plan (`loop`); the model's first
+        // plan_create adds its steps and drops nothing.
+        if old_ids == [pev_engine::agent::loop_run::LOOP_STEP] {
+            old_ids.clear();
+        }
         let dropped: Vec<&str> =
             old_ids.iter().filter(|i| !new_ids.contains(i)).map(String::as_str).collect();
         let added: Vec<&str> =
@@ -190,6 +195,17 @@ mod tests {
     fn revisions_name_what_was_dropped_and_added() {
         let v1 = json!({"steps": [{"id": "a"}, {"id": "b"}]});
         let v2 = json!({"steps": [{"id": "a"}, {"id": "b2"}, {"id": "c"}]});
+        let looped = vec![
+            (1, json!({"steps": [{"id": "loop"}]}), "loop".to_owned(), "t0".to_owned()),
+            (
+                2,
+                json!({"steps": [{"id": "x"}]}),
+                "plan_create #1 by the model".to_owned(),
+                "t1".to_owned(),
+            ),
+        ];
+        let text = render_revisions(&looped, &Style { color: false });
+        assert!(text.contains("added: x\n") && !text.contains("dropped"), "{text}");
         let versions = vec![
             (1, v1, "first".to_owned(), "t1".to_owned()),
             (2, v2, "replan 1: step `b` failed".to_owned(), "t2".to_owned()),
