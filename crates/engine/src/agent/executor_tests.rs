@@ -7,12 +7,12 @@ use std::sync::Arc;
 use pev_protocol::{Assertion, Step, StepId};
 use pev_providers::script::{FailureKind, ScriptTurn, ScriptedClient};
 use pev_providers::{
-    BoxFuture as ProviderFuture, ChatRequest, ChatResponse, ContentBlock, ModelClient,
-    ProviderError, Role, StreamSink, TokenUsage, ToolChoice, ToolSpec,
+    ChatRequest, ContentBlock, ModelClient, Role, TokenUsage, ToolChoice, ToolSpec,
 };
 use serde_json::{Value, json};
 
 use super::*;
+use crate::agent::test_clients::{BROKE_MESSAGE, Broke};
 
 /// A gate that records the calls it receives and answers from a script (then "ok").
 #[derive(Default)]
@@ -35,32 +35,6 @@ impl ToolGate for FakeGate {
             .pop_front()
             .unwrap_or(GateResult { output: Ok(json!("ok")), fatal: false });
         Box::pin(async move { result })
-    }
-}
-
-/// A client whose budget never affords a call.
-struct Broke;
-
-impl ModelClient for Broke {
-    fn provider(&self) -> &str {
-        "broke"
-    }
-
-    fn chat<'a>(
-        &'a self,
-        _request: &'a ChatRequest,
-    ) -> ProviderFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(async {
-            Err(ProviderError::BudgetExhausted("needs up to $0.20, $0.05 left".into()))
-        })
-    }
-
-    fn chat_stream<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-        _sink: StreamSink<'a>,
-    ) -> ProviderFuture<'a, Result<ChatResponse, ProviderError>> {
-        self.chat(request)
     }
 }
 
@@ -267,10 +241,7 @@ async fn a_provider_error_interrupts_with_its_message() {
 async fn a_refused_budget_is_a_budget_interruption_and_no_call() {
     let mut gate = FakeGate::default();
     let outcome = executor(Arc::new(Broke), 12).execute(&request(), &mut gate).await;
-    assert_eq!(
-        outcome.interrupted,
-        Some(Interruption::Budget("needs up to $0.20, $0.05 left".into()))
-    );
+    assert_eq!(outcome.interrupted, Some(Interruption::Budget(BROKE_MESSAGE.into())));
     assert_eq!((outcome.turns, outcome.model_calls), (0, 0));
     assert!(gate.calls.is_empty());
 }

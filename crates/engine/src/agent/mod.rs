@@ -11,3 +11,5 @@ pub mod loop_mode;
 pub mod loop_run;
 pub mod planner;
 pub mod run;
+#[cfg(test)]
+mod test_clients;

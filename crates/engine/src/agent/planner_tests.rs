@@ -8,14 +8,12 @@ use std::sync::Arc;
 use pev_lint::CompiledPolicy;
 use pev_protocol::{LintCode, Policy};
 use pev_providers::script::{FailureKind, ScriptTurn, ScriptedClient};
-use pev_providers::{
-    BoxFuture, ChatRequest, ChatResponse, ModelClient, ProviderError, Role, StreamSink, TokenUsage,
-    ToolSpec,
-};
+use pev_providers::{ChatRequest, ProviderError, Role, TokenUsage, ToolSpec};
 use pev_tools::{Registry, Workspace};
 use serde_json::json;
 
 use super::*;
+use crate::agent::test_clients::{BROKE_MESSAGE, Broke};
 
 fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
@@ -322,37 +320,13 @@ fn provider_errors_pass_through_typed() {
     }
 }
 
-/// A client whose budget is always exhausted.
-struct Broke;
-
-impl ModelClient for Broke {
-    fn provider(&self) -> &str {
-        "broke"
-    }
-
-    fn chat<'a>(
-        &'a self,
-        _request: &'a ChatRequest,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(async { Err(ProviderError::BudgetExhausted("needs $0.20, $0.01 left".into())) })
-    }
-
-    fn chat_stream<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-        _sink: StreamSink<'a>,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        self.chat(request)
-    }
-}
-
 #[test]
 fn an_exhausted_budget_is_its_own_error() {
     let planner = Planner::new(Arc::new(Broke), "m".into(), PlannerOptions::default());
     let (summary, tools, policy) = (workspace(), tools(), CompiledPolicy::default());
     let ctx = PlanContext { goal: GOAL, workspace: &summary, tools: &tools, policy: &policy };
     match block_on(planner.plan(&ctx)) {
-        Err(PlanError::Budget(message)) => assert_eq!(message, "needs $0.20, $0.01 left"),
+        Err(PlanError::Budget(message)) => assert_eq!(message, BROKE_MESSAGE),
         other => panic!("expected Budget, got {other:?}"),
     }
 }

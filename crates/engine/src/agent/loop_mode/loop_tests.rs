@@ -7,12 +7,13 @@ use std::path::PathBuf;
 
 use pev_protocol::{Step, StepId};
 use pev_providers::script::{FailureKind, ScriptTurn, ScriptedClient};
-use pev_providers::{BoxFuture as ProviderFuture, ChatResponse, StreamSink, TokenUsage, ToolSpec};
+use pev_providers::{TokenUsage, ToolSpec};
 use pev_tools::Workspace;
 use serde_json::json;
 use tempfile::TempDir;
 
 use super::*;
+use crate::agent::test_clients::{BROKE_MESSAGE, Broke};
 
 /// A gate that records the calls and carries out `file.write` in the workspace; anything else
 /// answers "ok", or the fatal error it was given.
@@ -35,30 +36,6 @@ impl ToolGate for FakeGate {
             GateResult { output: Ok(json!("ok")), fatal: false }
         };
         Box::pin(async move { result })
-    }
-}
-
-/// A client whose budget never affords a call.
-struct Broke;
-
-impl ModelClient for Broke {
-    fn provider(&self) -> &str {
-        "broke"
-    }
-
-    fn chat<'a>(
-        &'a self,
-        _request: &'a ChatRequest,
-    ) -> ProviderFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(async { Err(ProviderError::BudgetExhausted("$0.01 left".into())) })
-    }
-
-    fn chat_stream<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-        _sink: StreamSink<'a>,
-    ) -> ProviderFuture<'a, Result<ChatResponse, ProviderError>> {
-        self.chat(request)
     }
 }
 
@@ -428,7 +405,7 @@ async fn provider_and_budget_errors_interrupt() {
         .executor(Arc::new(Broke), LoopOptions::default())
         .execute(&request(GOAL), &mut f.gate)
         .await;
-    assert_eq!(outcome.interrupted, Some(Interruption::Budget("$0.01 left".into())));
+    assert_eq!(outcome.interrupted, Some(Interruption::Budget(BROKE_MESSAGE.into())));
     assert_eq!(outcome.model_calls, 0);
 
     let client = Arc::new(ScriptedClient::from_turns(
