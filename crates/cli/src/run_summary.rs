@@ -54,6 +54,9 @@ pub fn render_summary(result: &RunResult, style: &Style) -> String {
         };
         let _ = writeln!(out, "{} {} passed, {failed}", s.dim("assertions:"), passed.len());
     }
+    if let Some(line) = final_check_line(result, s) {
+        let _ = writeln!(out, "{} {line}", s.dim("final re-check:"));
+    }
     if !result.postconditions.is_empty() {
         let ok = result.postconditions.iter().filter(|p| p.satisfied).count();
         let n = result.postconditions.len();
@@ -98,6 +101,28 @@ pub fn render_summary(result: &RunResult, style: &Style) -> String {
     out
 }
 
+/// The final re-check in one line: how many assertions ran again at the end, how many no
+/// longer hold, how many could be checked only once. `None` when there was none (a run that
+/// stopped early, a result stored before pev had it).
+pub(crate) fn final_check_line(result: &RunResult, s: &Style) -> Option<String> {
+    let check = result.final_check.as_ref()?;
+    let mut line = format!(
+        "{} assertion{} run again on the final workspace",
+        check.rechecked,
+        if check.rechecked == 1 { "" } else { "s" }
+    );
+    if check.regressed.is_empty() {
+        line.push_str(", all hold");
+    } else {
+        line.push_str(", ");
+        line.push_str(&s.red(&format!("{} no longer hold", check.regressed.len())));
+    }
+    if !check.checked_once.is_empty() {
+        let _ = write!(line, ", {} checked once", check.checked_once.len());
+    }
+    Some(line)
+}
+
 /// How many files or warnings the summary lists before "… N more".
 const MAX_LISTED: usize = 20;
 
@@ -135,6 +160,7 @@ pub(crate) fn reason_name(code: ReasonCode) -> &'static str {
         ReasonCode::Stagnation => "stagnation",
         ReasonCode::Cancelled => "cancelled",
         ReasonCode::ApprovalPending => "approval_pending",
+        ReasonCode::EvidenceRegressed => "evidence_regressed",
     }
 }
 

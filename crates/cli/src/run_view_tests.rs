@@ -360,6 +360,7 @@ fn result(status: RunStatus, reasons: Vec<Reason>, steps: Vec<StepResult>) -> Ru
         warnings: Vec::new(),
         usage: Usage { tool_calls: 3, ..Usage::default() },
         duration_ms: 12,
+        final_check: None,
     }
 }
 

@@ -108,6 +108,37 @@ pub fn render_show(
             let _ = writeln!(out, "      {}", s.dim(&truncate(&clean(&p.evidence), 200)));
         }
     }
+    if let Some(line) = crate::run_summary::final_check_line(result, s) {
+        let _ = writeln!(out, "\n{} {line}", s.bold("final re-check:"));
+        if let Some(check) = &result.final_check {
+            for r in &check.regressed {
+                let by = if r.changed_by.is_empty() {
+                    String::new()
+                } else {
+                    format!("; changed after it by {}", r.changed_by.join(", "))
+                };
+                let _ = writeln!(
+                    out,
+                    "  {} {} {}: then {}; now {}{by}",
+                    s.red("✗"),
+                    clean(&r.of.to_string()),
+                    r.kind,
+                    truncate(&clean(&r.then), 120),
+                    truncate(&clean(&r.now), 120)
+                );
+            }
+            for c in &check.checked_once {
+                let _ = writeln!(
+                    out,
+                    "  {} {} {}: {}",
+                    s.dim("·"),
+                    clean(&c.of.to_string()),
+                    c.kind,
+                    clean(&c.why)
+                );
+            }
+        }
+    }
     if !result.reasons.is_empty() {
         let _ = writeln!(out, "\n{}", s.bold("reasons"));
         for r in &result.reasons {

@@ -109,6 +109,7 @@ fn result() -> RunResult {
         warnings: vec!["check: exit code 2".into()],
         usage: Usage { tool_calls: 3, ..Usage::default() },
         duration_ms: 1300,
+        final_check: None,
     }
 }
 

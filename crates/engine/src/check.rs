@@ -144,6 +144,15 @@ pub(crate) async fn check_output(
         })?;
         results.push(result);
     }
+    // The first attempt's before-hashes are the step's baseline: the final re-check asks whether
+    // the file still differs from what it was before the step touched it.
+    for assertion in &call.step.assertions {
+        if let pev_protocol::Assertion::ContentChanged { path, .. } = assertion
+            && let Some(sha) = before.hashes.get(path)
+        {
+            slot.baseline.entry(path.clone()).or_insert_with(|| sha.clone());
+        }
+    }
     let failed = results.iter().find(|r| !r.passed);
     for r in results.iter().filter(|r| r.passed) {
         slot.evidence.push(format!("{}: {}", r.kind, r.detail));

@@ -1,11 +1,15 @@
-//! The end of a run: postconditions checked against the workspace, the outcome decided by
-//! `pev-verify` (never by the steps themselves), the result journaled and announced.
+//! The end of a run: postconditions checked against the workspace, every done step's evidence
+//! checked again against it (`final_check`), the outcome decided by `pev-verify` (never by the
+//! steps themselves), the result journaled and announced.
 
 use std::collections::HashMap;
 use std::time::Instant;
 
+use pev_protocol::assertion::AssertionResult;
 use pev_protocol::event::{EventBody, now_rfc3339};
-use pev_protocol::run::{FileMutation, RunResult, RunStatus, StepStatus, Usage};
+use pev_protocol::run::{
+    EvidenceOf, FileMutation, FinalCheck, RunResult, RunStatus, StepStatus, Usage,
+};
 use pev_store::Record;
 use pev_verify::{CheckEnv, OutcomeInput};
 
@@ -44,6 +48,13 @@ pub(crate) async fn finish(
         }
         postconditions.push(result);
     }
+
+    let final_check = if state.cancelled || state.slots.iter().any(|s| s.awaiting_approval) {
+        // Stopped early: the run is not success either way, and a person stopped it.
+        None
+    } else {
+        Some(recheck(shared, state, &outputs).await?)
+    };
 
     // Acceptance criteria are for a judge model; tier 1 cannot check them and says so.
     let judged = shared.engine.config.models.as_ref().is_some_and(|m| m.judge.is_some());
@@ -91,6 +102,7 @@ pub(crate) async fn finish(
         cancelled: state.cancelled,
         judge_rejected: &state.judge_rejected,
         budget_exhausted: state.budget_exhausted.as_deref(),
+        regressions: final_check.as_ref().map_or(&[], |c| c.regressed.as_slice()),
     });
     let duration_ms = state
         .prior_duration_ms
@@ -117,6 +129,7 @@ pub(crate) async fn finish(
             }
         },
         duration_ms,
+        final_check,
     };
     if shared.engine.config.final_events {
         shared.recorder.emit(EventBody::VerifyFinished { status, reasons })?;
@@ -132,6 +145,54 @@ pub(crate) async fn finish(
     }
     shared.recorder.flush().await?;
     Ok(result)
+}
+
+/// The final re-check of the done steps' evidence: regressions named with the later calls the
+/// journal holds and journaled as failed assertion checks; what could be checked only once
+/// becomes a warning.
+async fn recheck(
+    shared: &Shared,
+    state: &mut RunState,
+    outputs: &HashMap<String, serde_json::Value>,
+) -> Result<FinalCheck, EngineError> {
+    let mut check = crate::final_check::recheck_steps(shared, state, outputs).await;
+    if !check.regressed.is_empty() {
+        shared.recorder.flush().await?;
+        let record = pev_store::Store::open_existing(shared.recorder.journal().path())?
+            .load_run(shared.recorder.run_id())?;
+        let calls = &record.tool_calls;
+        crate::final_check::name_later_calls(&mut check.regressed, calls, |of| match of {
+            EvidenceOf::Step(id) => crate::final_check::after_last_call_of(calls, id),
+            EvidenceOf::Postcondition(_) => None,
+        });
+    }
+    for r in &check.regressed {
+        let (step, postcondition) = match &r.of {
+            EvidenceOf::Step(id) => (Some(id.clone()), None),
+            EvidenceOf::Postcondition(d) => (None, Some(d.clone())),
+        };
+        shared.recorder.emit(EventBody::AssertionChecked {
+            step,
+            postcondition,
+            result: AssertionResult {
+                kind: r.kind.clone(),
+                passed: false,
+                detail: format!("final re-check: {}", r.now),
+            },
+        })?;
+    }
+    for once in &check.checked_once {
+        let message = format!("{}: {} was checked once: {}", once.of, once.kind, once.why);
+        if !state.warnings.contains(&message) {
+            let step = match &once.of {
+                EvidenceOf::Step(id) => Some(id.clone()),
+                EvidenceOf::Postcondition(_) => None,
+            };
+            shared.recorder.emit(EventBody::Warning { step, message: message.clone() })?;
+            state.warnings.push(message);
+        }
+    }
+    Ok(check)
 }
 
 /// The status as stored and printed.

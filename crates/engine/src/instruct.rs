@@ -73,6 +73,13 @@ pub struct GateResult {
 /// The engine's side of an executor's tool calls.
 pub trait ToolGate: Send {
     fn call<'a>(&'a mut self, tool: &'a str, arguments: Value) -> BoxFuture<'a, GateResult>;
+
+    /// How many tool calls this session has journaled so far: a mark taken when evidence is
+    /// checked, so that a later re-check can name the calls made after it. `None` when the
+    /// gate journals nothing.
+    fn journal_position(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Carries out instruction steps with a model and tools.

@@ -49,6 +49,10 @@ impl ToolGate for StepGate<'_> {
             }
         })
     }
+
+    fn journal_position(&self) -> Option<u64> {
+        Some(self.shared.recorder.calls_started())
+    }
 }
 
 impl StepGate<'_> {

@@ -23,6 +23,7 @@ pub mod agent;
 mod approval;
 mod cache;
 mod check;
+mod final_check;
 mod finish;
 pub mod hooks;
 pub mod instruct;

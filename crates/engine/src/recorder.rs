@@ -2,6 +2,7 @@
 //! shown to the observer, under one lock so that the journal, the `--json` stream and the live
 //! view all see the same order.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pev_protocol::event::{Event, EventBody, now_rfc3339};
@@ -14,6 +15,9 @@ pub(crate) struct Recorder {
     next_seq: Mutex<u64>,
     journal: Journal,
     observer: Arc<dyn Observer>,
+    /// Tool calls journaled in this session (a position in the journal's list of calls, for
+    /// naming the calls made after a piece of evidence was taken).
+    calls_started: AtomicU64,
 }
 
 impl Recorder {
@@ -23,7 +27,28 @@ impl Recorder {
         journal: Journal,
         observer: Arc<dyn Observer>,
     ) -> Self {
-        Self { run_id, next_seq: Mutex::new(next_seq), journal, observer }
+        Self {
+            run_id,
+            next_seq: Mutex::new(next_seq),
+            journal,
+            observer,
+            calls_started: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    /// How many tool calls this session has journaled so far.
+    pub(crate) fn calls_started(&self) -> u64 {
+        self.calls_started.load(Ordering::SeqCst)
+    }
+
+    fn count(&self, record: &Record) {
+        if matches!(record, Record::ToolCallStarted(_)) {
+            self.calls_started.fetch_add(1, Ordering::SeqCst);
+        }
     }
 
     pub(crate) fn run_id(&self) -> &str {
@@ -42,6 +67,7 @@ impl Recorder {
 
     /// Queues a record (not an event).
     pub(crate) fn record(&self, record: Record) -> Result<(), StoreError> {
+        self.count(&record);
         self.journal.record(record)
     }
 
@@ -50,8 +76,10 @@ impl Recorder {
     pub(crate) async fn durable(&self, mut records: Vec<Record>) -> Result<(), StoreError> {
         let Some(last) = records.pop() else { return Ok(()) };
         for record in records {
+            self.count(&record);
             self.journal.record(record)?;
         }
+        self.count(&last);
         let journal = self.journal.clone();
         match tokio::task::spawn_blocking(move || journal.record_durable(last)).await {
             Ok(result) => result,

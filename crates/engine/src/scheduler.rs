@@ -166,6 +166,14 @@ impl Engine {
         for call in &record.tool_calls {
             last_call.insert(call.step_id.as_str(), call);
         }
+        // Each step's baseline for the final re-check: the earliest hash before it of each path.
+        for h in record.file_hashes.iter().filter(|h| h.phase == HashPhase::Before) {
+            if let Some(&i) = index.get(h.step_id.as_str())
+                && let Some(slot) = slots.get_mut(i)
+            {
+                slot.baseline.entry(h.path.clone()).or_insert_with(|| h.sha256.clone());
+            }
+        }
         let mut recoveries = HashMap::new();
         for (i, slot) in slots.iter_mut().enumerate() {
             let id = plan.steps[i].id.as_str();

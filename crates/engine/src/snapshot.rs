@@ -56,6 +56,7 @@ pub fn snapshot(record: &RunRecord) -> RunResult {
         cancelled: false,
         judge_rejected: &[],
         budget_exhausted: None,
+        regressions: &[],
     });
     RunResult {
         run_id: record.run_id.clone(),
@@ -69,5 +70,6 @@ pub fn snapshot(record: &RunRecord) -> RunResult {
         warnings: Vec::new(),
         usage: Usage { tool_calls: record.tool_calls.len() as u64, ..Usage::default() },
         duration_ms: 0,
+        final_check: None,
     }
 }

@@ -1,5 +1,7 @@
 //! What the scheduler knows about each step, and how that is rebuilt from the journal on resume.
 
+use std::collections::HashMap;
+
 use pev_protocol::assertion::AssertionResult;
 use pev_protocol::run::{FileMutation, StepResult, StepStatus};
 use pev_store::StepState;
@@ -24,6 +26,9 @@ pub(crate) struct Slot {
     pub goal_action: bool,
     /// The step failed because a judge model said no with confidence.
     pub judge_rejected: bool,
+    /// Path → sha256 (`None`: absent) before the step first ran, for the paths its
+    /// `content_changed` assertions compare: the final re-check compares against these.
+    pub baseline: HashMap<String, Option<String>>,
 }
 
 impl Default for Slot {
@@ -41,6 +46,7 @@ impl Default for Slot {
             awaiting_approval: false,
             goal_action: false,
             judge_rejected: false,
+            baseline: HashMap::new(),
         }
     }
 }
@@ -65,6 +71,7 @@ impl Slot {
             awaiting_approval: false,
             goal_action: false,
             judge_rejected: false,
+            baseline: HashMap::new(),
         }
     }
 

@@ -71,6 +71,10 @@ pub enum Assertion {
         command: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout_s: Option<f64>,
+        /// `false`: the command must not run twice (it has side effects), so the final
+        /// re-check reports it as checked once instead of running it again. Default `true`.
+        #[serde(default = "yes", skip_serializing_if = "is_yes")]
+        repeatable: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         recovery: Option<String>,
     },
@@ -85,6 +89,10 @@ pub enum Assertion {
         url: String,
         #[serde(default = "default_status")]
         status: u16,
+        /// `false`: the request must not be sent twice (the endpoint has side effects), so the
+        /// final re-check reports it as checked once. Default `true`.
+        #[serde(default = "yes", skip_serializing_if = "is_yes")]
+        repeatable: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         recovery: Option<String>,
     },
@@ -92,6 +100,15 @@ pub enum Assertion {
 
 fn default_status() -> u16 {
     200
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// serde's `skip_serializing_if` passes a reference.
+fn is_yes(value: &bool) -> bool {
+    *value
 }
 
 impl Assertion {
@@ -140,6 +157,18 @@ impl Assertion {
         match self {
             Self::OutputContains { step, .. } | Self::ExitCodeEq { step, .. } => step.as_ref(),
             _ => None,
+        }
+    }
+
+    /// Whether the assertion may be run again (by the final re-check) without effects of its
+    /// own: everything but a `command_succeeds` or `http_status` the plan marks
+    /// `repeatable: false`.
+    pub fn repeatable(&self) -> bool {
+        match self {
+            Self::CommandSucceeds { repeatable, .. } | Self::HttpStatus { repeatable, .. } => {
+                *repeatable
+            }
+            _ => true,
         }
     }
 

@@ -36,6 +36,9 @@ pub enum ReasonCode {
     Stagnation,
     Cancelled,
     ApprovalPending,
+    /// Evidence that held when it was gathered fails against the workspace the run left (an
+    /// addition to CONTRACTS.md §4: a later step or call undid what a step had verified).
+    EvidenceRegressed,
 }
 
 /// One reason, with the step it is about.
@@ -127,4 +130,70 @@ pub struct RunResult {
     pub warnings: Vec<String>,
     pub usage: Usage,
     pub duration_ms: u64,
+    /// The final re-check of the evidence against the workspace as the run left it (an addition
+    /// to CONTRACTS.md §4). Absent in results stored before pev had it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_check: Option<FinalCheck>,
+}
+
+/// What the final re-check found: every assertion of every done step, and every postcondition
+/// that was verified before the end, run again once the run is over. Evidence is point-in-time;
+/// this is what makes `success` a statement about the result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FinalCheck {
+    /// Assertions run again at the end.
+    pub rechecked: u64,
+    /// Assertions that passed when their evidence was gathered and fail now.
+    #[serde(default)]
+    pub regressed: Vec<Regression>,
+    /// Assertions that were not run again (not safely repeatable, or with nothing to compare
+    /// against): their evidence is from when they ran, and only that.
+    #[serde(default)]
+    pub checked_once: Vec<CheckedOnce>,
+}
+
+/// Whose evidence an entry of [`FinalCheck`] is about: a step, or a postcondition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EvidenceOf {
+    Step(String),
+    Postcondition(String),
+}
+
+impl std::fmt::Display for EvidenceOf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Step(id) => write!(f, "step '{id}'"),
+            Self::Postcondition(description) => write!(f, "postcondition \"{description}\""),
+        }
+    }
+}
+
+/// Evidence that no longer holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Regression {
+    pub of: EvidenceOf,
+    /// The assertion's type.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The workspace path the assertion reads, if it reads one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// What the assertion saw when it passed.
+    pub then: String,
+    /// What it sees now.
+    pub now: String,
+    /// Calls the journal holds from after the evidence was gathered that may have undone it
+    /// (`file.write site/style.css (step 'x')`); empty when the journal knows of none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed_by: Vec<String>,
+}
+
+/// An assertion the final re-check did not run again, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CheckedOnce {
+    pub of: EvidenceOf,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub why: String,
 }

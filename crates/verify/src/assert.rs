@@ -119,7 +119,7 @@ fn postcondition_evidence(results: &[AssertionResult]) -> String {
 
 /// The hash taken before the step for `path`: by the path as written, else by the same path
 /// written another way (`./site/a.css` for `site/a.css`). `None` when no hash was taken.
-fn before_hash(env: &CheckEnv<'_>, path: &str) -> Option<Option<String>> {
+pub(crate) fn before_hash(env: &CheckEnv<'_>, path: &str) -> Option<Option<String>> {
     if let Some(hash) = env.before.get(path) {
         return Some(hash.clone());
     }

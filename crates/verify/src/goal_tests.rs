@@ -1,4 +1,5 @@
-//! Tests of the goal word check (both ways) and of which calls count as goal actions.
+//! Tests of the goal word check (both ways, as tables of goals that change and goals that only
+//! read) and of which calls count as goal actions.
 
 use pev_protocol::tool::Effect;
 use serde_json::json;
@@ -30,12 +31,35 @@ fn goals_that_ask_for_a_change() {
         "Deploy: the app",
         "Don't read anything, just write out.txt",
         "Without breaking anything, update the README",
-        "List the files but do not change or delete anything",
         "Goal: adds a footer",
         "Raise the request timeout in config.toml to 30 seconds",
         "Lower the log level to warn",
         "Increase the retry count",
         "Reduce the image sizes",
+        // A read-only lead does not excuse a later request.
+        "Check the tests and fix any that fail",
+        "Find the bug and fix it",
+        "Check whether the port is set and set it to 8080 if not",
+        "Check if the tests pass and then fix them",
+        "List the files, delete the empty ones",
+        "Verify the config and update it if needed",
+        "Read the README to update the docs",
+        "Report the build status and then bump the version",
+        // A negation reaches only its own verbs.
+        "Do not modify the tests; fix the bug instead",
+        "Do not modify the tests, fix the bug",
+        "Don't delete the file, rename it",
+        "List the files that were not updated and update them",
+        "Without changing the API, refactor the parser",
+        "Never commit secrets; remove the API key from config.py",
+        "Add no new dependencies, and fix the bug",
+        "Check if the file exists; if not create it",
+        // Requests phrased as questions, and questions followed by requests.
+        "Can you fix the failing test?",
+        "Which file holds the port? Change it to 8080.",
+        "What is wrong with the build? Fix it.",
+        "If the config is missing, create it",
+        "Please make the tests pass",
     ] {
         assert!(goal_asks_for_change(goal), "{goal:?} asks for a change");
     }
@@ -62,6 +86,34 @@ fn goals_that_only_read() {
         "",
         "   ",
         "Readme reader: list sections",
+        // Negations that cover several verbs, and verbs whose object is nothing.
+        "List the files but do not change or delete anything",
+        "Do not change, move or delete any file; list them",
+        "Do not change, move, or delete anything",
+        "Avoid modifying anything; summarize the README",
+        "Don't touch anything, just list the files",
+        "Make no changes to the files, only list them",
+        "Change nothing; count the lines",
+        "List, but never modify, the config files",
+        "Read the docs without making any edits",
+        // Descriptions inside read-only requests.
+        "Check whether the port is set in config.toml",
+        "Verify that the version was bumped",
+        "Report which files were modified in the last commit",
+        "List the files modified today",
+        "Show the lines changed by the last commit",
+        "Summarize what was changed in the last commit",
+        "Find out whether the cache was reset",
+        "Tell me if anything was deleted",
+        "Explain how to configure the server",
+        "Describe how the build is made",
+        "Read the config and tell me if the port is set",
+        "Audit the repository for files created by the build without altering them",
+        // Questions.
+        "Which files changed yesterday?",
+        "How do I add a user?",
+        "Why did the deploy fail?",
+        "What should I change to fix the flaky test?",
     ] {
         assert!(!goal_asks_for_change(goal), "{goal:?} does not ask for a change");
     }

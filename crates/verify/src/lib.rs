@@ -8,6 +8,8 @@
 //! - [`silent_failures`] scans a tool's output for failures that did not fail the call.
 //! - [`goal_asks_for_change`] and [`is_goal_action`] feed `goal_actions_executed` and the
 //!   `no_effects` reason.
+//! - [`recheck`] runs the evidence of a finished run again against the final workspace and
+//!   reports what no longer holds ([`regression_reason`] words it as a reason).
 //! - [`decide`] is the outcome rule of CONTRACTS.md §4: the status and the reasons for it.
 //!
 //! The verifier never runs a tool with a write effect; `command_succeeds` runs a command the
@@ -24,6 +26,7 @@ mod assert_proc;
 mod goal;
 mod mutation;
 mod outcome;
+mod recheck;
 mod silent;
 mod text;
 
@@ -34,6 +37,7 @@ pub use assert::{check, check_postconditions};
 pub use goal::{goal_asks_for_change, is_goal_action};
 pub use mutation::{DiffLine, DiffTag, diff_lines, mutation};
 pub use outcome::{OutcomeInput, decide};
+pub use recheck::{Claim, recheck, regression_reason};
 pub use silent::silent_failures;
 
 /// What an assertion is checked against.

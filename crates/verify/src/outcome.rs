@@ -11,6 +11,8 @@
 //!   that are not themselves waiting for approval; `skipped` steps are not a reason;
 //! - each postcondition not satisfied, not checked, or "satisfied" without evidence:
 //!   `postcondition_unverified`;
+//! - each piece of evidence that held when it was gathered and fails on the final workspace:
+//!   `evidence_regressed` (see [`crate::recheck`]);
 //! - `no_effects` when the goal asks for a change and no goal action ran;
 //! - each no-op file mutation: `no_op_mutation`;
 //! - each step waiting for approval: `approval_pending`; then `cancelled`.
@@ -24,7 +26,8 @@
 use std::collections::{HashMap, HashSet};
 
 use pev_protocol::run::{
-    FileMutation, PostconditionResult, Reason, ReasonCode, RunStatus, StepResult, StepStatus,
+    FileMutation, PostconditionResult, Reason, ReasonCode, Regression, RunStatus, StepResult,
+    StepStatus,
 };
 use pev_protocol::{OnFail, Plan};
 
@@ -55,6 +58,8 @@ pub struct OutcomeInput<'a> {
     pub judge_rejected: &'a [String],
     /// The run stopped because its budget could not pay for the next model call.
     pub budget_exhausted: Option<&'a str>,
+    /// Evidence that held when it was gathered and fails on the final workspace.
+    pub regressions: &'a [Regression],
 }
 
 /// The status of a run and the reasons it is not `success` (empty exactly for success).
@@ -63,6 +68,7 @@ pub fn decide(input: &OutcomeInput<'_>) -> (RunStatus, Vec<Reason>) {
     step_reasons(input, &mut reasons);
     not_run_reason(input, &mut reasons);
     postcondition_reasons(input, &mut reasons);
+    reasons.extend(input.regressions.iter().map(crate::regression_reason));
     if !input.goal_actions_executed && goal_asks_for_change(&input.plan.goal) {
         reasons.push(Reason {
             code: ReasonCode::NoEffects,

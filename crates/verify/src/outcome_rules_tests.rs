@@ -134,6 +134,7 @@ fn an_empty_plan_is_never_success_for_want_of_evidence() {
         cancelled: false,
         judge_rejected: &[],
         budget_exhausted: None,
+        regressions: &[],
     };
     let (status, reasons) = decide(&input);
     assert_eq!(status, RunStatus::Failed);

@@ -76,6 +76,7 @@ impl Case {
             cancelled: self.cancelled,
             judge_rejected: &[],
             budget_exhausted: None,
+            regressions: &[],
         })
     }
 }

@@ -101,6 +101,18 @@ fn the_shipped_suite_holds_with_the_gate_and_shows_what_slips_without_it() {
         (blocked["status"].as_str(), blocked["slipped"].as_bool()),
         (Some("partial"), Some(false))
     );
+    // Work verified and then undone: the gate has nothing to refuse (the plan is complete), the
+    // final re-check does, with the gate on and off.
+    for gate in ["on", "off"] {
+        let undone = row(&doc, "undo-after-verify", &gate.into());
+        assert_eq!(undone["status"], "partial", "{undone:#}");
+        assert_eq!(undone["claimed_done"], true, "{undone:#}");
+        assert_eq!(undone["slipped"], true, "{undone:#}");
+        assert!(
+            undone["reasons"].as_array().expect("reasons").contains(&"evidence_regressed".into()),
+            "{undone:#}"
+        );
+    }
     // The pev-mode scenario runs once, with no gate.
     assert_eq!(row(&doc, "pev-mode", &Value::Null)["status"], "success");
 

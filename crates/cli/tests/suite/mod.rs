@@ -12,6 +12,7 @@ mod eval;
 mod examples;
 mod exit_codes;
 mod explain;
+mod final_check;
 mod output;
 mod run_approval;
 mod run_assertions;

@@ -4,12 +4,19 @@
 //! steps that are not done, postconditions the harness did not verify, a multi-step goal worked
 //! without a plan, or a gate that had to end the loop are reasons, never a silent pass. Every
 //! `plan_create` is journaled as a plan version, so `pev show` lists what each rewrite dropped.
+//!
+//! Evidence the plan tools accepted along the way is point-in-time: when the loop is over, the
+//! assertions of every done step and every verified postcondition run again against the final
+//! workspace (`final_recheck`), and what no longer holds keeps the run from `success`, naming
+//! the calls made after the evidence was taken.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use pev_protocol::event::now_rfc3339;
-use pev_protocol::run::{Reason, ReasonCode, RunResult, RunStatus, StepResult, StepStatus};
+use pev_protocol::run::{
+    EvidenceOf, FinalCheck, Reason, ReasonCode, RunResult, RunStatus, StepResult, StepStatus,
+};
 use pev_protocol::{Plan, Step, StepId};
 use pev_store::{Journal, Record, Store};
 
@@ -17,6 +24,7 @@ use crate::agent::loop_mode::{
     LoopExecutor, LoopReport, ModelPlan, ModelPostcondition, PlanRevision, StepStatus as StepState,
     VerifiedBy,
 };
+use crate::final_check::name_later_calls;
 use crate::{Engine, EngineError, RunInput};
 
 /// The id of the one engine step that hosts the loop.
@@ -60,12 +68,81 @@ impl LoopRun<'_> {
         journal_revisions(&journal, &run_id, goal, &report)?;
         judge_loop(goal, &report, &mut result);
         record_gate(&report, &mut result);
+        let mut check = final_recheck(&self.engine.ctx, &report).await;
         journal.flush()?;
-        let next_seq = Store::open_existing(self.db)?.load_run(&run_id)?.next_seq;
+        let record = Store::open_existing(self.db)?.load_run(&run_id)?;
+        name_later_calls(&mut check.regressed, &record.tool_calls, |of| {
+            let at = match of {
+                EvidenceOf::Step(id) => report.evidence.step_at.get(id),
+                EvidenceOf::Postcondition(d) => report.evidence.postcondition_at.get(d),
+            };
+            at.and_then(|&n| usize::try_from(n).ok())
+        });
+        apply_final_check(check, &mut result);
+        let next_seq = record.next_seq;
         self.engine.announce(journal.clone(), next_seq, &result).await?;
         journal.close()?;
         Ok(result)
     }
+}
+
+/// Runs the assertions of the model's done steps and harness-verified postconditions again
+/// against the workspace as the loop left it.
+pub async fn final_recheck(ctx: &pev_tools::ToolContext, report: &LoopReport) -> FinalCheck {
+    let Some(plan) = &report.plan else { return FinalCheck::default() };
+    let none = std::collections::HashMap::new();
+    let outputs = std::collections::HashMap::new();
+    let marks = &report.evidence;
+    let steps: Vec<(EvidenceOf, &crate::agent::loop_mode::ModelStep)> = plan
+        .steps
+        .iter()
+        .filter(|s| s.status == StepState::Done && !s.assertions.is_empty())
+        .map(|s| (EvidenceOf::Step(s.id.clone()), s))
+        .collect();
+    let posts: Vec<(EvidenceOf, &ModelPostcondition)> = plan
+        .postconditions
+        .iter()
+        .filter(|p| verified_by_harness(p))
+        .map(|p| (EvidenceOf::Postcondition(p.description.clone()), p))
+        .collect();
+    let env = |step: Option<&'static str>, before| pev_verify::CheckEnv {
+        ctx,
+        step,
+        outputs: &outputs,
+        before,
+    };
+    let claims: Vec<pev_verify::Claim<'_>> = steps
+        .iter()
+        .map(|(of, s)| pev_verify::Claim {
+            of,
+            assertions: &s.assertions,
+            earlier: &[],
+            env: env(None, marks.step_before.get(&s.id).unwrap_or(&none)),
+        })
+        .chain(posts.iter().map(|(of, p)| pev_verify::Claim {
+            of,
+            assertions: &p.assertions,
+            earlier: &[],
+            env: env(None, &marks.first_seen),
+        }))
+        .collect();
+    pev_verify::recheck(&claims).await
+}
+
+/// Adds what the final re-check found to a loop run's result: each regression is a reason, and
+/// a run with one is not `success`.
+pub fn apply_final_check(check: FinalCheck, result: &mut RunResult) {
+    for once in &check.checked_once {
+        result.warnings.push(format!("{}: {} was checked once: {}", once.of, once.kind, once.why));
+    }
+    if !check.regressed.is_empty() {
+        result.reasons.extend(check.regressed.iter().map(pev_verify::regression_reason));
+        if result.status == RunStatus::Success {
+            result.status =
+                if result.goal_actions_executed { RunStatus::Partial } else { RunStatus::Failed };
+        }
+    }
+    result.final_check = Some(check);
 }
 
 /// Puts the gate's counts into the loop step's output (`output.gate`), for `pev eval` and

@@ -47,6 +47,7 @@ fn result() -> RunResult {
         warnings: vec!["w".into()],
         usage: Usage { tool_calls: 3, ..Usage::default() },
         duration_ms: 42,
+        final_check: None,
     }
 }
 

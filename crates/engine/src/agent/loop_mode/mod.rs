@@ -46,6 +46,7 @@ pub use plan_tools::{
 pub use todo::{TodoItem, TodoStatus};
 
 use gate::{Decision, FinalGate, reminder_message};
+pub use plan_state::EvidenceMarks;
 use plan_state::{PlanBook, is_plan_tool};
 use plan_tools::{PLAN_SHOW, plan_tool_specs};
 use todo::{TODO_WRITE, todo_tool_spec};
@@ -94,6 +95,8 @@ pub struct LoopReport {
     pub plan_tool_calls: u32,
     /// Whether the goal was judged multi-step (a plan was owed).
     pub multi_step_goal: bool,
+    /// Where the accepted evidence was taken, for the final re-check.
+    pub evidence: EvidenceMarks,
 }
 
 /// Carries out a whole goal as one model loop with plan tools and the finalization gate.
@@ -165,6 +168,7 @@ impl LoopExecutor {
             rounds: run.rounds,
             plan_tool_calls: run.plan_tool_calls,
             multi_step_goal: run.gate.multi_step(),
+            evidence: run.book.marks(),
         };
         *self.report.lock().unwrap_or_else(PoisonError::into_inner) = report;
     }
@@ -265,6 +269,7 @@ impl LoopExecutor {
                     if name == TODO_WRITE {
                         todo::write(&mut run.todo, input)
                     } else {
+                        run.book.note_position(tools.journal_position());
                         run.book.call(&name, input, &self.ctx).await
                     }
                 } else if workspace.contains(name.as_str()) {

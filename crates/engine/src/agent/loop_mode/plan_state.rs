@@ -51,6 +51,26 @@ pub struct PlanBook {
     first_seen: HashMap<String, Option<String>>,
     /// Step id → path → sha256 when the step first went in progress.
     started: HashMap<String, HashMap<String, Option<String>>>,
+    /// Where the evidence accepted so far was taken, for the final re-check.
+    marks: EvidenceMarks,
+    /// How many tool calls the journal held at the last plan tool call (see `note_position`).
+    position: Option<u64>,
+}
+
+/// What the final re-check needs of the evidence the plan tools accepted: the before-hashes
+/// each step's `content_changed` compared against, and how many tool calls the journal held
+/// when each step was marked done and each postcondition verified (the calls after that mark
+/// are the ones that may have undone it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct EvidenceMarks {
+    /// The baseline of postconditions (and of steps never marked in progress).
+    pub first_seen: HashMap<String, Option<String>>,
+    /// Step id → the before-hashes its assertions were checked against when it was marked done.
+    pub step_before: HashMap<String, HashMap<String, Option<String>>>,
+    /// Step id → journal position when it was marked done.
+    pub step_at: HashMap<String, u64>,
+    /// Postcondition description → journal position when it was verified.
+    pub postcondition_at: HashMap<String, u64>,
 }
 
 /// Whether `name` is one of the tools a [`PlanBook`] answers.
@@ -68,6 +88,17 @@ impl PlanBook {
             POSTCONDITION_VERIFY => self.verify_postcondition(parse(tool, input)?, ctx).await,
             other => Err(format!("{other} is not a plan tool")),
         }
+    }
+
+    /// Records how many tool calls the journal holds now; evidence accepted by the next plan
+    /// tool call is marked with it.
+    pub fn note_position(&mut self, position: Option<u64>) {
+        self.position = position;
+    }
+
+    /// The evidence marks, for the final re-check.
+    pub fn marks(&self) -> EvidenceMarks {
+        EvidenceMarks { first_seen: self.first_seen.clone(), ..self.marks.clone() }
     }
 
     /// The rendered plan, or how to make one.
@@ -348,6 +379,10 @@ impl PlanBook {
                         was.as_str()
                     ));
                 }
+                if let Some(at) = self.position {
+                    self.marks.step_at.insert(id.to_owned(), at);
+                }
+                self.marks.step_before.insert(id.to_owned(), before);
                 format!("Step `{id}` is done.{}", passes(&results))
             }
         };
@@ -416,6 +451,9 @@ impl PlanBook {
             )
         } else {
             post.verified_by = Some(VerifiedBy::Harness);
+            if let Some(at) = self.position {
+                self.marks.postcondition_at.insert(post.description.clone(), at);
+            }
             format!("Postcondition {label} is verified.{}", passes(&results))
         };
         Ok(format!("{reply}\n\n{}", render_plan(plan)))

@@ -70,6 +70,7 @@ fn the_plan_renders_every_status_and_postcondition_state() {
         Assertion::CommandSucceeds {
             command: "cargo test".into(),
             timeout_s: None,
+            repeatable: true,
             recovery: None,
         },
         Assertion::ContentChanged { path: "a".into(), recovery: None },

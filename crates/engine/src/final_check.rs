@@ -1,0 +1,109 @@
+//! The final re-check of a finished run (the rule is `pev_verify::recheck`'s): the claims of
+//! the plan's done steps, run again once every step has settled, and the journal's answer to
+//! "which later call undid this evidence". `finish` uses both for a plan's run; loop mode
+//! (`agent::loop_run`) makes claims of the model's plan and uses the journal half.
+
+use std::collections::HashMap;
+
+use pev_protocol::run::{EvidenceOf, FinalCheck, Regression, StepStatus};
+use pev_protocol::tool::Effect;
+use pev_store::ToolCallRecord;
+use pev_verify::{CheckEnv, Claim};
+use serde_json::Value;
+
+use crate::scheduler::RunState;
+use crate::step::Shared;
+
+/// How many later calls a regression keeps.
+const KEPT_CALLS: usize = 10;
+
+/// Runs the assertions of every done step again against the workspace as it is now.
+pub(crate) async fn recheck_steps(
+    shared: &Shared,
+    state: &RunState,
+    outputs: &HashMap<String, Value>,
+) -> FinalCheck {
+    let plan = &shared.plan;
+    let held: Vec<(EvidenceOf, usize)> = plan
+        .steps
+        .iter()
+        .zip(&state.slots)
+        .enumerate()
+        .filter(|(_, (step, slot))| slot.status == StepStatus::Done && !step.assertions.is_empty())
+        .map(|(i, (step, _))| (EvidenceOf::Step(step.id.as_str().to_owned()), i))
+        .collect();
+    let claims: Vec<Claim<'_>> = held
+        .iter()
+        .filter_map(|(of, i)| {
+            let step = plan.steps.get(*i)?;
+            let slot = state.slots.get(*i)?;
+            Some(Claim {
+                of,
+                assertions: &step.assertions,
+                earlier: &slot.assertions,
+                env: CheckEnv {
+                    ctx: &shared.engine.ctx,
+                    step: Some(step.id.as_str()),
+                    outputs,
+                    before: &slot.baseline,
+                },
+            })
+        })
+        .collect();
+    pev_verify::recheck(&claims).await
+}
+
+/// Fills each regression's `changed_by` from the journal's tool calls (in journal order):
+/// the calls after `mark(of)` (an index into `calls`; `None`: the whole run) that wrote the
+/// assertion's path, or, when none did, the commands that may have; for an assertion that
+/// reads no path, every write and command after the mark.
+pub(crate) fn name_later_calls(
+    regressions: &mut [Regression],
+    calls: &[ToolCallRecord],
+    mark: impl Fn(&EvidenceOf) -> Option<usize>,
+) {
+    for regression in regressions {
+        let later = calls.get(mark(&regression.of).unwrap_or(0)..).unwrap_or_default();
+        let writes = |c: &&ToolCallRecord| {
+            c.effect == Effect::Write
+                && match (&regression.path, &c.path) {
+                    (Some(want), Some(wrote)) => same_path(want, wrote),
+                    (None, _) => true,
+                    (Some(_), None) => false,
+                }
+        };
+        let mut named: Vec<&ToolCallRecord> = later.iter().filter(writes).collect();
+        if named.is_empty() || regression.path.is_none() {
+            named.extend(later.iter().filter(|c| c.effect == Effect::Exec));
+        }
+        regression.changed_by = named.into_iter().take(KEPT_CALLS).map(describe_call).collect();
+    }
+}
+
+/// The index in `calls` just after the last call of `step` (`None`: it made none).
+pub(crate) fn after_last_call_of(calls: &[ToolCallRecord], step: &str) -> Option<usize> {
+    calls.iter().rposition(|c| c.step_id == step).map(|i| i.saturating_add(1))
+}
+
+fn same_path(a: &str, b: &str) -> bool {
+    let norm = |p: &str| p.trim_start_matches("./").trim_end_matches('/').to_owned();
+    norm(a) == norm(b)
+}
+
+/// `file.write site/style.css (step 'undo')`, or a command clipped to a readable length.
+fn describe_call(call: &ToolCallRecord) -> String {
+    let what = match (&call.path, call.arguments.get("command").and_then(Value::as_str)) {
+        (Some(path), _) => format!("{} {path}", call.tool),
+        (None, Some(command)) => {
+            let short: String = command.chars().take(60).collect();
+            let more = if short.len() < command.len() { "…" } else { "" };
+            format!("{} `{short}{more}`", call.tool)
+        }
+        (None, None) => call.tool.clone(),
+    };
+    format!("{what} (step '{}')", call.step_id)
+}
+
+#[cfg(test)]
+#[path = "final_check_tests.rs"]
+mod tests;

@@ -1,0 +1,117 @@
+//! Naming the later calls that may have undone a piece of evidence.
+
+use pev_protocol::run::{EvidenceOf, Regression};
+use pev_protocol::tool::Effect;
+use pev_store::{ToolCallRecord, ToolCallStatus};
+use serde_json::json;
+
+use super::*;
+
+fn call(
+    step: &str,
+    tool: &str,
+    effect: Effect,
+    path: Option<&str>,
+    command: Option<&str>,
+) -> ToolCallRecord {
+    ToolCallRecord {
+        run_id: "r".into(),
+        call_id: format!("{step}#1"),
+        step_id: step.into(),
+        attempt: 1,
+        tool: tool.into(),
+        effect,
+        arguments: command.map_or_else(|| json!({"path": path}), |c| json!({"command": c})),
+        path: path.map(str::to_owned),
+        pre_sha256: None,
+        intended_sha256: None,
+        started_at: "2026-11-23T00:00:00.000Z".into(),
+        status: ToolCallStatus::Finished,
+        output: None,
+        error: None,
+        ended_at: None,
+        duration_ms: None,
+    }
+}
+
+fn regression(step: &str, path: Option<&str>) -> Regression {
+    Regression {
+        of: EvidenceOf::Step(step.into()),
+        kind: if path.is_some() { "file_contains" } else { "command_succeeds" }.into(),
+        path: path.map(str::to_owned),
+        then: "found".into(),
+        now: "not found".into(),
+        changed_by: Vec::new(),
+    }
+}
+
+fn journal() -> Vec<ToolCallRecord> {
+    vec![
+        call("setup", "file.write", Effect::Write, Some("a.css"), None),
+        call("patch", "file.read", Effect::Read, Some("a.css"), None),
+        call("patch", "file.patch", Effect::Write, Some("a.css"), None),
+        call("other", "file.write", Effect::Write, Some("b.css"), None),
+        call("undo", "file.write", Effect::Write, Some("./a.css"), None),
+        call("clean", "shell.exec", Effect::Exec, None, Some("rm -rf build")),
+    ]
+}
+
+fn mark_after_step(calls: &[ToolCallRecord]) -> impl Fn(&EvidenceOf) -> Option<usize> + '_ {
+    move |of| match of {
+        EvidenceOf::Step(id) => after_last_call_of(calls, id),
+        EvidenceOf::Postcondition(_) => None,
+    }
+}
+
+#[test]
+fn a_file_regression_names_the_later_writes_of_that_path_only() {
+    let calls = journal();
+    let mut found = vec![regression("patch", Some("a.css"))];
+    name_later_calls(&mut found, &calls, mark_after_step(&calls));
+    // Not the step's own patch, not setup's earlier write, not b.css, not the command (a write
+    // to the path explains it).
+    assert_eq!(found[0].changed_by, ["file.write ./a.css (step 'undo')"]);
+}
+
+#[test]
+fn with_no_later_write_of_the_path_the_later_commands_are_named() {
+    let calls = journal();
+    let mut found = vec![regression("undo", Some("a.css"))];
+    name_later_calls(&mut found, &calls, mark_after_step(&calls));
+    assert_eq!(found[0].changed_by, ["shell.exec `rm -rf build` (step 'clean')"]);
+}
+
+#[test]
+fn a_regression_without_a_path_names_every_later_write_and_command() {
+    let calls = journal();
+    let mut found = vec![regression("other", None)];
+    name_later_calls(&mut found, &calls, mark_after_step(&calls));
+    assert_eq!(
+        found[0].changed_by,
+        ["file.write ./a.css (step 'undo')", "shell.exec `rm -rf build` (step 'clean')"]
+    );
+}
+
+#[test]
+fn nothing_later_names_nothing_and_an_unknown_mark_looks_at_the_whole_run() {
+    let calls = journal();
+    let mut found = vec![regression("clean", Some("b.css"))];
+    name_later_calls(&mut found, &calls, mark_after_step(&calls));
+    assert!(found[0].changed_by.is_empty(), "{:?}", found[0].changed_by);
+    assert_eq!(after_last_call_of(&calls, "never-ran"), None);
+    let mut found = vec![regression("never-ran", Some("b.css"))];
+    name_later_calls(&mut found, &calls, mark_after_step(&calls));
+    assert_eq!(found[0].changed_by, ["file.write b.css (step 'other')"]);
+}
+
+#[test]
+fn long_commands_are_clipped_and_the_list_is_capped() {
+    let long = "x".repeat(200);
+    let calls: Vec<ToolCallRecord> = (0..15)
+        .map(|i| call(&format!("c{i}"), "shell.exec", Effect::Exec, None, Some(&long)))
+        .collect();
+    let mut found = vec![regression("nobody", None)];
+    name_later_calls(&mut found, &calls, |_| Some(0));
+    assert_eq!(found[0].changed_by.len(), KEPT_CALLS);
+    assert!(found[0].changed_by[0].ends_with("…` (step 'c0')"), "{}", found[0].changed_by[0]);
+}
