@@ -141,7 +141,8 @@ pub fn regression_reason(regression: &Regression) -> Reason {
         code: ReasonCode::EvidenceRegressed,
         step,
         message: format!(
-            "{what} no longer holds: {} passed then ({}) but fails on the final workspace ({}){by}",
+            "{what} no longer holds: {} held when it was checked ({}) but fails on the final \
+             workspace ({}){by}",
             regression.kind,
             clip(&regression.then, CLIP),
             clip(&regression.now, CLIP),

@@ -51,10 +51,16 @@ fn loop_mode_work_verified_then_undone_is_partial_and_names_the_later_patch() {
     let step_reason = regressed.iter().find(|r| r["step"] == "patch").expect("the step's reason");
     let message = step_reason["message"].as_str().unwrap();
     assert!(message.contains("step 'patch''s evidence no longer holds"), "{message}");
-    assert!(message.contains("changed after it by file.patch style.css (step 'loop')"), "{message}");
+    assert!(
+        message.contains("changed after it by file.patch style.css (step 'loop')"),
+        "{message}"
+    );
     let post = regressed.iter().find(|r| r["step"].is_null()).expect("the postcondition's reason");
     assert!(
-        post["message"].as_str().unwrap().starts_with("postcondition \"style.css has the dark green"),
+        post["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("postcondition \"style.css has the dark green"),
         "{post}"
     );
     let check = &result["final_check"];
@@ -68,7 +74,13 @@ fn loop_mode_work_verified_then_undone_is_partial_and_names_the_later_patch() {
     let show = run(&mut pev_clean(), &["show", "last", "--workspace", &ws_arg]);
     assert_eq!(show.code, 0, "{show:?}");
     assert!(show.stdout.contains("4 no longer hold"), "{}", show.stdout);
-    assert!(show.stdout.contains("then found"), "{}", show.stdout);
+    // What the harness saw when the model marked the step done, and what it sees now.
+    assert!(show.stdout.contains("then pattern 'background: #013220;' found"), "{}", show.stdout);
+    assert!(
+        show.stdout.contains("now pattern 'background: #013220;' not found"),
+        "{}",
+        show.stdout
+    );
 }
 
 /// pev mode: a later step of the plan undoes what an earlier step verified.
@@ -96,7 +108,9 @@ fn pev_run_with_a_later_step_undoing_verified_work_is_partial_with_the_reason() 
     assert_eq!(text.code, 3, "{text:?}");
     assert!(text.stdout.contains("evidence_regressed [green]"), "{}", text.stdout);
     assert!(
-        text.stdout.contains("final re-check: 1 assertion run again on the final workspace, 1 no longer hold"),
+        text.stdout.contains(
+            "final re-check: 1 assertion run again on the final workspace, 1 no longer hold"
+        ),
         "{}",
         text.stdout
     );

@@ -116,13 +116,13 @@ pub async fn final_recheck(ctx: &pev_tools::ToolContext, report: &LoopReport) ->
         .map(|(of, s)| pev_verify::Claim {
             of,
             assertions: &s.assertions,
-            earlier: &[],
+            earlier: marks.step_results.get(&s.id).map_or(&[], Vec::as_slice),
             env: env(None, marks.step_before.get(&s.id).unwrap_or(&none)),
         })
         .chain(posts.iter().map(|(of, p)| pev_verify::Claim {
             of,
             assertions: &p.assertions,
-            earlier: &[],
+            earlier: marks.postcondition_results.get(&p.description).map_or(&[], Vec::as_slice),
             env: env(None, &marks.first_seen),
         }))
         .collect();

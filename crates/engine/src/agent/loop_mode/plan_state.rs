@@ -16,6 +16,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
+use pev_protocol::assertion::AssertionResult;
 use pev_tools::ToolContext;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -61,7 +62,7 @@ pub struct PlanBook {
 /// each step's `content_changed` compared against, and how many tool calls the journal held
 /// when each step was marked done and each postcondition verified (the calls after that mark
 /// are the ones that may have undone it).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct EvidenceMarks {
     /// The baseline of postconditions (and of steps never marked in progress).
     pub first_seen: HashMap<String, Option<String>>,
@@ -71,6 +72,10 @@ pub struct EvidenceMarks {
     pub step_at: HashMap<String, u64>,
     /// Postcondition description → journal position when it was verified.
     pub postcondition_at: HashMap<String, u64>,
+    /// Step id → what its assertions showed when it was marked done.
+    pub step_results: HashMap<String, Vec<AssertionResult>>,
+    /// Postcondition description → what its assertions showed when it was verified.
+    pub postcondition_results: HashMap<String, Vec<AssertionResult>>,
 }
 
 /// Whether `name` is one of the tools a [`PlanBook`] answers.
@@ -383,7 +388,9 @@ impl PlanBook {
                     self.marks.step_at.insert(id.to_owned(), at);
                 }
                 self.marks.step_before.insert(id.to_owned(), before);
-                format!("Step `{id}` is done.{}", passes(&results))
+                let reply = format!("Step `{id}` is done.{}", passes(&results));
+                self.marks.step_results.insert(id.to_owned(), results);
+                reply
             }
         };
         let plan = self.plan.as_mut().ok_or_else(|| NO_PLAN.to_owned())?;
@@ -454,6 +461,7 @@ impl PlanBook {
             if let Some(at) = self.position {
                 self.marks.postcondition_at.insert(post.description.clone(), at);
             }
+            self.marks.postcondition_results.insert(post.description.clone(), results.clone());
             format!("Postcondition {label} is verified.{}", passes(&results))
         };
         Ok(format!("{reply}\n\n{}", render_plan(plan)))
