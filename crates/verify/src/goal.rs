@@ -181,7 +181,8 @@ fn sentence_asks_for_change(sentence: &Sentence) -> bool {
         if NEGATIONS.contains(&word.as_str()) && !elliptical {
             negation = Some(i);
         }
-        if command.read_led && WH_WORDS.contains(&word.as_str()) && i > command.verb {
+        // Past the read verb (the words before it are fillers, never wh-words).
+        if command.read_led && WH_WORDS.contains(&word.as_str()) {
             command.asking = true;
         }
         let Some(form) = change_verb(word) else { continue };
@@ -254,14 +255,13 @@ fn noun_use(form: Form, i: usize, verb: usize, previous: Option<&str>) -> bool {
 /// Whether the verb at `i` is joined to the negated verb at `v` by coordinators and commas
 /// only ("not change, move or delete").
 fn coordinated(tokens: &[Token], v: usize, i: usize) -> bool {
-    i > v
-        && tokens.get(v.saturating_add(1)..i).is_some_and(|between| {
-            !between.is_empty()
-                && between.iter().all(|t| match t {
-                    Token::Comma => true,
-                    Token::Word(w) => COORDINATORS.contains(&w.as_str()),
-                })
-        })
+    tokens.get(v.saturating_add(1)..i).is_some_and(|between| {
+        !between.is_empty()
+            && between.iter().all(|t| match t {
+                Token::Comma => true,
+                Token::Word(w) => COORDINATORS.contains(&w.as_str()),
+            })
+    })
 }
 
 /// Whether a change-verb form is used as a participle: an `-ed` or irregular participle, or any
@@ -296,9 +296,6 @@ fn change_verb(word: &str) -> Option<Form> {
 /// Whether `stem` (a word without its suffix) is a change verb: as is, with its final `e` back
 /// ("chang-ing"), or with a doubled final consonant undone ("sett-ing").
 fn is_stem(stem: &str) -> bool {
-    if stem.len() < 2 {
-        return false;
-    }
     if CHANGE_VERBS.contains(&stem) || CHANGE_VERBS.contains(&format!("{stem}e").as_str()) {
         return true;
     }

@@ -92,6 +92,42 @@ fn postcondition_results_are_matched_by_description_when_out_of_order() {
 }
 
 #[test]
+fn one_result_answers_one_postcondition_even_when_two_share_a_description() {
+    // Two postconditions with the same words; the result at the first one's position is about
+    // something else, so the first takes the second's result by description. The second must not
+    // reuse it (by position or by description): it was not checked.
+    let mut c = Case::good();
+    c.plan.postconditions = vec![
+        Postcondition { description: "same".into(), ..Postcondition::default() },
+        Postcondition { description: "same".into(), ..Postcondition::default() },
+    ];
+    c.postconditions = vec![
+        PostconditionResult {
+            description: "other".into(),
+            satisfied: true,
+            evidence: "file_exists: yes".into(),
+        },
+        PostconditionResult {
+            description: "same".into(),
+            satisfied: false,
+            evidence: "it failed".into(),
+        },
+    ];
+    expect(
+        &c,
+        RunStatus::Partial,
+        &[
+            (
+                ReasonCode::PostconditionUnverified,
+                None,
+                "postcondition \"same\" is not satisfied: it failed",
+            ),
+            (ReasonCode::PostconditionUnverified, None, "postcondition \"same\" was not checked"),
+        ],
+    );
+}
+
+#[test]
 fn steps_not_run_names_five_and_counts_the_rest() {
     let mut c = Case::good();
     for (i, status) in [

@@ -127,15 +127,17 @@ pub fn regression_reason(regression: &Regression) -> Reason {
         EvidenceOf::Step(id) => format!("step '{id}''s evidence"),
         EvidenceOf::Postcondition(d) => format!("postcondition \"{}\"", clip(d, CLIP)),
     };
-    let by = match regression.changed_by.split_at_checked(NAMED_CALLS) {
-        _ if regression.changed_by.is_empty() => match &regression.path {
+    let by = match regression.changed_by.as_slice() {
+        [] => match &regression.path {
             Some(path) => format!("; the journal records no later call that wrote {path}"),
             None => String::new(),
         },
-        Some((named, rest)) if !rest.is_empty() => {
-            format!("; changed after it by {} and {} more", named.join(", "), rest.len())
+        calls if calls.len() > NAMED_CALLS => {
+            let named = calls.get(..NAMED_CALLS).unwrap_or(calls);
+            let rest = calls.len().saturating_sub(NAMED_CALLS);
+            format!("; changed after it by {} and {rest} more", named.join(", "))
         }
-        _ => format!("; changed after it by {}", regression.changed_by.join(", ")),
+        calls => format!("; changed after it by {}", calls.join(", ")),
     };
     Reason {
         code: ReasonCode::EvidenceRegressed,

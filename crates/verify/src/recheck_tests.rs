@@ -3,7 +3,7 @@
 
 use pev_protocol::Assertion;
 use pev_protocol::assertion::AssertionResult;
-use pev_protocol::run::{EvidenceOf, ReasonCode};
+use pev_protocol::run::{EvidenceOf, ReasonCode, Regression};
 use serde_json::json;
 
 use super::*;
@@ -164,4 +164,56 @@ async fn a_failing_command_now_is_a_regression_without_a_path() {
     assert!(message.contains("changed after it by shell.exec `rm built` (step 'c0')"), "{message}");
     assert!(message.contains("and 2 more"), "{message}");
     assert!(!message.contains("'c3'"), "{message}");
+}
+
+#[tokio::test]
+async fn content_changed_is_judged_per_claim_against_its_own_baseline() {
+    // Two steps assert the same content_changed with different baselines: the file now differs
+    // from the first's baseline but equals the second's. One result may not serve both.
+    let mut first = Fixture::new();
+    first.write("a.txt", "v0");
+    first.snapshot("a.txt");
+    let mut second = Fixture::new();
+    second.write("a.txt", "v1");
+    second.snapshot("a.txt");
+    // Both claims look at `first`'s workspace, which holds v1 now.
+    first.write("a.txt", "v1");
+    let list = assertions(json!([{"type": "content_changed", "path": "a.txt"}]));
+    let (a, b) = (EvidenceOf::Step("a".into()), EvidenceOf::Step("b".into()));
+    let env_b = CheckEnv { before: &second.before, ..first.env(Some("b")) };
+    let claims = [
+        Claim { of: &a, assertions: &list, earlier: &[], env: first.env(Some("a")) },
+        Claim { of: &b, assertions: &list, earlier: &[], env: env_b },
+    ];
+    let check = recheck(&claims).await;
+    assert_eq!(check.rechecked, 2);
+    let regressed: Vec<&EvidenceOf> = check.regressed.iter().map(|r| &r.of).collect();
+    assert_eq!(regressed, [&b]);
+    // And in the other order.
+    let check = recheck(&[claims[1], claims[0]]).await;
+    let regressed: Vec<&EvidenceOf> = check.regressed.iter().map(|r| &r.of).collect();
+    assert_eq!(regressed, [&b]);
+}
+
+#[test]
+fn a_reason_names_up_to_three_later_calls_and_counts_the_rest() {
+    let mut r = Regression {
+        of: EvidenceOf::Step("s".into()),
+        kind: "file_exists".into(),
+        path: Some("a.txt".into()),
+        then: "file, 1 byte".into(),
+        now: "absent".into(),
+        changed_by: vec!["c1".into(), "c2".into(), "c3".into()],
+    };
+    let message = regression_reason(&r).message;
+    assert!(message.ends_with("; changed after it by c1, c2, c3"), "{message}");
+    r.changed_by.push("c4".into());
+    let message = regression_reason(&r).message;
+    assert!(message.ends_with("; changed after it by c1, c2, c3 and 1 more"), "{message}");
+    r.changed_by.clear();
+    let message = regression_reason(&r).message;
+    assert!(message.ends_with("; the journal records no later call that wrote a.txt"), "{message}");
+    r.path = None;
+    let message = regression_reason(&r).message;
+    assert!(message.ends_with("fails on the final workspace (absent)"), "{message}");
 }

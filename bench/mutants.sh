@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Mutation testing of pev's decision core with cargo-mutants (https://mutants.rs): the code that
+# decides what a run may claim (verify's outcome, re-check, mutation and goal rules; the loop's
+# finalization gate and plan state; the final re-check's journal half; the budget; lint's step
+# graph; provider retries). Each mutant is a plausible bug; a mutant that no test of its own crate
+# notices ("missed") is a test that is owed. The target is zero missed mutants; the last report is
+# in docs/mutants.md.
+#
+# Usage:
+#   bench/mutants.sh                 every decision-core file (about 560 mutants: hours on 2 cores)
+#   bench/mutants.sh FILE...         only these files (paths from the repository root)
+#   bench/mutants.sh --changed BASE  only the mutants in lines of the decision core changed since
+#                                    the git revision BASE (what CI runs when those files change)
+# env: MUTANTS_OUT (default bench/out/mutants), MUTANTS_IN_PLACE=1 to mutate this tree in place
+# (faster: reuses target/; never while someone edits the tree).
+#
+# Each crate's own unit tests (`--lib`) judge its mutants: the decision core is tested where it
+# lives, and the unit tests are what build fast enough to run hundreds of times. Installs
+# cargo-mutants with `cargo install --locked` when it is missing.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+core=(
+  crates/verify/src/outcome.rs
+  crates/verify/src/recheck.rs
+  crates/verify/src/mutation.rs
+  crates/verify/src/goal.rs
+  crates/engine/src/final_check.rs
+  crates/engine/src/agent/loop_mode/gate.rs
+  crates/engine/src/agent/loop_mode/plan_state.rs
+  crates/engine/src/agent/budget.rs
+  crates/lint/src/graph.rs
+  crates/providers/src/retry.rs
+)
+
+command -v cargo-mutants >/dev/null || cargo install --locked cargo-mutants
+
+out="${MUTANTS_OUT:-bench/out/mutants}"
+mkdir -p "$out"
+args=(--no-config --test-workspace=false --baseline skip --timeout 300 -o "$out"
+      --cargo-test-arg=--lib)
+[[ "${MUTANTS_IN_PLACE:-0}" == 1 ]] && args+=(--in-place)
+
+files=()
+if [[ "${1:-}" == "--changed" ]]; then
+  base="${2:?--changed needs a git revision}"
+  diff="$out/changed.diff"
+  git diff "$base" -- "${core[@]}" >"$diff"
+  if [[ ! -s "$diff" ]]; then
+    echo "mutants: no decision-core file changed since $base; nothing to mutate"
+    exit 0
+  fi
+  args+=(--in-diff "$diff")
+  files=("${core[@]}")
+elif [[ $# -gt 0 ]]; then
+  files=("$@")
+else
+  files=("${core[@]}")
+fi
+for f in "${files[@]}"; do args+=(-f "$f"); done
+
+echo "== cargo mutants ${args[*]}"
+status=0
+cargo mutants "${args[@]}" || status=$?
+echo
+for kind in caught missed timeout unviable; do
+  printf '%-9s %s\n' "$kind" "$(wc -l <"$out/mutants.out/$kind.txt" 2>/dev/null || echo 0)"
+done
+if [[ -s "$out/mutants.out/missed.txt" ]]; then
+  echo
+  echo "missed (each is a test owed, or an equivalent mutant to explain in docs/mutants.md):"
+  cat "$out/mutants.out/missed.txt"
+fi
+exit "$status"
