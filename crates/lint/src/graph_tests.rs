@@ -244,3 +244,240 @@ fn merging_chains_use_the_search_and_reuse_its_buffer() {
         assert!(!s.is_transitive_dependency(idx["t10"], idx["t20"]));
     }
 }
+
+/// A plan from `(id, depends_on)` with owned strings.
+fn dep_plan(steps: &[(String, Vec<String>)]) -> Plan {
+    let steps = steps
+        .iter()
+        .map(|(id, deps)| Step {
+            id: StepId::new(id.as_str()),
+            depends_on: deps.iter().map(|d| StepId::new(d.as_str())).collect(),
+            ..Step::default()
+        })
+        .collect();
+    Plan { goal: "g".into(), steps, ..Plan::default() }
+}
+
+/// Asserts that the graph of `p` is acyclic in every answer it gives: no cycle, one component
+/// per step numbered dependencies first, and a topological order that is a permutation with
+/// every step after what it waits for.
+fn assert_acyclic(p: &Plan) {
+    let order: Vec<&str> = p.steps.iter().map(|s| s.id.as_str()).collect();
+    let g = StepGraph::new(p);
+    let n = g.len();
+    let cycles = g.cycles();
+    assert!(cycles.is_empty(), "false cycle(s) {cycles:?} in a DAG listed as {order:?}");
+    let comp = g.components();
+    let mut seen = vec![false; n];
+    for (v, &c) in comp.iter().enumerate() {
+        assert!(c < n, "step {v} got no component (listed as {order:?}): {comp:?}");
+        assert!(!seen[c], "two steps share component {c} in a DAG listed as {order:?}");
+        seen[c] = true;
+        for e in g.edges(v) {
+            assert!(comp[e.to] < c, "{v} -> {} numbered out of order in {order:?}", e.to);
+        }
+    }
+    let topo = g.topological_order().unwrap_or_else(|| panic!("no order for {order:?}"));
+    assert_eq!(topo.len(), n, "{topo:?}");
+    let mut position = vec![usize::MAX; n];
+    for (k, &v) in topo.iter().enumerate() {
+        assert_eq!(position[v], usize::MAX, "step {v} twice in {topo:?}");
+        position[v] = k;
+    }
+    for v in 0..n {
+        for e in g.edges(v) {
+            assert!(position[e.to] < position[v], "{v} before {} in {topo:?}", e.to);
+        }
+    }
+}
+
+/// Every ordering of `0..n` (Heap's algorithm, iterative).
+fn permutations(n: usize) -> Vec<Vec<usize>> {
+    let mut items: Vec<usize> = (0..n).collect();
+    let mut out = vec![items.clone()];
+    let mut c = vec![0usize; n];
+    let mut i = 1;
+    while i < n {
+        if c[i] < i {
+            if i % 2 == 0 {
+                items.swap(0, i)
+            } else {
+                items.swap(c[i], i)
+            }
+            out.push(items.clone());
+            c[i] += 1;
+            i = 1;
+        } else {
+            c[i] = 0;
+            i += 1;
+        }
+    }
+    out
+}
+
+#[test]
+fn a_diamond_is_no_cycle_in_any_listing_order() {
+    // d waits for b and c, which both wait for a.
+    let diamond: [(&str, &[&str]); 4] =
+        [("a", &[]), ("b", &["a"]), ("c", &["a"]), ("d", &["b", "c"])];
+    let orders = permutations(4);
+    assert_eq!(orders.len(), 24);
+    for order in orders {
+        let listed: Vec<(&str, &[&str])> = order.iter().map(|&k| diamond[k]).collect();
+        // Through depends_on, through references, and mixed.
+        let deps: Vec<(&str, &[&str], &[&str])> =
+            listed.iter().map(|&(id, d)| (id, d, &[][..])).collect();
+        assert_acyclic(&plan(&deps));
+        let refs: Vec<(&str, &[&str], &[&str])> =
+            listed.iter().map(|&(id, d)| (id, &[][..], d)).collect();
+        assert_acyclic(&plan(&refs));
+        let mixed: Vec<(&str, &[&str], &[&str])> = listed
+            .iter()
+            .map(|&(id, d)| if id == "d" { (id, &d[..1], &d[1..]) } else { (id, d, &[][..]) })
+            .collect();
+        assert_acyclic(&plan(&mixed));
+    }
+}
+
+#[test]
+fn the_diamond_listed_dependents_first_has_no_cycle() {
+    let p =
+        plan(&[("d", &["b", "c"], &[]), ("c", &["a"], &[]), ("b", &["a"], &[]), ("a", &[], &[])]);
+    let g = StepGraph::new(&p);
+    assert_eq!(g.cycles(), Vec::<Cycle>::new());
+    assert_eq!(g.topological_order(), Some(vec![3, 1, 2, 0]));
+    assert_acyclic(&p);
+}
+
+/// A layered DAG: `layers` layers of `width` steps, each step waiting for the steps of the layer
+/// before that a fixed pseudo-random pattern picks (always at least one), so many steps share
+/// dependencies (stacked diamonds).
+fn layered(layers: usize, width: usize, seed: u64) -> Vec<(String, Vec<String>)> {
+    let mut x = seed;
+    let mut next = move || {
+        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        x >> 33
+    };
+    let mut steps = Vec::new();
+    for l in 0..layers {
+        for w in 0..width {
+            let mut deps = Vec::new();
+            if l > 0 {
+                for u in 0..width {
+                    if next() % 2 == 0 || u == w {
+                        deps.push(format!("l{}w{u}", l - 1));
+                    }
+                }
+            }
+            steps.push((format!("l{l}w{w}"), deps));
+        }
+    }
+    steps
+}
+
+#[test]
+fn layered_dags_are_no_cycle_in_several_listing_orders() {
+    for (layers, width, seed) in [(3, 2, 1), (5, 4, 7), (8, 6, 42), (20, 10, 3)] {
+        let steps = layered(layers, width, seed);
+        // Dependencies first, dependents first, and a few shuffles.
+        assert_acyclic(&dep_plan(&steps));
+        let mut reversed = steps.clone();
+        reversed.reverse();
+        assert_acyclic(&dep_plan(&reversed));
+        let mut x = seed;
+        for _ in 0..5 {
+            let mut shuffled = steps.clone();
+            for i in (1..shuffled.len()).rev() {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                let j = usize::try_from(x >> 33).unwrap() % (i + 1);
+                shuffled.swap(i, j);
+            }
+            assert_acyclic(&dep_plan(&shuffled));
+        }
+    }
+}
+
+#[test]
+fn a_cycle_behind_diamonds_is_reported_exactly() {
+    // x -> y -> z -> x is a cycle; x also waits for the diamond's top d, and e waits for the
+    // cycle. Listed dependents first, so the search meets finished diamond steps from inside the
+    // cycle.
+    let p = plan(&[
+        ("e", &["z", "d"], &[]),
+        ("x", &["y", "d"], &[]),
+        ("d", &["b", "c"], &[]),
+        ("c", &["a"], &[]),
+        ("y", &["z", "c"], &[]),
+        ("b", &["a"], &[]),
+        ("z", &["x", "b"], &[]),
+        ("a", &[], &[]),
+    ]);
+    let g = StepGraph::new(&p);
+    let cycles = g.cycles();
+    assert_eq!(cycles.iter().map(|c| c.members.clone()).collect::<Vec<_>>(), [vec![1, 4, 6]]);
+    assert_eq!(
+        path_ids(&p, &cycles[0]),
+        vec![
+            ("x".into(), EdgeKind::DependsOn),
+            ("y".into(), EdgeKind::DependsOn),
+            ("z".into(), EdgeKind::DependsOn)
+        ]
+    );
+    assert_eq!(cycles[0].path.last().map(|(_, e)| e.to), Some(1));
+    assert_eq!(g.topological_order(), None);
+    // Every step outside the cycle is its own component.
+    let comp = g.components();
+    for v in [0, 2, 3, 5, 7] {
+        assert_eq!(comp.iter().filter(|&&c| c == comp[v]).count(), 1, "step {v}: {comp:?}");
+    }
+    assert!(comp[1] == comp[4] && comp[4] == comp[6]);
+}
+
+#[test]
+fn two_cycles_sharing_a_finished_diamond_are_two_findings() {
+    // Both cycles wait for the same diamond; a second visit of it must add nothing to either.
+    let p = plan(&[
+        ("q", &["p", "d"], &[]),
+        ("d", &["b", "c"], &[]),
+        ("p", &["q"], &[]),
+        ("c", &["a"], &[]),
+        ("m", &["n"], &["d"]),
+        ("b", &["a"], &[]),
+        ("n", &["m", "b"], &[]),
+        ("a", &[], &[]),
+    ]);
+    let g = StepGraph::new(&p);
+    let cycles = g.cycles();
+    assert_eq!(
+        cycles.iter().map(|c| c.members.clone()).collect::<Vec<_>>(),
+        [vec![0, 2], vec![4, 6]]
+    );
+    assert_eq!(
+        path_ids(&p, &cycles[1]),
+        vec![("m".into(), EdgeKind::DependsOn), ("n".into(), EdgeKind::DependsOn)]
+    );
+}
+
+#[test]
+fn a_diamond_inside_a_cycle_gives_the_first_shortest_path() {
+    // a waits for b and c, both wait for d, and d waits for a: one component of four steps whose
+    // shortest cycles through a are a-b-d and a-c-d; the first found (through b) is reported,
+    // and d reached a second time (through c) must not re-route it.
+    let p = plan(&[
+        ("a", &["b", "c"], &[]),
+        ("b", &["d"], &[]),
+        ("c", &["d"], &[]),
+        ("d", &["a"], &[]),
+    ]);
+    let cycles = StepGraph::new(&p).cycles();
+    assert_eq!(cycles.len(), 1);
+    assert_eq!(cycles[0].members, vec![0, 1, 2, 3]);
+    assert_eq!(
+        path_ids(&p, &cycles[0]),
+        vec![
+            ("a".into(), EdgeKind::DependsOn),
+            ("b".into(), EdgeKind::DependsOn),
+            ("d".into(), EdgeKind::DependsOn)
+        ]
+    );
+}

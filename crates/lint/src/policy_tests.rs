@@ -31,27 +31,109 @@ fn plan_lint_policy_loads_with_a_note_for_non_code_weights() {
     assert!(policy.notes[0].contains("tool_write"));
 }
 
+fn error_of(yaml: &str) -> PolicyError {
+    match compile(yaml) {
+        Ok(policy) => panic!("{yaml:?} must be refused, got {policy:?}"),
+        Err(e) => e,
+    }
+}
+
 #[test]
 fn unknown_key_is_named() {
-    let err = compile("alow_tools: [x]\n").unwrap_err().to_string();
-    assert!(err.contains("alow_tools"), "{err}");
-    assert!(err.contains("line 1"), "{err}");
+    let err = error_of("alow_tools: [x]\n");
+    let text = err.to_string();
+    match err {
+        PolicyError::Yaml { path, location, message } => {
+            assert_eq!(path, Path::new("p.yaml"));
+            assert_eq!(location, " at line 1, column 1");
+            assert!(
+                message.starts_with("unknown field `alow_tools`, expected one of"),
+                "{message}"
+            );
+        }
+        other => panic!("expected Yaml, got {other:?}"),
+    }
+    assert!(
+        text.starts_with("invalid policy p.yaml at line 1, column 1: unknown field `alow_tools`")
+    );
 }
 
 #[test]
 fn invalid_regex_is_named_with_index() {
-    let err = compile("deny_tokens_regex: [ok, '(unclosed']\n").unwrap_err().to_string();
-    assert!(err.contains("deny_tokens_regex[1]") && err.contains("(unclosed"), "{err}");
+    let err = error_of("deny_tokens_regex: [ok, '(unclosed']\n");
+    assert_eq!(
+        err.to_string(),
+        "policy p.yaml: deny_tokens_regex[1] `(unclosed` is not a valid regex: error: unclosed group"
+    );
+    match err {
+        PolicyError::InvalidRegex { index, pattern, message, .. } => {
+            assert_eq!((index, pattern.as_str()), (1, "(unclosed"));
+            assert!(message.contains("unclosed group"), "{message}");
+        }
+        other => panic!("expected InvalidRegex, got {other:?}"),
+    }
 }
 
 #[test]
 fn bad_bounds_and_thresholds_are_errors() {
-    assert!(compile("bounds: {a.b: [5, 1]}\n").unwrap_err().to_string().contains("greater"));
-    assert!(compile("bounds: {ab: [1, 5]}\n").is_err());
-    assert!(compile("bounds: {a.b: [1]}\n").is_err());
-    assert!(compile("fail_risk_threshold: 2\n").is_err());
-    assert!(compile("severity: {NOPE: error}\n").is_err());
-    assert!(compile("").is_err());
+    // Each bad bound names its key and what is wrong with it.
+    for (yaml, want_key, want_reason) in [
+        ("bounds: {a.b: [5, 1]}\n", "a.b", "min 5 is greater than max 1"),
+        ("bounds: {ab: [1, 5]}\n", "ab", "the key must be `<tool>.<argument>`"),
+        ("bounds: {a.b: [.nan, 1]}\n", "a.b", "min and max must be finite numbers"),
+    ] {
+        match error_of(yaml) {
+            PolicyError::InvalidBound { path, key, reason } => {
+                assert_eq!(path, Path::new("p.yaml"), "{yaml}");
+                assert_eq!((key.as_str(), reason.as_str()), (want_key, want_reason), "{yaml}");
+            }
+            other => panic!("{yaml}: expected InvalidBound, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        error_of("bounds: {a.b: [5, 1]}\n").to_string(),
+        "policy p.yaml: bounds.a.b: min 5 is greater than max 1"
+    );
+    // A bound that is not a pair is a shape error at its place in the YAML.
+    match error_of("bounds: {a.b: [1]}\n") {
+        PolicyError::Yaml { location, message, .. } => {
+            assert_eq!(location, " at line 1, column 15");
+            assert_eq!(message, "bounds.a.b: invalid length 1, expected an array of length 2");
+        }
+        other => panic!("expected Yaml, got {other:?}"),
+    }
+    for (yaml, want) in [
+        ("fail_risk_threshold: 2\n", "2 is not between 0 and 1"),
+        ("fail_risk_threshold: -0.5\n", "-0.5 is not between 0 and 1"),
+    ] {
+        match error_of(yaml) {
+            PolicyError::InvalidValue { field, reason, .. } => {
+                assert_eq!((field.as_str(), reason.as_str()), ("fail_risk_threshold", want));
+            }
+            other => panic!("{yaml}: expected InvalidValue, got {other:?}"),
+        }
+    }
+    match error_of("severity: {NOPE: error}\n") {
+        PolicyError::UnknownSeverityCode { code, .. } => assert_eq!(code, "NOPE"),
+        other => panic!("expected UnknownSeverityCode, got {other:?}"),
+    }
+    assert_eq!(
+        error_of("severity: {NOPE: error}\n").to_string(),
+        "policy p.yaml: severity: unknown lint code `NOPE` (see `pev lint --explain`)"
+    );
+    match error_of("severity: {raw_secret: loud}\n") {
+        PolicyError::Yaml { message, .. } => {
+            assert!(message.starts_with("severity.raw_secret: unknown variant `loud`"), "{message}")
+        }
+        other => panic!("expected Yaml, got {other:?}"),
+    }
+    for blank in ["", "  \n\t\n"] {
+        match error_of(blank) {
+            PolicyError::Empty { path } => assert_eq!(path, Path::new("p.yaml")),
+            other => panic!("{blank:?}: expected Empty, got {other:?}"),
+        }
+    }
+    assert_eq!(error_of("").to_string(), "policy p.yaml is empty");
 }
 
 #[test]

@@ -145,6 +145,67 @@ fn a_retry_after_beyond_the_budget_gives_up_at_once() {
 }
 
 #[test]
+fn a_retry_after_longer_than_what_is_left_gives_up_even_when_max_delay_would_fit() {
+    // Budget 10 s, single waits cut to 3 s. Two waits of 3 s leave 4 s; the server then asks for
+    // 5 s. Cut to 3 s the wait would fit, but the server said not before 5 s: give up.
+    let policy =
+        RetryPolicy { max_delay: secs(3), max_total_wait: secs(10), ..RetryPolicy::default() };
+    let limited = |s| ScriptTurn::failure(FailureKind::RateLimited, Some(secs(s)));
+    let s = Setup::new(vec![limited(3), limited(3), limited(5), ScriptTurn::text("ok")], policy);
+    let err = s.chat().unwrap_err();
+    assert!(matches!(err, ProviderError::RateLimited { .. }), "{err:?}");
+    assert_eq!(err.retry_after(), Some(secs(5)));
+    assert_eq!(s.sleeps(), vec![secs(3), secs(3)]);
+    assert_eq!(s.calls(), 3);
+    assert_eq!(s.script.remaining(), 1);
+}
+
+#[test]
+fn giving_up_on_a_retry_after_past_the_budget_does_not_sleep() {
+    // The real tokio timer: a client that waited (even the cut 2 s) would show it in the clock.
+    let policy =
+        RetryPolicy { max_delay: secs(2), max_total_wait: secs(5), ..RetryPolicy::default() };
+    let script = Arc::new(ScriptedClient::from_turns(
+        "retry",
+        vec![ScriptTurn::failure(FailureKind::Overloaded, Some(secs(60))), ScriptTurn::text("ok")],
+    ));
+    let client = Retrying::new(script.clone(), policy);
+    let started = std::time::Instant::now();
+    let err = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap()
+        .block_on(client.chat(&request()))
+        .unwrap_err();
+    let elapsed = started.elapsed();
+    assert!(elapsed < Duration::from_millis(500), "gave up after {elapsed:?}");
+    assert!(matches!(err, ProviderError::Overloaded { .. }), "{err:?}");
+    assert_eq!(err.retry_after(), Some(secs(60)));
+    assert_eq!(script.requests().len(), 1);
+}
+
+#[test]
+fn the_longest_retry_after_a_header_can_give_is_not_waited_for() {
+    // What `retry-after: 1e300` parses to (an hour, see http::retry_after) against the default
+    // budget of two minutes: no wait, the error at once.
+    let hour = secs(3600);
+    let s = Setup::new(
+        vec![ScriptTurn::failure(FailureKind::RateLimited, Some(hour)), ScriptTurn::text("ok")],
+        RetryPolicy::default(),
+    );
+    assert_eq!(s.chat().unwrap_err().retry_after(), Some(hour));
+    assert!(s.sleeps().is_empty());
+    // With a budget that allows it, the hour is cut to max_delay.
+    let policy = RetryPolicy { max_total_wait: secs(7200), ..RetryPolicy::default() };
+    let s = Setup::new(
+        vec![ScriptTurn::failure(FailureKind::RateLimited, Some(hour)), ScriptTurn::text("ok")],
+        policy,
+    );
+    assert_eq!(s.chat().unwrap().text(), "ok");
+    assert_eq!(s.sleeps(), vec![secs(30)]);
+}
+
+#[test]
 fn the_total_wait_is_capped() {
     let policy = RetryPolicy { max_total_wait: secs(10), ..RetryPolicy::default() };
     let limited = ScriptTurn::failure(FailureKind::RateLimited, Some(secs(6)));

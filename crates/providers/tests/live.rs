@@ -1,19 +1,21 @@
-//! The opt-in live check: one small request (whole, then streamed) to each provider that has a
-//! key, against the real APIs.
+//! The opt-in live check: small requests (whole, then streamed) to the real APIs, one plain
+//! answer and one call of a tool from pev's own registry (the specs the agent sends, derived from
+//! the tools' argument types), so the live call exercises the real tool schemas.
 //!
 //! ```text
-//! PEV_LIVE=1 ANTHROPIC_API_KEY=… OPENAI_API_KEY=… cargo test -p pev-providers --test live
+//! PEV_LIVE=1 ANTHROPIC_API_KEY=… OPENAI_API_KEY=… \
+//!     cargo test -p pev-providers --test live -- --ignored
+//! PEV_LIVE=1 ANTHROPIC_API_KEY=… cargo test -p pev-providers --test live -- --ignored anthropic
 //! ```
 //!
-//! Without `PEV_LIVE=1` every test here returns at once, having sent nothing and printed nothing.
-//! This is the one deliberate skip of the test suite, and each test's name says so
-//! (`…_skipped_unless_pev_live`): `cargo test` must pass offline and without keys, and live
-//! models are evals, not tests. With `PEV_LIVE=1`:
-//! - Anthropic is checked when `ANTHROPIC_API_KEY` is set (`ANTHROPIC_BASE_URL` honoured), with
+//! Every test here is `#[ignore]`d with the reason, so a plain `cargo test` lists them as ignored
+//! (never as passed) and sends nothing: `cargo test` must pass offline and without keys, and live
+//! models are evals, not tests. Run with `--ignored`, a test fails, rather than passing having
+//! checked nothing, when `PEV_LIVE=1` or its provider's settings are missing:
+//! - Anthropic needs `ANTHROPIC_API_KEY` (`ANTHROPIC_BASE_URL` honoured), with
 //!   `PEV_LIVE_ANTHROPIC_MODEL` (default `claude-haiku-4-5`);
-//! - OpenAI-compatible when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is set, with
-//!   `PEV_LIVE_OPENAI_MODEL` (default `gpt-4o-mini`);
-//! - and at least one of them must be set, so a live run cannot pass by checking nothing.
+//! - OpenAI-compatible needs `OPENAI_API_KEY` or `OPENAI_BASE_URL`, with
+//!   `PEV_LIVE_OPENAI_MODEL` (default `gpt-4o-mini`).
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -21,23 +23,30 @@ use std::time::Duration;
 use pev_providers::anthropic::AnthropicClient;
 use pev_providers::http::Timeouts;
 use pev_providers::openai::OpenAiClient;
-use pev_providers::{ChatRequest, Message, ModelClient, StopReason, StreamEvent};
+use pev_providers::{
+    ChatRequest, ChatResponse, Message, ModelClient, StopReason, StreamEvent, ToolChoice, ToolSpec,
+};
 
 fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
-/// Whether the live check was asked for.
-fn live() -> bool {
-    std::env::var("PEV_LIVE").as_deref() == Ok("1")
+/// Fails unless the live check was asked for and `provider` is configured.
+fn require_live(provider: &str, configured: bool, needs: &str) {
+    assert!(
+        std::env::var("PEV_LIVE").as_deref() == Ok("1"),
+        "the live checks call the real APIs: set PEV_LIVE=1 (and {needs}) to run them"
+    );
+    assert!(configured, "PEV_LIVE=1 but {provider} is not configured: set {needs}");
 }
 
-fn anthropic_configured() -> bool {
-    var("ANTHROPIC_API_KEY").is_some()
+fn require_anthropic() {
+    require_live("Anthropic", var("ANTHROPIC_API_KEY").is_some(), "ANTHROPIC_API_KEY");
 }
 
-fn openai_configured() -> bool {
-    var("OPENAI_API_KEY").is_some() || var("OPENAI_BASE_URL").is_some()
+fn require_openai() {
+    let configured = var("OPENAI_API_KEY").is_some() || var("OPENAI_BASE_URL").is_some();
+    require_live("the OpenAI-compatible API", configured, "OPENAI_API_KEY or OPENAI_BASE_URL");
 }
 
 fn timeouts() -> Timeouts {
@@ -90,35 +99,99 @@ async fn check(client: &dyn ModelClient, model: &str) {
     assert!(response.usage.output_tokens > 0, "{response:?}");
 }
 
-#[tokio::test]
-async fn some_provider_is_configured_skipped_unless_pev_live() {
-    if !live() {
-        return;
-    }
-    assert!(
-        anthropic_configured() || openai_configured(),
-        "PEV_LIVE=1 but neither ANTHROPIC_API_KEY nor OPENAI_API_KEY / OPENAI_BASE_URL is set"
-    );
+/// pev's built-in tools as the agent offers them: the registry's definitions, schemas derived
+/// from each tool's argument type.
+fn registry_tools() -> Vec<ToolSpec> {
+    pev_tools::Registry::builtin().definitions().iter().map(ToolSpec::from).collect()
 }
 
-#[tokio::test]
-async fn anthropic_answers_skipped_unless_pev_live() {
-    if !live() || !anthropic_configured() {
-        return;
-    }
+fn tool_request(model: &str) -> ChatRequest {
+    let mut request = ChatRequest::new(
+        model,
+        vec![Message::user(
+            "Read the file README.md of the workspace with the file.read tool. Call the tool; do \
+             not answer in text.",
+        )],
+    );
+    request.tools = registry_tools();
+    request.tool_choice = ToolChoice::Tool("file.read".into());
+    request.max_tokens = 256;
+    request.temperature = Some(0.0);
+    request
+}
+
+/// The one tool call of `response`: `file.read` with `README.md` as its path, arguments that the
+/// registry's own tool accepts.
+fn assert_reads_readme(provider: &str, model: &str, response: &ChatResponse) {
+    let calls: Vec<_> = response.tool_calls().collect();
+    assert_eq!(calls.len(), 1, "{provider} {model}: one tool call expected: {response:?}");
+    let (_, name, input) = calls[0];
+    assert_eq!(name, "file.read", "{provider} {model}: {response:?}");
+    assert_eq!(input["path"], "README.md", "{provider} {model}: arguments {input}");
+    assert_eq!(response.stop_reason, StopReason::ToolUse, "{provider} {model}: {response:?}");
+}
+
+/// A forced call of a registry tool, whole and streamed (the streamed arguments are assembled
+/// from their fragments).
+async fn check_tool_call(client: &dyn ModelClient, model: &str) {
+    let provider = client.provider().to_owned();
+    let tools = registry_tools();
+    assert!(tools.len() >= 6 && tools.iter().any(|t| t.name == "file.read"), "{tools:?}");
+    let response = client
+        .chat(&tool_request(model))
+        .await
+        .unwrap_or_else(|e| panic!("{provider} {model}: the call with pev's tools failed: {e}"));
+    assert_reads_readme(&provider, model, &response);
+    let sink = |_: StreamEvent| {};
+    let response = client
+        .chat_stream(&tool_request(model), &sink)
+        .await
+        .unwrap_or_else(|e| panic!("{provider} {model}: the streamed call with tools failed: {e}"));
+    assert_reads_readme(&provider, model, &response);
+}
+
+fn anthropic() -> (AnthropicClient, String) {
     let client = AnthropicClient::from_vars(&var, timeouts())
         .unwrap_or_else(|e| panic!("cannot build the Anthropic client: {e}"));
     let model = var("PEV_LIVE_ANTHROPIC_MODEL").unwrap_or_else(|| "claude-haiku-4-5".to_owned());
+    (client, model)
+}
+
+fn openai() -> (OpenAiClient, String) {
+    let client = OpenAiClient::from_vars(&var, timeouts())
+        .unwrap_or_else(|e| panic!("cannot build the OpenAI client: {e}"));
+    let model = var("PEV_LIVE_OPENAI_MODEL").unwrap_or_else(|| "gpt-4o-mini".to_owned());
+    (client, model)
+}
+
+#[tokio::test]
+#[ignore = "live: needs PEV_LIVE=1 and an API key; run with cargo test -p pev-providers --test live -- --ignored"]
+async fn anthropic_answers() {
+    require_anthropic();
+    let (client, model) = anthropic();
     check(&client, &model).await;
 }
 
 #[tokio::test]
-async fn openai_compatible_answers_skipped_unless_pev_live() {
-    if !live() || !openai_configured() {
-        return;
-    }
-    let client = OpenAiClient::from_vars(&var, timeouts())
-        .unwrap_or_else(|e| panic!("cannot build the OpenAI client: {e}"));
-    let model = var("PEV_LIVE_OPENAI_MODEL").unwrap_or_else(|| "gpt-4o-mini".to_owned());
+#[ignore = "live: needs PEV_LIVE=1 and an API key; run with cargo test -p pev-providers --test live -- --ignored"]
+async fn anthropic_calls_a_pev_tool() {
+    require_anthropic();
+    let (client, model) = anthropic();
+    check_tool_call(&client, &model).await;
+}
+
+#[tokio::test]
+#[ignore = "live: needs PEV_LIVE=1 and an API key; run with cargo test -p pev-providers --test live -- --ignored"]
+async fn openai_compatible_answers() {
+    require_openai();
+    let (client, model) = openai();
     check(&client, &model).await;
+}
+
+#[tokio::test]
+#[ignore = "live: needs PEV_LIVE=1 and an API key; run with cargo test -p pev-providers --test live -- --ignored"]
+async fn openai_compatible_calls_a_pev_tool() {
+    require_openai();
+    let (client, model) = openai();
+    check_tool_call(&client, &model).await;
 }

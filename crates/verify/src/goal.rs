@@ -94,7 +94,7 @@ const NEGATION_REACH: usize = 2;
 
 /// Whether `goal` asks for a change to the world (see the module comment for the rule).
 pub fn goal_asks_for_change(goal: &str) -> bool {
-    sentences(goal).iter().any(|s| sentence_asks_for_change(s))
+    sentences(goal).iter().any(sentence_asks_for_change)
 }
 
 /// A token of a sentence: a lower-case word, or a comma.

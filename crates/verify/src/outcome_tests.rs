@@ -20,6 +20,8 @@ struct Case {
     goal_actions_executed: bool,
     awaiting: Vec<String>,
     cancelled: bool,
+    judge_rejected: Vec<String>,
+    budget_exhausted: Option<String>,
 }
 
 impl Case {
@@ -57,6 +59,8 @@ impl Case {
             goal_actions_executed: true,
             awaiting: vec![],
             cancelled: false,
+            judge_rejected: vec![],
+            budget_exhausted: None,
         }
     }
 
@@ -74,8 +78,8 @@ impl Case {
             goal_actions_executed: self.goal_actions_executed,
             awaiting_approval: &self.awaiting,
             cancelled: self.cancelled,
-            judge_rejected: &[],
-            budget_exhausted: None,
+            judge_rejected: &self.judge_rejected,
+            budget_exhausted: self.budget_exhausted.as_deref(),
             regressions: &[],
         })
     }
@@ -438,3 +442,6 @@ fn the_outcome_table() {
 
 #[path = "outcome_rules_tests.rs"]
 mod rules;
+
+#[path = "outcome_branches_tests.rs"]
+mod branches;

@@ -1,12 +1,15 @@
 //! Property tests: arbitrary input never panics the parser or the linter, and every lint result
 //! keeps the contract's invariants (CONTRACTS.md §5).
 //!
-//! Three generators: arbitrary JSON (mostly not plans, so the parser's error paths run), plan-shaped
-//! JSON (random ids with duplicates and bad characters, dependencies among them, parameters
-//! spliced from reference, SQL, shell, path and secret fragments, the built-in and policy tools) so
-//! that every check really runs, and arbitrary text for both input formats. Each is linted under
-//! the default policy and under a policy with allow/deny lists, bounds, regexes, weights and
-//! severity overrides. The case count stays modest (256) so `cargo test` stays fast; the fuzz
+//! The generators: plan-shaped JSON (random ids with duplicates and bad characters, dependencies
+//! among them, parameters spliced from reference, SQL, shell, path and secret fragments, the
+//! built-in and policy tools) so that every check really runs; and, for "never panics", a mix of
+//! arbitrary JSON, plans and corrupted plans, and of arbitrary text and plans rendered as JSON or
+//! YAML (some cut short, spliced or re-indented). Each mix is counted: at least a quarter of its
+//! inputs must parse and reach the linter, and at least a tenth must not, so neither the linter
+//! nor the parser's error paths can silently drop out of the test. Each parsed plan is linted
+//! under the default policy and under a policy with allow/deny lists, bounds, regexes, weights
+//! and severity overrides. The case count stays modest (256) so `cargo test` stays fast; the fuzz
 //! target (`fuzz/`) is where long runs belong.
 
 use std::path::Path;
@@ -361,15 +364,234 @@ fn arb_plan() -> impl Strategy<Value = Value> {
         })
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+// ---- plans, corrupted ----
 
-    #[test]
-    fn arbitrary_json_never_panics(value in arb_json()) {
-        if let Ok(parsed) = from_value(value) {
-            lint_all(&parsed)?;
+/// One edit that may or may not break a plan: a step, a field or the steps list replaced by
+/// arbitrary JSON, a field dropped, or a plan key added. Many edits leave a plan that still
+/// parses (unknown fields are kept, malformed assertions set aside), some do not.
+fn corrupt(plan: &mut Value, edit: u8, at: usize, junk: Value, key: &str) {
+    let Some(obj) = plan.as_object_mut() else { return };
+    let steps = obj.get_mut("steps").and_then(Value::as_array_mut);
+    match (edit % 6, steps) {
+        (0, Some(steps)) if !steps.is_empty() => {
+            let i = at % steps.len();
+            steps[i] = junk;
+        }
+        (1, Some(steps)) if !steps.is_empty() => {
+            let i = at % steps.len();
+            if let Some(step) = steps[i].as_object_mut() {
+                step.insert(key.to_owned(), junk);
+            }
+        }
+        (2, Some(steps)) if !steps.is_empty() => {
+            let i = at % steps.len();
+            if let Some(step) = steps[i].as_object_mut()
+                && !step.is_empty()
+            {
+                let k = step.keys().nth(at % step.len()).cloned().unwrap_or_default();
+                step.remove(&k);
+            }
+        }
+        (3, _) => {
+            obj.insert("steps".into(), junk);
+        }
+        (4, _) => {
+            let k = obj.keys().nth(at % obj.len().max(1)).cloned().unwrap_or_default();
+            obj.remove(&k);
+        }
+        _ => {
+            obj.insert(key.to_owned(), junk);
         }
     }
+}
+
+/// [`arb_plan`] with every step id the parser would refuse renamed (`s1`, `s2`, ...), so that
+/// the plan parses unless something else is wrong with it.
+fn arb_clean_plan() -> impl Strategy<Value = Value> {
+    arb_plan().prop_map(|mut plan| {
+        let steps = plan.get_mut("steps").and_then(Value::as_array_mut);
+        for (i, step) in steps.into_iter().flatten().enumerate() {
+            let valid = step["id"].as_str().is_some_and(|id| {
+                !id.is_empty()
+                    && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+            });
+            if !valid {
+                step["id"] = json!(format!("s{}", i + 1));
+            }
+        }
+        plan
+    })
+}
+
+/// A plan-shaped value with one corrupting edit.
+fn arb_corrupted_plan() -> impl Strategy<Value = Value> {
+    (arb_clean_plan(), any::<u8>(), any::<usize>(), arb_json(), select(KEYS)).prop_map(
+        |(mut plan, edit, at, junk, key)| {
+            corrupt(&mut plan, edit, at, junk, key);
+            plan
+        },
+    )
+}
+
+/// Arbitrary JSON, plans (some with ids the parser refuses) and corrupted plans: the parser's
+/// error paths and the linter both run (about half of the inputs parse).
+fn arb_json_input() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        1 => arb_json(),
+        1 => arb_plan(),
+        1 => arb_clean_plan(),
+        2 => arb_corrupted_plan(),
+    ]
+}
+
+/// A plan as text in either format (JSON compact or pretty, YAML block style), sometimes cut
+/// short or with a character spliced in.
+fn arb_plan_text() -> impl Strategy<Value = String> {
+    (arb_clean_plan(), 0u8..3, 0u8..6, any::<usize>(), "\\PC").prop_map(
+        |(plan, format, damage, at, splice)| {
+            let mut text = match format {
+                0 => serde_json::to_string(&plan).unwrap_or_default(),
+                1 => serde_json::to_string_pretty(&plan).unwrap_or_default(),
+                _ => serde_yaml_ng::to_string(&plan).unwrap_or_default(),
+            };
+            let cut = text.char_indices().map(|(i, _)| i).nth(at % text.len().max(1));
+            match (damage, cut) {
+                (0, Some(i)) => text.truncate(i),
+                (1, Some(i)) => text.insert_str(i, &splice),
+                _ => {}
+            }
+            text
+        },
+    )
+}
+
+/// How many of `CASES` generated inputs parsed (and were linted) and how many did not.
+const CASES: u32 = 256;
+
+/// Runs `case` (which says whether its input parsed) over `CASES` inputs and checks that the
+/// generator is doing its job: at least a quarter of the inputs reach the linter, and at least a
+/// tenth are refused by the parser.
+fn run_counting<S>(name: &str, strategy: &S, case: impl Fn(S::Value) -> Result<bool, TestCaseError>)
+where
+    S: Strategy,
+    S::Value: std::fmt::Debug,
+{
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use proptest::test_runner::TestRunner;
+
+    let parsed = AtomicUsize::new(0);
+    let total = AtomicUsize::new(0);
+    let mut runner = TestRunner::new(ProptestConfig::with_cases(CASES));
+    let outcome = runner.run(strategy, |input| {
+        let reached = case(input)?;
+        total.fetch_add(1, Ordering::Relaxed);
+        if reached {
+            parsed.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    });
+    if let Err(e) = outcome {
+        panic!("{name}: {e}");
+    }
+    let (parsed, total) = (parsed.into_inner(), total.into_inner());
+    assert!(total >= CASES as usize, "{name}: only {total} cases ran");
+    assert!(
+        parsed * 4 >= total,
+        "{name}: only {parsed} of {total} inputs parsed and reached the linter"
+    );
+    assert!(
+        (total - parsed) * 10 >= total,
+        "{name}: {parsed} of {total} inputs parsed: the parser's error paths hardly ran"
+    );
+}
+
+#[test]
+fn arbitrary_json_never_panics() {
+    run_counting("arbitrary JSON", &arb_json_input(), |value| match from_value(value) {
+        Ok(parsed) => lint_all(&parsed).map(|()| true),
+        Err(_) => Ok(false),
+    });
+}
+
+#[test]
+fn arbitrary_text_never_panics() {
+    let text = prop_oneof![1 => "\\PC{0,200}", 2 => arb_plan_text()];
+    run_counting("arbitrary text", &text, |text| {
+        let mut reached = false;
+        for format in [Format::Json, Format::Yaml, Format::sniff(&text)] {
+            if let Ok(parsed) = parse_plan(&text, format) {
+                lint_all(&parsed)?;
+                reached = true;
+            }
+        }
+        Ok(reached)
+    });
+}
+
+/// Lines that look like YAML plans, shuffled and indented at random.
+fn arb_yaml_lines() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        (
+            0usize..6,
+            select(
+                &[
+                    "goal: x",
+                    "steps:",
+                    "- id: a",
+                    "  tool: shell.exec",
+                    "  args:",
+                    "    command: \"${a.result}; ls\"",
+                    "  depends_on: [a, b]",
+                    "&anchor x",
+                    "*anchor",
+                    "- {{b.result}}",
+                    "? key",
+                    "!!binary aGk=",
+                    "steps: [",
+                    "  - ",
+                    "\t",
+                ][..],
+            ),
+        ),
+        0..20,
+    )
+    .prop_map(|lines| {
+        lines.iter().map(|(indent, line)| format!("{}{line}\n", " ".repeat(*indent))).collect()
+    })
+}
+
+/// Plans in YAML block style, with one line re-indented, dropped or doubled.
+fn arb_yaml_plan() -> impl Strategy<Value = String> {
+    (arb_clean_plan(), 0u8..6, any::<usize>(), 0usize..4).prop_map(|(plan, edit, at, indent)| {
+        let text = serde_yaml_ng::to_string(&plan).unwrap_or_default();
+        let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+        if !lines.is_empty() {
+            let i = at % lines.len();
+            match edit {
+                0 => lines[i] = format!("{}{}", " ".repeat(indent), lines[i].trim_start()),
+                1 => {
+                    lines.remove(i);
+                }
+                2 => lines.insert(i, lines[i].clone()),
+                _ => {}
+            }
+        }
+        lines.iter().map(|l| format!("{l}\n")).collect()
+    })
+}
+
+#[test]
+fn yaml_looking_text_never_panics() {
+    let text = prop_oneof![1 => arb_yaml_lines(), 2 => arb_yaml_plan()];
+    run_counting("YAML-looking text", &text, |text| match parse_plan(&text, Format::Yaml) {
+        Ok(parsed) => lint_all(&parsed).map(|()| true),
+        Err(_) => Ok(false),
+    });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
     fn plan_shaped_json_keeps_the_invariants(value in arb_plan()) {
@@ -389,30 +611,6 @@ proptest! {
                 lint_all(&parsed)?;
             }
             Err(_) => prop_assert!(from_text.is_err(), "text parsed where value failed"),
-        }
-    }
-
-    #[test]
-    fn arbitrary_text_never_panics(text in "\\PC{0,200}") {
-        for format in [Format::Json, Format::Yaml, Format::sniff(&text)] {
-            if let Ok(parsed) = parse_plan(&text, format) {
-                lint_all(&parsed)?;
-            }
-        }
-    }
-
-    #[test]
-    fn yaml_looking_text_never_panics(
-        lines in prop::collection::vec(
-            (0usize..6, select(&["goal: x", "steps:", "- id: a", "  tool: shell.exec", "  args:",
-                "    command: \"${a.result}; ls\"", "  depends_on: [a, b]", "&anchor x", "*anchor",
-                "- {{b.result}}", "? key", "!!binary aGk=", "steps: [", "  - ", "\t"][..])),
-            0..20,
-        )
-    ) {
-        let text: String = lines.iter().map(|(indent, line)| format!("{}{line}\n", " ".repeat(*indent))).collect();
-        if let Ok(parsed) = parse_plan(&text, Format::Yaml) {
-            lint_all(&parsed)?;
         }
     }
 }

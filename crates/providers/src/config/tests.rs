@@ -69,6 +69,15 @@ fn config_error(result: Result<std::sync::Arc<dyn crate::ModelClient>, ProviderE
     }
 }
 
+/// The provider name of a client that must have been built. (Which base URL and key it uses is
+/// checked at a server, in `tests/suite/config_clients.rs`.)
+fn provider_of(result: Result<std::sync::Arc<dyn crate::ModelClient>, ProviderError>) -> String {
+    match result {
+        Ok(client) => client.provider().to_owned(),
+        Err(e) => panic!("the client does not build: {e}"),
+    }
+}
+
 #[test]
 fn defaults_are_strong_balanced_cheap_on_anthropic() {
     let setup = Setup::new(None, None);
@@ -307,7 +316,11 @@ fn script_paths_are_relative_to_their_file_or_the_workspace() {
     std::fs::create_dir_all(setup.workspace.join("plans")).expect("mkdir");
     let script_text = r#"{"turns": [{"content": [{"type": "text", "text": "hi"}]}]}"#;
     std::fs::write(setup.workspace.join("plans/planner.json"), script_text).expect("write");
-    assert!(config.client_for(Role::Planner).is_ok());
+    let planner = setup.workspace.join("plans/planner.json");
+    assert_eq!(
+        provider_of(config.client_for(Role::Planner)),
+        format!("script:{}", planner.display())
+    );
 }
 
 #[test]
@@ -318,7 +331,7 @@ fn anthropic_without_its_key_is_a_clear_config_error() {
     assert!(message.contains("ANTHROPIC_API_KEY"), "{message}");
     assert!(message.contains("planner"), "{message}");
     let config = setup.ok(&[("ANTHROPIC_API_KEY", "sk-test-123")]);
-    assert!(config.client_for(Role::Planner).is_ok());
+    assert_eq!(provider_of(config.client_for(Role::Planner)), "anthropic");
 }
 
 #[test]
@@ -335,7 +348,7 @@ fn api_key_env_names_the_variable_to_read() {
     let standard = vars.iter().find(|v| v.name == "ANTHROPIC_API_KEY").expect("listed");
     assert!(standard.set && standard.roles.is_empty());
     let config = setup.ok(&[("MY_KEY_VAR", "sk-mine")]);
-    assert!(config.client_for(Role::Executor).is_ok());
+    assert_eq!(provider_of(config.client_for(Role::Executor)), "anthropic");
 }
 
 #[test]
@@ -346,7 +359,12 @@ fn openai_needs_a_key_only_for_the_hosted_api() {
     assert!(message.contains("OPENAI_API_KEY"), "{message}");
     let config =
         setup.ok(&[("PEV_PROVIDER", "openai"), ("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")]);
-    assert!(config.client_for(Role::Verifier).is_ok());
+    assert_eq!(provider_of(config.client_for(Role::Verifier)), "openai");
+    let verifier = config.role(Role::Verifier);
+    assert_eq!(
+        verifier.base_url.as_ref().map(|u| u.value.as_str()),
+        Some("http://127.0.0.1:11434/v1")
+    );
 }
 
 #[test]

@@ -308,6 +308,34 @@ async fn rate_limited_with_retry_after() {
 }
 
 #[tokio::test]
+async fn a_huge_or_unusable_retry_after_is_capped_or_ignored_never_a_panic() {
+    // Seconds past what a Duration holds are cut to an hour before converting; what is not a
+    // finite, non-negative number of seconds (an HTTP date included) is no retry-after at all.
+    let hour = Some(Duration::from_secs(3600));
+    let cases = [
+        ("1e300", hour),
+        ("18446744073709551616", hour),
+        ("3600.5", hour),
+        ("0.25", Some(Duration::from_millis(250))),
+        ("1e400", None),
+        ("inf", None),
+        ("NaN", None),
+        ("-5", None),
+        ("Wed, 21 Oct 2015 07:28:00 GMT", None),
+    ];
+    for (value, want) in cases {
+        let reply =
+            Reply::json(429, &fixture("error_rate_limit.json")).with_header("retry-after", value);
+        let err = error_of(reply).await;
+        assert!(matches!(err, ProviderError::RateLimited { .. }), "{value}: {err:?}");
+        assert_eq!(err.retry_after(), want, "retry-after: {value}");
+    }
+    let reply =
+        Reply::json(529, &fixture("error_overloaded.json")).with_header("retry-after", "1e300");
+    assert_eq!(error_of(reply).await.retry_after(), hour);
+}
+
+#[tokio::test]
 async fn overloaded_529() {
     let err = error_of(Reply::json(529, &fixture("error_overloaded.json"))).await;
     assert_eq!(

@@ -1,5 +1,6 @@
 mod anthropic;
 mod anthropic_stream;
+mod config_clients;
 pub mod mock;
 mod openai;
 mod openai_errors;

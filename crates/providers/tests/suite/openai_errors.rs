@@ -67,6 +67,57 @@ async fn rate_limit_with_retry_after() {
 }
 
 #[tokio::test]
+async fn a_huge_retry_after_ms_is_capped_never_a_panic() {
+    let hour = Some(Duration::from_secs(3600));
+    for (value, want) in [
+        ("1e300", hour),
+        ("1e18", hour),
+        ("3600001", hour),
+        ("250", Some(Duration::from_millis(250))),
+        ("1e400", None),
+        ("NaN", None),
+        ("-1", None),
+    ] {
+        let reply = Reply::json(429, fixture!("error_rate_limit.json"))
+            .with_header("retry-after-ms", value);
+        assert_eq!(error_for(reply).await.retry_after(), want, "retry-after-ms: {value}");
+        let reply = Reply::json(503, fixture!("error_overloaded.json"))
+            .with_header("retry-after-ms", value);
+        assert_eq!(error_for(reply).await.retry_after(), want, "503, retry-after-ms: {value}");
+    }
+    let reply =
+        Reply::json(429, fixture!("error_rate_limit.json")).with_header("retry-after", "1e300");
+    assert_eq!(error_for(reply).await.retry_after(), hour);
+}
+
+#[tokio::test]
+async fn a_retry_after_past_the_retry_budget_ends_the_call_at_once() {
+    use std::sync::Arc;
+
+    use pev_providers::retry::{RetryPolicy, Retrying};
+
+    let server = MockServer::start(vec![
+        Reply::json(429, fixture!("error_rate_limit.json")).with_header("retry-after", "1e300"),
+        Reply::json(200, fixture!("text.json")),
+    ])
+    .await;
+    let inner: Arc<dyn ModelClient> = Arc::new(client(&server, Some(KEY), timeouts()));
+    let retrying = Retrying::new(inner, RetryPolicy::default());
+    let started = Instant::now();
+    let err = retrying.chat(&simple_request()).await.unwrap_err();
+    let elapsed = started.elapsed();
+    assert!(elapsed < Duration::from_secs(2), "gave up after {elapsed:?}");
+    match err {
+        ProviderError::RateLimited { provider, retry_after, .. } => {
+            assert_eq!(provider, "openai");
+            assert_eq!(retry_after, Some(Duration::from_secs(3600)));
+        }
+        other => panic!("expected RateLimited, got {other:?}"),
+    }
+    assert_eq!(server.requests().len(), 1, "no second request");
+}
+
+#[tokio::test]
 async fn status_errors_map_to_their_kinds() {
     match error_for(Reply::json(500, fixture!("error_server.json"))).await {
         ProviderError::Server { status: 500, message, .. } => {

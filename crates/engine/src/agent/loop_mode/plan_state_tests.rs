@@ -419,3 +419,104 @@ async fn plan_show_renders_or_says_there_is_none() {
     assert_eq!(shown, render_plan(f.book.plan.as_ref().unwrap()));
     assert!(is_plan_tool("plan_show") && !is_plan_tool("todo_write") && !is_plan_tool("file.read"));
 }
+
+#[tokio::test]
+async fn a_failed_reverification_withdraws_an_earlier_verification() {
+    use crate::agent::loop_mode::gate::{Decision, FinalGate, missing};
+
+    let mut f = Fixture::new();
+    f.write("style.css", "body { background: #006400; }");
+    let plan = json!({
+        "objective": "Green page",
+        "steps": [{"id": "patch", "title": "Patch the body rule"}],
+        "postconditions": [{"description": "The stylesheet sets #006400",
+            "assertions": [{"type": "file_contains", "path": "style.css", "pattern": "#006400"}]}]
+    });
+    f.call("plan_create", plan).await.unwrap();
+    f.call("step_update", json!({"id": "patch", "status": "done", "evidence": "set #006400"}))
+        .await
+        .unwrap();
+    f.call("postcondition_verify", json!({"id": "p1", "evidence": "grep shows it"})).await.unwrap();
+    let post = &f.book.plan.as_ref().unwrap().postconditions[0];
+    assert_eq!((post.verified, post.verified_by), (true, Some(VerifiedBy::Harness)));
+    assert!(missing(f.book.plan.as_ref(), true).is_empty());
+
+    // The work is undone afterwards; verifying again is refused and takes the verification back.
+    f.write("style.css", "body { background: white; }");
+    let err = f
+        .call("postcondition_verify", json!({"id": "p1", "evidence": "still green"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.starts_with(
+            "postcondition_verify refused: p1 (The stylesheet sets #006400) is not verified: "
+        ),
+        "{err}"
+    );
+    let post = &f.book.plan.as_ref().unwrap().postconditions[0];
+    assert!(!post.verified, "a refused re-verification must leave p1 unverified: {post:?}");
+    assert_eq!(post.verified_by, None);
+    assert!(f.call("plan_show", json!({})).await.unwrap().contains("— not verified"));
+
+    // And the finalization gate sees it.
+    assert_eq!(
+        missing(f.book.plan.as_ref(), true),
+        vec![
+            "postcondition p1 (The stylesheet sets #006400) is not verified: call \
+             postcondition_verify with evidence"
+        ]
+    );
+    let mut gate = FinalGate::new(true, 3, "make the page green");
+    assert!(matches!(gate.on_final_answer(f.book.plan.as_ref()), Decision::Refuse(_)));
+}
+
+/// A plan_create argument of `steps` steps and `posts` postconditions, all well-formed.
+fn sized_plan(steps: usize, posts: usize) -> Value {
+    let steps: Vec<Value> =
+        (1..=steps).map(|i| json!({"id": format!("s{i}"), "title": format!("Step {i}")})).collect();
+    let posts: Vec<Value> =
+        (1..=posts).map(|i| json!({"description": format!("Condition {i}")})).collect();
+    json!({"objective": "o", "steps": steps, "postconditions": posts})
+}
+
+#[tokio::test]
+async fn the_step_cap_is_inclusive() {
+    assert_eq!(MAX_STEPS, 50);
+    let mut f = Fixture::new();
+    let reply = f.call("plan_create", sized_plan(MAX_STEPS, 1)).await.unwrap();
+    assert!(reply.starts_with("Plan created (revision 1): 50 steps, 1 postconditions."), "{reply}");
+
+    let mut f = Fixture::new();
+    let err = f.call("plan_create", sized_plan(MAX_STEPS + 1, 1)).await.unwrap_err();
+    assert_eq!(err, "plan_create refused:\n- 51 steps is too many (at most 50)");
+    assert!(f.book.plan.is_none() && f.book.revisions.is_empty());
+}
+
+#[tokio::test]
+async fn the_postcondition_cap_is_inclusive() {
+    assert_eq!(MAX_POSTCONDITIONS, 20);
+    let mut f = Fixture::new();
+    let reply = f.call("plan_create", sized_plan(1, MAX_POSTCONDITIONS)).await.unwrap();
+    assert!(reply.starts_with("Plan created (revision 1): 1 steps, 20 postconditions."), "{reply}");
+
+    let mut f = Fixture::new();
+    let err = f.call("plan_create", sized_plan(1, MAX_POSTCONDITIONS + 1)).await.unwrap_err();
+    assert_eq!(err, "plan_create refused:\n- 21 postconditions is too many (at most 20)");
+    assert!(f.book.plan.is_none() && f.book.revisions.is_empty());
+}
+
+#[tokio::test]
+async fn a_step_dropped_twice_is_refused() {
+    let mut f = Fixture::new();
+    f.call("plan_create", css_plan()).await.unwrap();
+    let rewrite = json!({
+        "objective": "Easier",
+        "steps": [{"id": "read", "title": "Read"}, {"id": "check", "title": "Check"}],
+        "dropped": [{"id": "patch", "reason": "not needed"}, {"id": " patch ", "reason": "again"}],
+        "postconditions": css_plan()["postconditions"].clone()
+    });
+    let err = f.call("plan_create", rewrite).await.unwrap_err();
+    assert_eq!(err, "plan_create refused:\n- step `patch` is dropped twice");
+    assert_eq!(f.book.revisions.len(), 1);
+    assert_eq!(f.book.plan.as_ref().unwrap().steps.len(), 3);
+}
