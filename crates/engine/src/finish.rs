@@ -7,9 +7,7 @@ use std::time::Instant;
 
 use pev_protocol::assertion::AssertionResult;
 use pev_protocol::event::{EventBody, now_rfc3339};
-use pev_protocol::run::{
-    EvidenceOf, FileMutation, FinalCheck, RunResult, RunStatus, StepStatus, Usage,
-};
+use pev_protocol::run::{FileMutation, FinalCheck, RunResult, RunStatus, StepStatus, Usage};
 use pev_store::Record;
 use pev_verify::{CheckEnv, OutcomeInput};
 
@@ -161,19 +159,14 @@ async fn recheck(
         let record = pev_store::Store::open_existing(shared.recorder.journal().path())?
             .load_run(shared.recorder.run_id())?;
         let calls = &record.tool_calls;
-        crate::final_check::name_later_calls(&mut check.regressed, calls, |of| match of {
-            EvidenceOf::Step(id) => crate::final_check::after_last_call_of(calls, id),
-            EvidenceOf::Postcondition(_) => None,
+        crate::final_check::name_later_calls(&mut check.regressed, calls, |of| {
+            of.step().and_then(|id| crate::final_check::after_last_call_of(calls, id))
         });
     }
     for r in &check.regressed {
-        let (step, postcondition) = match &r.of {
-            EvidenceOf::Step(id) => (Some(id.clone()), None),
-            EvidenceOf::Postcondition(d) => (None, Some(d.clone())),
-        };
         shared.recorder.emit(EventBody::AssertionChecked {
-            step,
-            postcondition,
+            step: r.of.step().map(str::to_owned),
+            postcondition: r.of.postcondition().map(str::to_owned),
             result: AssertionResult {
                 kind: r.kind.clone(),
                 passed: false,
@@ -182,12 +175,9 @@ async fn recheck(
         })?;
     }
     for once in &check.checked_once {
-        let message = format!("{}: {} was checked once: {}", once.of, once.kind, once.why);
+        let message = pev_verify::checked_once_warning(once);
         if !state.warnings.contains(&message) {
-            let step = match &once.of {
-                EvidenceOf::Step(id) => Some(id.clone()),
-                EvidenceOf::Postcondition(_) => None,
-            };
+            let step = once.of.step().map(str::to_owned);
             shared.recorder.emit(EventBody::Warning { step, message: message.clone() })?;
             state.warnings.push(message);
         }

@@ -160,6 +160,24 @@ pub enum EvidenceOf {
     Postcondition(String),
 }
 
+impl EvidenceOf {
+    /// The step, when the evidence is a step's.
+    pub fn step(&self) -> Option<&str> {
+        match self {
+            Self::Step(id) => Some(id),
+            Self::Postcondition(_) => None,
+        }
+    }
+
+    /// The postcondition's description, when the evidence is a postcondition's.
+    pub fn postcondition(&self) -> Option<&str> {
+        match self {
+            Self::Step(_) => None,
+            Self::Postcondition(description) => Some(description),
+        }
+    }
+}
+
 impl std::fmt::Display for EvidenceOf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -37,7 +37,7 @@ pub use assert::{check, check_postconditions};
 pub use goal::{goal_asks_for_change, is_goal_action};
 pub use mutation::{DiffLine, DiffTag, diff_lines, mutation};
 pub use outcome::{OutcomeInput, decide};
-pub use recheck::{Claim, recheck, regression_reason};
+pub use recheck::{Claim, checked_once_warning, recheck, regression_reason};
 pub use silent::silent_failures;
 
 /// What an assertion is checked against.

@@ -119,10 +119,7 @@ fn world_only(assertion: &Assertion) -> bool {
 /// The reason a regression gives: which evidence no longer holds, what it saw then and now,
 /// and the later calls that may have undone it.
 pub fn regression_reason(regression: &Regression) -> Reason {
-    let step = match &regression.of {
-        EvidenceOf::Step(id) => Some(id.clone()),
-        EvidenceOf::Postcondition(_) => None,
-    };
+    let step = regression.of.step().map(str::to_owned);
     let what = match &regression.of {
         EvidenceOf::Step(id) => format!("step '{id}''s evidence"),
         EvidenceOf::Postcondition(d) => format!("postcondition \"{}\"", clip(d, CLIP)),
@@ -150,6 +147,11 @@ pub fn regression_reason(regression: &Regression) -> Reason {
             clip(&regression.now, CLIP),
         ),
     }
+}
+
+/// The warning for evidence that was checked only once.
+pub fn checked_once_warning(once: &CheckedOnce) -> String {
+    format!("{}: {} was checked once: {}", once.of, once.kind, once.why)
 }
 
 #[cfg(test)]

@@ -132,9 +132,7 @@ pub async fn final_recheck(ctx: &pev_tools::ToolContext, report: &LoopReport) ->
 /// Adds what the final re-check found to a loop run's result: each regression is a reason, and
 /// a run with one is not `success`.
 pub fn apply_final_check(check: FinalCheck, result: &mut RunResult) {
-    for once in &check.checked_once {
-        result.warnings.push(format!("{}: {} was checked once: {}", once.of, once.kind, once.why));
-    }
+    result.warnings.extend(check.checked_once.iter().map(pev_verify::checked_once_warning));
     if !check.regressed.is_empty() {
         result.reasons.extend(check.regressed.iter().map(pev_verify::regression_reason));
         if result.status == RunStatus::Success {
