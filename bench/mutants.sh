@@ -35,8 +35,6 @@ core=(
   crates/providers/src/retry.rs
 )
 
-command -v cargo-mutants >/dev/null || cargo install --locked cargo-mutants
-
 out="${MUTANTS_OUT:-bench/out/mutants}"
 mkdir -p "$out"
 args=(--no-config --test-workspace=false --baseline skip --timeout 300 -o "$out"
@@ -60,6 +58,8 @@ else
   files=("${core[@]}")
 fi
 for f in "${files[@]}"; do args+=(-f "$f"); done
+
+command -v cargo-mutants >/dev/null || cargo install --locked cargo-mutants
 
 echo "== cargo mutants ${args[*]}"
 status=0
