@@ -160,14 +160,10 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
 
     let summary = WorkspaceSummary::scan(&session.engine.ctx.workspace, 200)
         .map_err(|e| Fail(EXIT_FAILED, format!("cannot scan the workspace: {e}")))?;
-    let tools: Vec<pev_providers::ToolSpec> = session
-        .engine
-        .registry
-        .definitions()
-        .iter()
-        .filter(|d| policy.tool_allowed(d.name))
-        .map(pev_providers::ToolSpec::from)
-        .collect();
+    // The planner writes plans, which name tools by plan name (`file.patch`); the executor is
+    // offered the same tools under their wire names by the engine.
+    let mut tools = session.engine.registry.definitions();
+    tools.retain(|d| policy.tool_allowed(d.name));
     let ctx = PlanContext { goal: &req.goal, workspace: &summary, tools: &tools, policy: &policy };
     let _ = writeln!(err, "pev: planning…");
     let outcome = match session.block_on(models.planner.plan(&ctx)) {

@@ -60,15 +60,15 @@ mod agent_http {
             0 => Reply::tool_uses(
                 EXECUTOR_MODEL,
                 &[
-                    ("toolu_read_css", "file.read", json!({"path": "style.css"})),
-                    ("toolu_read_html", "file.read", json!({"path": "index.html"})),
+                    ("toolu_read_css", "file_read", json!({"path": "style.css"})),
+                    ("toolu_read_html", "file_read", json!({"path": "index.html"})),
                 ],
             ),
             1 => Reply::tool_uses(
                 EXECUTOR_MODEL,
                 &[(
                     "toolu_patch",
-                    "file.patch",
+                    "file_patch",
                     json!({"path": "style.css", "edits": [
                         {"old": "background: #ffffff;", "new": "background: #013220;"}
                     ]}),
@@ -126,7 +126,14 @@ mod agent_http {
         assert!(exec[0].system().contains("#013220"), "the description is in the prompt");
         assert_eq!(first["system"][0]["cache_control"], json!({"type": "ephemeral"}));
         let tools = first["tools"].as_array().expect("tools");
-        assert!(tools.iter().any(|t| t["name"] == "file.patch"), "{tools:?}");
+        assert!(tools.iter().any(|t| t["name"] == "file_patch"), "{tools:?}");
+        // What the real API accepts as a tool name: `^[a-zA-Z0-9_-]{1,64}$`.
+        for tool in tools {
+            let name = tool["name"].as_str().unwrap_or_default();
+            let valid = (1..=64).contains(&name.len())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            assert!(valid, "the request offers the invalid tool name {name:?}");
+        }
         let (last, rest) = tools.split_last().expect("at least one tool");
         assert_eq!(last["cache_control"], json!({"type": "ephemeral"}));
         assert!(rest.iter().all(|t| t.get("cache_control").is_none()), "one breakpoint");
@@ -195,12 +202,12 @@ mod agent_http {
                 &[
                     (
                         "toolu_w1",
-                        "file.write",
+                        "file_write",
                         json!({"path": "README.md", "content": "Welcome to Apex.\n"}),
                     ),
                     (
                         "toolu_w2",
-                        "file.write",
+                        "file_write",
                         json!({"path": "docs/guide.md", "content": "# Apex guide\n"}),
                     ),
                 ],
@@ -329,8 +336,8 @@ mod agent_http {
             Role::Executor if r.turn() == 0 => Reply::tool_uses(
                 EXECUTOR_MODEL,
                 &[
-                    ("toolu_r1", "file.read", json!({"path": "style.css"})),
-                    ("toolu_r2", "file.read", json!({"path": "index.html"})),
+                    ("toolu_r1", "file_read", json!({"path": "style.css"})),
+                    ("toolu_r2", "file_read", json!({"path": "index.html"})),
                 ],
             ),
             Role::Executor => Reply::text(

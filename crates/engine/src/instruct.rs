@@ -29,7 +29,7 @@ pub struct InstructionRequest {
     /// Why earlier attempts failed: tool errors, failed assertions with their recovery hints, the
     /// judge's feedback. Empty on the first attempt.
     pub feedback: Vec<String>,
-    /// The tools the executor may call (name, description, input schema).
+    /// The tools the executor may call (wire name, description, input schema).
     pub tools: Vec<pev_providers::ToolSpec>,
     /// What is left of the run's budget, in words the model can use ("$0.42 and 12 turns left").
     pub budget_note: Option<String>,
@@ -72,7 +72,9 @@ pub struct GateResult {
 
 /// The engine's side of an executor's tool calls.
 pub trait ToolGate: Send {
-    fn call<'a>(&'a mut self, tool: &'a str, arguments: Value) -> BoxFuture<'a, GateResult>;
+    /// Calls the tool the model named: `wire` is its wire name (`file_patch`), as offered in
+    /// [`InstructionRequest::tools`]; the engine journals the call under the plan name.
+    fn call<'a>(&'a mut self, wire: &'a str, arguments: Value) -> BoxFuture<'a, GateResult>;
 
     /// How many tool calls this session has journaled so far: a mark taken when evidence is
     /// checked, so that a later re-check can name the calls made after it. `None` when the

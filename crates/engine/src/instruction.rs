@@ -37,9 +37,9 @@ struct StepGate<'a> {
 }
 
 impl ToolGate for StepGate<'_> {
-    fn call<'b>(&'b mut self, tool: &'b str, arguments: Value) -> BoxFuture<'b, GateResult> {
+    fn call<'b>(&'b mut self, wire: &'b str, arguments: Value) -> BoxFuture<'b, GateResult> {
         Box::pin(async move {
-            match self.call_inner(tool, arguments).await {
+            match self.call_inner(wire, arguments).await {
                 Ok(result) => result,
                 Err(e) => {
                     let message = format!("the journal failed: {e}");
@@ -56,21 +56,26 @@ impl ToolGate for StepGate<'_> {
 }
 
 impl StepGate<'_> {
-    async fn call_inner(&mut self, tool: &str, args: Value) -> Result<GateResult, StoreError> {
+    /// `wire` is the name the model called; from here on the call is journaled, approved,
+    /// hooked and checked under the tool's plan name. What the model reads names the tool as
+    /// it knows it, by its wire name.
+    async fn call_inner(&mut self, wire: &str, args: Value) -> Result<GateResult, StoreError> {
         let shared = self.shared;
-        let Some(implementation) = shared.engine.registry.get(tool).map(Arc::clone) else {
-            let known: Vec<&str> = shared.engine.registry.iter().map(|t| t.name()).collect();
+        let registry = &shared.engine.registry;
+        let found = registry.names().plan(wire).and_then(|plan| registry.get(plan));
+        let Some(implementation) = found.map(Arc::clone) else {
+            let offered = offered_tools(shared);
+            let offered: Vec<&str> = offered.iter().map(|d| d.wire.as_str()).collect();
+            let offered = if offered.is_empty() { "none".to_owned() } else { offered.join(", ") };
             return Ok(GateResult {
-                output: Err(format!("unknown tool `{tool}`; available: {}", known.join(", "))),
+                output: Err(format!("unknown tool `{wire}`; available: {offered}")),
                 fatal: false,
             });
         };
-        let allowed = shared.engine.config.models.as_ref().is_none_or(|m| {
-            m.allowed_tools.is_empty() || m.allowed_tools.iter().any(|t| t == tool)
-        });
-        if !allowed {
+        let tool = implementation.name();
+        if !tool_allowed(shared, tool) {
             return Ok(GateResult {
-                output: Err(format!("the policy does not allow the tool `{tool}`")),
+                output: Err(format!("the policy does not allow the tool `{wire}`")),
                 fatal: false,
             });
         }
@@ -80,14 +85,14 @@ impl StepGate<'_> {
                 crate::Approval::Yes => {}
                 crate::Approval::No => {
                     return Ok(GateResult {
-                        output: Err(format!("a person refused the {tool} call")),
+                        output: Err(format!("a person refused the {wire} call")),
                         fatal: false,
                     });
                 }
                 crate::Approval::Defer => {
                     return Ok(GateResult {
                         output: Err(format!(
-                            "the {tool} call needs a person's approval and nobody can answer now"
+                            "the {wire} call needs a person's approval and nobody can answer now"
                         )),
                         fatal: true,
                     });
@@ -150,6 +155,25 @@ impl StepGate<'_> {
             crate::hooks::after_call(shared, self.step, hooked, &end.output, self.report).await?;
         Ok(GateResult { output: with_hook_answer(end.output, &decision), fatal: false })
     }
+}
+
+/// Whether the executor may call the tool whose plan name is `tool` (the policy's allow/deny,
+/// as the agent passed it; everything in `pev run`, which has no model).
+fn tool_allowed(shared: &Shared, tool: &str) -> bool {
+    shared
+        .engine
+        .config
+        .models
+        .as_ref()
+        .is_none_or(|m| m.allowed_tools.is_empty() || m.allowed_tools.iter().any(|t| t == tool))
+}
+
+/// The registry's tools the executor is offered, in plan-name order: each is shown to the model
+/// under its wire name (`ToolSpec::from`), and named by it when a call goes wrong.
+fn offered_tools(shared: &Shared) -> Vec<pev_tools::ToolDefinition> {
+    let mut tools = shared.engine.registry.definitions();
+    tools.retain(|d| tool_allowed(shared, d.name));
+    tools
 }
 
 /// What the model sees of a call after `post_tool_use`: the output with the hooks' context
@@ -230,16 +254,8 @@ pub(crate) async fn run(
     let id = step.id.as_str();
     let watched = watched_paths(step, None);
     let max_attempts = step.max_attempts.unwrap_or(3).max(1);
-    let tools: Vec<pev_providers::ToolSpec> = shared
-        .engine
-        .registry
-        .definitions()
-        .iter()
-        .filter(|d| {
-            models.allowed_tools.is_empty() || models.allowed_tools.iter().any(|t| t == d.name)
-        })
-        .map(pev_providers::ToolSpec::from)
-        .collect();
+    let tools: Vec<pev_providers::ToolSpec> =
+        offered_tools(shared).iter().map(pev_providers::ToolSpec::from).collect();
     let mut feedback: Vec<String> = Vec::new();
     loop {
         report.slot.attempts += 1;

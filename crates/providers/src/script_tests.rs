@@ -53,7 +53,7 @@ const TWO_TURNS: &str = r#"{
   "turns": [
     {"content": [
       {"type": "text", "text": "Let me look."},
-      {"type": "tool_use", "id": "t1", "name": "file.read", "input": {"path": "a.txt"}}
+      {"type": "tool_use", "id": "t1", "name": "file_read", "input": {"path": "a.txt"}}
     ],
      "usage": {"input_tokens": 120, "output_tokens": 30, "cache_read_input_tokens": 100}},
     {"content": [{"type": "text", "text": "It says hi."}]}
@@ -71,7 +71,7 @@ fn turns_are_answered_in_order_with_defaults() {
     assert_eq!(first.stop_reason, StopReason::ToolUse);
     assert_eq!(first.text(), "Let me look.");
     let calls: Vec<_> = first.tool_calls().collect();
-    assert_eq!(calls, vec![("t1", "file.read", &json!({"path": "a.txt"}))]);
+    assert_eq!(calls, vec![("t1", "file_read", &json!({"path": "a.txt"}))]);
     assert_eq!(
         first.usage,
         TokenUsage {
@@ -133,13 +133,13 @@ fn tool(name: &str) -> ToolSpec {
 fn matching_expectations_answer() {
     let client = expecting(Expect {
         last_user_contains: Some("result: 42".into()),
-        tools_include: vec!["file.read".into()],
+        tools_include: vec!["file_read".into()],
         system_contains: Some("planner".into()),
         model: Some("m1".into()),
     });
     let mut req = request("first question");
     req.system = Some("You are the planner.".into());
-    req.tools = vec![tool("shell"), tool("file.read")];
+    req.tools = vec![tool("shell"), tool("file_read")];
     req.messages.push(Message::assistant(vec![ContentBlock::ToolUse {
         id: "t1".into(),
         name: "shell".into(),
@@ -185,15 +185,15 @@ fn a_missing_system_text_quotes_the_system_prompt() {
 #[test]
 fn missing_tools_are_named_with_the_offered_ones() {
     let client = expecting(Expect {
-        tools_include: vec!["file.read".into(), "shell".into()],
+        tools_include: vec!["file_read".into(), "shell".into()],
         ..Expect::default()
     });
     let mut req = request("x");
-    req.tools = vec![tool("shell"), tool("http.get")];
+    req.tools = vec![tool("shell"), tool("http_get")];
     let message = script_message(chat(&client, &req));
     assert_eq!(
         message,
-        r#"turn 1: expected the tools to include ["file.read"]; the request offers ["shell", "http.get"]"#
+        r#"turn 1: expected the tools to include ["file_read"]; the request offers ["shell", "http_get"]"#
     );
 }
 
@@ -286,7 +286,7 @@ fn streaming_emits_text_in_pieces_and_tool_calls_whole() {
         vec![
             StreamEvent::TextDelta { index: 0, text: "Let me".into() },
             StreamEvent::TextDelta { index: 0, text: " look.".into() },
-            StreamEvent::ToolCallStart { index: 1, id: "t1".into(), name: "file.read".into() },
+            StreamEvent::ToolCallStart { index: 1, id: "t1".into(), name: "file_read".into() },
             StreamEvent::ToolCallDelta { index: 1, partial_json: r#"{"path":"a.txt"}"#.into() },
         ]
     );

@@ -64,15 +64,18 @@ impl Message {
 /// A tool the model may call: its name, what it is for, and the JSON Schema of its input.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
+    /// The wire name (`file_read`, `^[a-zA-Z0-9_-]{1,64}$`), never a dotted plan name: the
+    /// name the model calls, which `pev_tools::ToolNames` maps back to the plan name.
     pub name: String,
     pub description: String,
     pub input_schema: Value,
 }
 
+/// A registry tool as a model is offered it: under its wire name.
 impl From<&pev_tools::ToolDefinition> for ToolSpec {
     fn from(def: &pev_tools::ToolDefinition) -> Self {
         Self {
-            name: def.name.to_owned(),
+            name: def.wire.as_str().to_owned(),
             description: def.description.to_owned(),
             input_schema: def.parameters.clone(),
         }

@@ -99,8 +99,8 @@ async fn check(client: &dyn ModelClient, model: &str) {
     assert!(response.usage.output_tokens > 0, "{response:?}");
 }
 
-/// pev's built-in tools as the agent offers them: the registry's definitions, schemas derived
-/// from each tool's argument type.
+/// pev's built-in tools as the agent offers them: the registry's definitions under their wire
+/// names, schemas derived from each tool's argument type.
 fn registry_tools() -> Vec<ToolSpec> {
     pev_tools::Registry::builtin().definitions().iter().map(ToolSpec::from).collect()
 }
@@ -109,24 +109,24 @@ fn tool_request(model: &str) -> ChatRequest {
     let mut request = ChatRequest::new(
         model,
         vec![Message::user(
-            "Read the file README.md of the workspace with the file.read tool. Call the tool; do \
+            "Read the file README.md of the workspace with the file_read tool. Call the tool; do \
              not answer in text.",
         )],
     );
     request.tools = registry_tools();
-    request.tool_choice = ToolChoice::Tool("file.read".into());
+    request.tool_choice = ToolChoice::Tool("file_read".into());
     request.max_tokens = 256;
     request.temperature = Some(0.0);
     request
 }
 
-/// The one tool call of `response`: `file.read` with `README.md` as its path, arguments that the
+/// The one tool call of `response`: `file_read` with `README.md` as its path, arguments that the
 /// registry's own tool accepts.
 fn assert_reads_readme(provider: &str, model: &str, response: &ChatResponse) {
     let calls: Vec<_> = response.tool_calls().collect();
     assert_eq!(calls.len(), 1, "{provider} {model}: one tool call expected: {response:?}");
     let (_, name, input) = calls[0];
-    assert_eq!(name, "file.read", "{provider} {model}: {response:?}");
+    assert_eq!(name, "file_read", "{provider} {model}: {response:?}");
     assert_eq!(input["path"], "README.md", "{provider} {model}: arguments {input}");
     assert_eq!(response.stop_reason, StopReason::ToolUse, "{provider} {model}: {response:?}");
 }
@@ -136,7 +136,8 @@ fn assert_reads_readme(provider: &str, model: &str, response: &ChatResponse) {
 async fn check_tool_call(client: &dyn ModelClient, model: &str) {
     let provider = client.provider().to_owned();
     let tools = registry_tools();
-    assert!(tools.len() >= 6 && tools.iter().any(|t| t.name == "file.read"), "{tools:?}");
+    assert!(tools.len() >= 6 && tools.iter().any(|t| t.name == "file_read"), "{tools:?}");
+    assert!(tools.iter().all(|t| pev_tools::is_wire_name(&t.name)), "{tools:?}");
     let response = client
         .chat(&tool_request(model))
         .await

@@ -1,6 +1,7 @@
 //! pev's tools: the [`Tool`] trait, the [`Registry`] that later crates (model tool use, MCP)
-//! extend, the six built-in tools of CONTRACTS.md §3, and the workspace sandbox they all go
-//! through.
+//! extend, the six built-in tools of CONTRACTS.md §3, the workspace sandbox they all go
+//! through, and [`ToolNames`], the one mapping between a tool's plan name (`file.read`) and the
+//! wire name a model is offered and calls (`file_read`).
 //!
 //! A tool takes JSON arguments, deserialises them into its typed argument struct (whose JSON
 //! Schema is what a model is shown, so the two cannot drift), and returns JSON or a
@@ -19,6 +20,7 @@ use serde_json::Value;
 pub mod builtin;
 mod error;
 mod listing;
+pub mod names;
 pub mod net;
 mod registry;
 mod sandbox;
@@ -28,6 +30,7 @@ pub use builtin::http::{build_client, chain as error_chain};
 pub use builtin::shell::{CommandOutput, CommandSpec, Program, run_command};
 pub use error::{SandboxError, ToolError};
 pub use listing::{Entry, ListOptions, Listing};
+pub use names::{ToolNames, WireName, is_wire_name};
 pub use registry::{Registry, RegistryError, ToolDefinition};
 pub use sandbox::{EntryKind, FileInfo, Workspace, WriteReport};
 
@@ -37,7 +40,8 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A tool the executor can call.
 pub trait Tool: Send + Sync {
-    /// The dotted name plans and models use (`file.read`).
+    /// The plan name (`file.read`), what plans and the journal use; a model is offered its
+    /// wire name instead (see [`names`]).
     fn name(&self) -> &'static str;
     /// What calling it can do to the world.
     fn effect(&self) -> Effect;

@@ -1,4 +1,5 @@
-//! The tool registry: name to tool, the built-ins plus whatever later crates register.
+//! The tool registry: name to tool, the built-ins plus whatever later crates register, and the
+//! [`ToolNames`] table of their wire names (kept in step with every registration).
 //!
 //! Names are unique: registering a second tool under a taken name is an error rather than a
 //! silent replacement, so an MCP server cannot shadow `file.write` with its own.
@@ -12,6 +13,7 @@ use serde_json::Value;
 
 use crate::Tool;
 use crate::builtin;
+use crate::names::{ToolNames, WireName};
 
 /// Why a tool could not be registered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -23,7 +25,10 @@ pub enum RegistryError {
 /// What a model is told about a tool.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolDefinition {
+    /// The plan name (`file.read`): what plans, the policy and the journal use.
     pub name: &'static str,
+    /// The name a model is offered and calls (`file_read`).
+    pub wire: WireName,
     pub description: &'static str,
     pub parameters: Value,
     pub effect: Effect,
@@ -33,6 +38,8 @@ pub struct ToolDefinition {
 #[derive(Clone, Default)]
 pub struct Registry {
     tools: BTreeMap<&'static str, Arc<dyn Tool>>,
+    /// The wire names of exactly the tools above.
+    names: ToolNames,
 }
 
 impl std::fmt::Debug for Registry {
@@ -53,7 +60,8 @@ impl Registry {
         for tool in builtin::all() {
             tools.insert(tool.name(), tool);
         }
-        Self { tools }
+        let names = ToolNames::new(tools.keys());
+        Self { tools, names }
     }
 
     /// Add a tool; its name must be free.
@@ -63,12 +71,20 @@ impl Registry {
             return Err(RegistryError::Duplicate(name.to_owned()));
         }
         self.tools.insert(name, tool);
+        // A new name can take another's wire name (`file_read` next to `file.read`): the whole
+        // table is derived again, so both get their suffix.
+        self.names = ToolNames::new(self.tools.keys());
         Ok(())
     }
 
-    /// The tool called `name`.
+    /// The tool whose plan name is `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools.get(name)
+    }
+
+    /// The wire names of the registered tools, both ways.
+    pub fn names(&self) -> &ToolNames {
+        &self.names
     }
 
     /// All tools, in name order.
@@ -86,11 +102,16 @@ impl Registry {
         self.tools.is_empty()
     }
 
-    /// The definitions a model is given, in name order.
+    /// The definitions a model is given, in (plan) name order.
     pub fn definitions(&self) -> Vec<ToolDefinition> {
         self.iter()
-            .map(|t| ToolDefinition {
+            .filter_map(|t| {
+                let wire = self.names.wire(t.name())?.clone();
+                Some((t, wire))
+            })
+            .map(|(t, wire)| ToolDefinition {
                 name: t.name(),
+                wire,
                 description: t.description(),
                 parameters: t.parameters_schema(),
                 effect: t.effect(),

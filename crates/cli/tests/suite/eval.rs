@@ -158,7 +158,7 @@ fn suite_with(toml: &str, script: &str) -> tempfile::TempDir {
 const LAZY_ONE: &str = r#"{"turns": [
  {"content": [{"type": "tool_use", "id": "1", "name": "plan_create", "input": {"objective": "a.txt DONE", "steps": [{"id": "a", "title": "Mark a.txt DONE", "assertions": [{"type": "file_contains", "path": "a.txt", "pattern": "DONE"}]}]}}], "usage": {"input_tokens": 1000, "output_tokens": 100}},
  {"content": [{"type": "text", "text": "Done."}], "usage": {"input_tokens": 1200, "output_tokens": 10}},
- {"content": [{"type": "tool_use", "id": "2", "name": "file.patch", "input": {"path": "a.txt", "edits": [{"old": "TODO", "new": "DONE"}]}}], "usage": {"input_tokens": 1400, "output_tokens": 50}, "expect": {"last_user_contains": "Final answer refused (1 of 3"}},
+ {"content": [{"type": "tool_use", "id": "2", "name": "file_patch", "input": {"path": "a.txt", "edits": [{"old": "TODO", "new": "DONE"}]}}], "usage": {"input_tokens": 1400, "output_tokens": 50}, "expect": {"last_user_contains": "Final answer refused (1 of 3"}},
  {"content": [{"type": "tool_use", "id": "3", "name": "step_update", "input": {"id": "a", "status": "done", "evidence": "a.txt says DONE"}}], "usage": {"input_tokens": 1600, "output_tokens": 40}},
  {"content": [{"type": "text", "text": "a.txt is DONE."}], "usage": {"input_tokens": 1800, "output_tokens": 10}}
 ]}"#;
@@ -313,7 +313,7 @@ fn a_bad_script_an_empty_suite_and_a_stray_directory_are_bad_suites() {
 #[test]
 fn a_run_past_its_timeout_is_killed_and_reported() {
     let toml = "goal = \"Run the slow build\"\ntimeout_secs = 1\n[scripts]\nexecutor = \"model.json\"\n[expect]\nstatus = \"success\"\n";
-    let script = r#"{"turns": [{"content": [{"type": "tool_use", "id": "1", "name": "shell.exec", "input": {"command": "sleep 20"}}]}, {"content": [{"type": "text", "text": "built"}]}]}"#;
+    let script = r#"{"turns": [{"content": [{"type": "tool_use", "id": "1", "name": "shell_exec", "input": {"command": "sleep 20"}}]}, {"content": [{"type": "text", "text": "built"}]}]}"#;
     let suite = suite_with(toml, script);
     let started = std::time::Instant::now();
     let out = eval(&[suite.path().to_str().expect("utf-8"), "--gate", "on", "--json"]);

@@ -86,7 +86,7 @@ fn request() -> InstructionRequest {
             json!({"content": "body { background: white; }"}),
         )]),
         feedback: Vec::new(),
-        tools: vec![tool("file.read"), tool("file.write")],
+        tools: vec![tool("file_read"), tool("file_write")],
         budget_note: None,
     }
 }
@@ -119,7 +119,7 @@ async fn two_turn_tool_loop_pairs_results_by_id_and_returns_the_summary() {
         vec![
             ScriptTurn::blocks(vec![
                 ContentBlock::text("Writing the file."),
-                tool_use("tu_1", "file.write", write.clone()),
+                tool_use("tu_1", "file_write", write.clone()),
             ])
             .with_usage(usage(100, 20)),
             ScriptTurn::text("  Set the body background to #006400 in site/style.css.  ")
@@ -129,7 +129,7 @@ async fn two_turn_tool_loop_pairs_results_by_id_and_returns_the_summary() {
     let mut gate = FakeGate::answering(vec![ok(json!({"bytes_written": 29}))]);
     let outcome = executor(client.clone(), 12).execute(&request(), &mut gate).await;
 
-    assert_eq!(gate.calls, vec![("file.write".to_owned(), write)]);
+    assert_eq!(gate.calls, vec![("file_write".to_owned(), write)]);
     assert_eq!(outcome.summary, "Set the body background to #006400 in site/style.css.");
     assert_eq!(outcome.interrupted, None);
     assert_eq!((outcome.turns, outcome.model_calls), (2, 2));
@@ -165,9 +165,9 @@ async fn several_calls_in_one_turn_answer_in_order_with_errors_marked() {
         "multi",
         vec![
             ScriptTurn::blocks(vec![
-                tool_use("a", "file.read", json!({"path": "x"})),
-                tool_use("b", "shell.exec", json!({"command": "rm -rf /"})),
-                tool_use("c", "file.write", json!({"path": "y"})),
+                tool_use("a", "file_read", json!({"path": "x"})),
+                tool_use("b", "shell_exec", json!({"command": "rm -rf /"})),
+                tool_use("c", "file_write", json!({"path": "y"})),
             ]),
             ScriptTurn::text("done"),
         ],
@@ -180,7 +180,7 @@ async fn several_calls_in_one_turn_answer_in_order_with_errors_marked() {
 
     // The unknown tool never reaches the gate.
     let names: Vec<&str> = gate.calls.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, ["file.read", "file.write"]);
+    assert_eq!(names, ["file_read", "file_write"]);
     assert_eq!(outcome.interrupted, None);
     assert_eq!(
         last_results(&client.requests()[1]),
@@ -188,7 +188,7 @@ async fn several_calls_in_one_turn_answer_in_order_with_errors_marked() {
             ("a".to_owned(), "line 1\nline 2".to_owned(), false),
             (
                 "b".to_owned(),
-                "unknown tool shell.exec; available: file.read, file.write".to_owned(),
+                "unknown tool shell_exec; available: file_read, file_write".to_owned(),
                 true
             ),
             ("c".to_owned(), "path y is outside the workspace".to_owned(), true),
@@ -199,7 +199,7 @@ async fn several_calls_in_one_turn_answer_in_order_with_errors_marked() {
 #[tokio::test]
 async fn the_turn_limit_interrupts_after_the_last_allowed_turn() {
     let turn = |id: &str| {
-        ScriptTurn::blocks(vec![tool_use(id, "file.read", json!({"path": "x"}))])
+        ScriptTurn::blocks(vec![tool_use(id, "file_read", json!({"path": "x"}))])
             .with_usage(usage(10, 1))
     };
     let client =
@@ -222,7 +222,7 @@ async fn a_provider_error_interrupts_with_its_message() {
     let client = Arc::new(ScriptedClient::from_turns(
         "flaky",
         vec![
-            ScriptTurn::blocks(vec![tool_use("1", "file.read", json!({}))]).with_usage(usage(7, 3)),
+            ScriptTurn::blocks(vec![tool_use("1", "file_read", json!({}))]).with_usage(usage(7, 3)),
             ScriptTurn::failure(FailureKind::Server, None),
         ],
     ));
@@ -253,14 +253,14 @@ async fn a_fatal_gate_result_ends_the_attempt_at_once() {
         vec![
             ScriptTurn::blocks(vec![
                 ContentBlock::text("Patching."),
-                tool_use("1", "file.write", json!({"path": "a"})),
-                tool_use("2", "file.write", json!({"path": "b"})),
+                tool_use("1", "file_write", json!({"path": "a"})),
+                tool_use("2", "file_write", json!({"path": "b"})),
             ]),
             ScriptTurn::text("never asked"),
         ],
     ));
     let mut gate = FakeGate::answering(vec![GateResult {
-        output: Err("approval refused for file.write".into()),
+        output: Err("approval refused for file_write".into()),
         fatal: true,
     }]);
     let outcome = executor(client.clone(), 12).execute(&request(), &mut gate).await;
@@ -268,7 +268,7 @@ async fn a_fatal_gate_result_ends_the_attempt_at_once() {
     assert_eq!(
         outcome.interrupted,
         Some(Interruption::Provider(
-            "the tool call file.write could not be made: approval refused for file.write".into()
+            "the tool call file_write could not be made: approval refused for file_write".into()
         ))
     );
     assert_eq!(gate.calls.len(), 1);
@@ -282,7 +282,7 @@ async fn big_tool_outputs_are_capped_with_a_note() {
     let client = Arc::new(ScriptedClient::from_turns(
         "big",
         vec![
-            ScriptTurn::blocks(vec![tool_use("r", "file.read", json!({"path": "big.txt"}))]),
+            ScriptTurn::blocks(vec![tool_use("r", "file_read", json!({"path": "big.txt"}))]),
             ScriptTurn::text("read it"),
         ],
     ));

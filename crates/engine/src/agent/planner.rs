@@ -37,9 +37,8 @@ use pev_protocol::parse::{Format, ParseError, ParsedPlan, PlanIssue, parse_plan}
 use pev_protocol::schema::{SchemaKind, schema_of};
 use pev_protocol::{Finding, LintCode, LintStatus, Plan, Step, StepId};
 use pev_providers::structured::{StructuredOptions, request_json};
-use pev_providers::{
-    ChatRequest, ContentBlock, Message, ModelClient, ProviderError, TokenUsage, ToolSpec,
-};
+use pev_providers::{ChatRequest, ContentBlock, Message, ModelClient, ProviderError, TokenUsage};
+use pev_tools::ToolDefinition;
 use serde_json::Value;
 
 pub use workspace_summary::{SummaryEntry, WorkspaceSummary};
@@ -61,12 +60,14 @@ impl Default for PlannerOptions {
 }
 
 /// What every plan and replan is written for: the person's goal, the workspace as it is now,
-/// the tools the executor may call (name, description, input schema) and the run's policy.
+/// the tools the executor may call and the run's policy.
 #[derive(Debug, Clone, Copy)]
 pub struct PlanContext<'a> {
     pub goal: &'a str,
     pub workspace: &'a WorkspaceSummary,
-    pub tools: &'a [ToolSpec],
+    /// The tools a plan may use, under their plan names (`file.patch`): the planner writes plans,
+    /// and a plan names tools by plan name. It calls none of them.
+    pub tools: &'a [ToolDefinition],
     pub policy: &'a CompiledPolicy,
 }
 

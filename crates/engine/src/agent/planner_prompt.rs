@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use pev_lint::CompiledPolicy;
 use pev_protocol::{Finding, Plan};
-use pev_providers::ToolSpec;
+use pev_tools::ToolDefinition;
 use serde_json::Value;
 
 use super::{DoneStep, Failure, WorkspaceSummary};
@@ -63,7 +63,7 @@ const ASSERTIONS: &[(&str, &str, &str)] = &[
 ];
 
 /// The system prompt: the planner's role, the plan format, assertions, tools, policy, rules.
-pub(super) fn system_prompt(tools: &[ToolSpec], policy: &CompiledPolicy) -> String {
+pub(super) fn system_prompt(tools: &[ToolDefinition], policy: &CompiledPolicy) -> String {
     let mut out = String::with_capacity(8 * 1024);
     out.push_str(
         "You are the planner of pev, a harness that runs a plan step by step and verifies every \
@@ -99,7 +99,7 @@ pub(super) fn system_prompt(tools: &[ToolSpec], policy: &CompiledPolicy) -> Stri
             out,
             "- {}({}): {}",
             tool.name,
-            cap(&compact_schema(&tool.input_schema), MAX_TOOL_SIGNATURE),
+            cap(&compact_schema(&tool.parameters), MAX_TOOL_SIGNATURE),
             cap(tool.description.trim(), MAX_TOOL_DESCRIPTION),
         );
     }

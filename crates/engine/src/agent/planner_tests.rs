@@ -8,7 +8,7 @@ use std::sync::Arc;
 use pev_lint::CompiledPolicy;
 use pev_protocol::{LintCode, Policy};
 use pev_providers::script::{FailureKind, ScriptTurn, ScriptedClient};
-use pev_providers::{ChatRequest, ProviderError, Role, TokenUsage, ToolSpec};
+use pev_providers::{ChatRequest, ProviderError, Role, TokenUsage};
 use pev_tools::{Registry, Workspace};
 use serde_json::json;
 
@@ -19,8 +19,8 @@ fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
 }
 
-fn tools() -> Vec<ToolSpec> {
-    Registry::builtin().definitions().iter().map(ToolSpec::from).collect()
+fn tools() -> Vec<ToolDefinition> {
+    Registry::builtin().definitions()
 }
 
 fn workspace() -> WorkspaceSummary {

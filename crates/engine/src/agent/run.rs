@@ -75,14 +75,9 @@ impl AgentLoop<'_> {
             let failure = failure_of(&failed);
             let workspace = WorkspaceSummary::scan(&self.engine.ctx.workspace, 200)
                 .map_err(|e| EngineError::Plan(format!("cannot scan the workspace: {e}")))?;
-            let tools: Vec<pev_providers::ToolSpec> = self
-                .engine
-                .registry
-                .definitions()
-                .iter()
-                .filter(|d| self.policy.tool_allowed(d.name))
-                .map(pev_providers::ToolSpec::from)
-                .collect();
+            // The planner writes plans, which name tools by plan name (`file.patch`).
+            let mut tools = self.engine.registry.definitions();
+            tools.retain(|d| self.policy.tool_allowed(d.name));
             let ctx = PlanContext {
                 goal: &current.goal,
                 workspace: &workspace,

@@ -220,10 +220,10 @@ impl InstructionExecutor for Upper {
         Box::pin(async move {
             self.asked.fetch_add(1, Ordering::SeqCst);
             let GateResult { output, .. } =
-                tools.call("file.read", json!({"path": "in.txt"})).await;
+                tools.call("file_read", json!({"path": "in.txt"})).await;
             let text = output.ok().and_then(|o| o["content"].as_str().map(str::to_uppercase));
             let content = text.unwrap_or_default();
-            tools.call("file.write", json!({"path": "up.txt", "content": content})).await;
+            tools.call("file_write", json!({"path": "up.txt", "content": content})).await;
             InstructionOutcome {
                 summary: "wrote up.txt".to_owned(),
                 turns: 2,

@@ -228,8 +228,8 @@ impl InstructionExecutor for Recording {
         tools: &'a mut dyn ToolGate,
     ) -> BoxFuture<'a, InstructionOutcome> {
         Box::pin(async move {
-            let wrote = tools.call("file.write", json!({"path": "c.txt", "content": "x"})).await;
-            let read = tools.call("file.read", json!({"path": "in.txt"})).await;
+            let wrote = tools.call("file_write", json!({"path": "c.txt", "content": "x"})).await;
+            let read = tools.call("file_read", json!({"path": "in.txt"})).await;
             self.results.lock().unwrap().extend([wrote, read]);
             InstructionOutcome {
                 summary: "done".to_owned(),

@@ -9,3 +9,4 @@ mod references;
 mod resume;
 mod schedule;
 mod support;
+mod wire_names;

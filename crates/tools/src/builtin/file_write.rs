@@ -46,7 +46,7 @@ impl Tool for FileWrite {
 
     fn description(&self) -> &'static str {
         "Create or replace a file in the workspace with the given content (parent directories \
-         are created). Prefer file.patch to change part of an existing file."
+         are created). Prefer the patch tool to change part of an existing file."
     }
 
     fn parameters_schema(&self) -> Value {

@@ -15,7 +15,7 @@ use tempfile::TempDir;
 use super::*;
 use crate::agent::test_clients::{BROKE_MESSAGE, Broke};
 
-/// A gate that records the calls and carries out `file.write` in the workspace; anything else
+/// A gate that records the calls and carries out `file_write` in the workspace; anything else
 /// answers "ok", or the fatal error it was given.
 struct FakeGate {
     root: PathBuf,
@@ -28,7 +28,7 @@ impl ToolGate for FakeGate {
         self.calls.push((tool.to_owned(), arguments.clone()));
         let result = if let Some(why) = self.fatal.clone() {
             GateResult { output: Err(why), fatal: true }
-        } else if tool == "file.write" {
+        } else if tool == "file_write" {
             let path = self.root.join(arguments["path"].as_str().unwrap());
             std::fs::write(path, arguments["content"].as_str().unwrap()).unwrap();
             GateResult { output: Ok(json!({"bytes": 1})), fatal: false }
@@ -69,7 +69,7 @@ fn request(goal: &str) -> InstructionRequest {
         max_attempts: 1,
         inputs: HashMap::new(),
         feedback: Vec::new(),
-        tools: vec![tool("file.read"), tool("file.write")],
+        tools: vec![tool("file_read"), tool("file_write")],
         budget_note: Some("$0.50 left".into()),
     }
 }
@@ -104,7 +104,7 @@ fn plan_turn() -> ScriptTurn {
 fn write_turn() -> ScriptTurn {
     call(
         "w",
-        "file.write",
+        "file_write",
         json!({"path": "style.css", "content": "body { background: #006400; }"}),
     )
 }
@@ -154,7 +154,7 @@ async fn an_honest_run_plans_works_verifies_and_is_accepted() {
     assert_eq!(outcome.usage.input_tokens, 40);
     // Only the workspace tool went through the gate.
     let names: Vec<&str> = f.gate.calls.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, ["file.write"]);
+    assert_eq!(names, ["file_write"]);
 
     let report = executor.report();
     assert_eq!(report.final_answer.as_deref(), Some("The background is now #006400."));
@@ -177,8 +177,8 @@ async fn an_honest_run_plans_works_verifies_and_is_accepted() {
             "step_update",
             "postcondition_verify",
             "todo_write",
-            "file.read",
-            "file.write"
+            "file_read",
+            "file_write"
         ]
     );
     assert_eq!(sent[0].model, "loop-model");
@@ -189,7 +189,7 @@ async fn an_honest_run_plans_works_verifies_and_is_accepted() {
     );
     let system = sent[0].system.as_deref().unwrap();
     assert!(system.contains("This task has several parts: start by calling plan_create."));
-    assert!(system.contains("Workspace tools: file.read, file.write."));
+    assert!(system.contains("Workspace tools: file_read, file_write."));
     assert!(system.contains("You have at most 50 rounds."));
     assert!(system.contains("$0.50 left. Spend it on the work"));
     // The plan tool answered with the rendered plan, paired by id.
@@ -346,7 +346,7 @@ async fn a_single_step_goal_may_finish_without_a_plan() {
 #[tokio::test]
 async fn a_reminder_follows_rounds_without_a_plan_or_todo_update() {
     let mut f = Fixture::new();
-    let read = |id: &str| call(id, "file.read", json!({"path": "style.css"}));
+    let read = |id: &str| call(id, "file_read", json!({"path": "style.css"}));
     let client = Arc::new(ScriptedClient::from_turns(
         "wanderer",
         vec![
@@ -386,7 +386,7 @@ async fn a_reminder_follows_rounds_without_a_plan_or_todo_update() {
 #[tokio::test]
 async fn the_round_limit_interrupts() {
     let mut f = Fixture::new();
-    let read = |id: &str| call(id, "file.read", json!({}));
+    let read = |id: &str| call(id, "file_read", json!({}));
     let client =
         Arc::new(ScriptedClient::from_turns("busy", vec![read("1"), read("2"), read("3")]));
     let options = LoopOptions { max_rounds: 2, ..LoopOptions::default() };
@@ -427,19 +427,19 @@ async fn a_fatal_gate_result_ends_the_loop_and_unknown_tools_never_reach_the_gat
     let client = Arc::new(ScriptedClient::from_turns(
         "fatal",
         vec![
-            call("x", "shell.exec", json!({"command": "ls"})),
+            call("x", "shell_exec", json!({"command": "ls"})),
             write_turn(),
             ScriptTurn::text("never asked"),
         ],
     ));
-    f.gate.fatal = Some("approval refused for file.write".into());
+    f.gate.fatal = Some("approval refused for file_write".into());
     let executor = f.executor(client.clone(), LoopOptions::default());
     let outcome = executor.execute(&request(GOAL), &mut f.gate).await;
 
     assert_eq!(
         outcome.interrupted,
         Some(Interruption::Provider(
-            "the tool call file.write could not be made: approval refused for file.write".into()
+            "the tool call file_write could not be made: approval refused for file_write".into()
         ))
     );
     let sent = client.requests();
@@ -449,11 +449,11 @@ async fn a_fatal_gate_result_ends_the_loop_and_unknown_tools_never_reach_the_gat
     assert!(is_error);
     assert_eq!(
         content,
-        "unknown tool shell.exec; available: plan_create, plan_show, step_update, \
-         postcondition_verify, todo_write, file.read, file.write"
+        "unknown tool shell_exec; available: plan_create, plan_show, step_update, \
+         postcondition_verify, todo_write, file_read, file_write"
     );
     let names: Vec<&str> = f.gate.calls.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, ["file.write"]);
+    assert_eq!(names, ["file_write"]);
 }
 
 #[tokio::test]
