@@ -11,7 +11,10 @@ use pev_store::ToolCallRecord;
 use pev_verify::{CheckEnv, Claim};
 use serde_json::Value;
 
+use pev_protocol::Plan;
+
 use crate::scheduler::RunState;
+use crate::state::Slot;
 use crate::step::Shared;
 
 /// How many later calls a regression keeps.
@@ -24,14 +27,7 @@ pub(crate) async fn recheck_steps(
     outputs: &HashMap<String, Value>,
 ) -> FinalCheck {
     let plan = &shared.plan;
-    let held: Vec<(EvidenceOf, usize)> = plan
-        .steps
-        .iter()
-        .zip(&state.slots)
-        .enumerate()
-        .filter(|(_, (step, slot))| slot.status == StepStatus::Done && !step.assertions.is_empty())
-        .map(|(i, (step, _))| (EvidenceOf::Step(step.id.as_str().to_owned()), i))
-        .collect();
+    let held = held_steps(plan, &state.slots);
     let claims: Vec<Claim<'_>> = held
         .iter()
         .filter_map(|(of, i)| {
@@ -51,6 +47,17 @@ pub(crate) async fn recheck_steps(
         })
         .collect();
     pev_verify::recheck(&claims).await
+}
+
+/// The steps whose evidence the run relies on: done, with assertions. Each with its index.
+fn held_steps(plan: &Plan, slots: &[Slot]) -> Vec<(EvidenceOf, usize)> {
+    plan.steps
+        .iter()
+        .zip(slots)
+        .enumerate()
+        .filter(|(_, (step, slot))| slot.status == StepStatus::Done && !step.assertions.is_empty())
+        .map(|(i, (step, _))| (EvidenceOf::Step(step.id.as_str().to_owned()), i))
+        .collect()
 }
 
 /// Fills each regression's `changed_by` from the journal's tool calls (in journal order):

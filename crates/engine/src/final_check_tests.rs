@@ -1,6 +1,6 @@
 //! Naming the later calls that may have undone a piece of evidence.
 
-use pev_protocol::run::{EvidenceOf, Regression};
+use pev_protocol::run::{EvidenceOf, Regression, StepStatus};
 use pev_protocol::tool::Effect;
 use pev_store::{ToolCallRecord, ToolCallStatus};
 use serde_json::json;
@@ -114,4 +114,36 @@ fn long_commands_are_clipped_and_the_list_is_capped() {
     name_later_calls(&mut found, &calls, |_| Some(0));
     assert_eq!(found[0].changed_by.len(), KEPT_CALLS);
     assert!(found[0].changed_by[0].ends_with("…` (step 'c0')"), "{}", found[0].changed_by[0]);
+}
+
+#[test]
+fn only_done_steps_with_assertions_hold_evidence() {
+    let plan: Plan = serde_json::from_value(json!({
+        "goal": "g",
+        "steps": [
+            {"id": "done", "tool": "file.read", "parameters": {"path": "a"},
+             "assertions": [{"type": "file_exists", "path": "a"}]},
+            {"id": "bare", "tool": "file.read", "parameters": {"path": "a"}},
+            {"id": "failed", "tool": "file.read", "parameters": {"path": "a"},
+             "assertions": [{"type": "file_exists", "path": "a"}]},
+            {"id": "pending", "tool": "file.read", "parameters": {"path": "a"},
+             "assertions": [{"type": "file_exists", "path": "a"}]},
+            {"id": "skipped", "tool": "file.read", "parameters": {"path": "a"},
+             "assertions": [{"type": "file_exists", "path": "a"}]},
+            {"id": "also", "tool": "file.read", "parameters": {"path": "a"},
+             "assertions": [{"type": "file_exists", "path": "a"}]}
+        ]
+    }))
+    .unwrap();
+    let slot = |status| Slot { status, ..Slot::default() };
+    let slots = [
+        slot(StepStatus::Done),
+        slot(StepStatus::Done),
+        slot(StepStatus::Failed),
+        slot(StepStatus::Pending),
+        slot(StepStatus::Skipped),
+        slot(StepStatus::Done),
+    ];
+    let held = held_steps(&plan, &slots);
+    assert_eq!(held, [(EvidenceOf::Step("done".into()), 0), (EvidenceOf::Step("also".into()), 5)]);
 }
