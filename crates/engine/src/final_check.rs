@@ -13,32 +13,32 @@ use serde_json::Value;
 
 use pev_protocol::Plan;
 
-use crate::scheduler::RunState;
+use pev_tools::ToolContext;
+
 use crate::state::Slot;
-use crate::step::Shared;
 
 /// How many later calls a regression keeps.
 const KEPT_CALLS: usize = 10;
 
 /// Runs the assertions of every done step again against the workspace as it is now.
 pub(crate) async fn recheck_steps(
-    shared: &Shared,
-    state: &RunState,
+    plan: &Plan,
+    slots: &[Slot],
+    ctx: &ToolContext,
     outputs: &HashMap<String, Value>,
 ) -> FinalCheck {
-    let plan = &shared.plan;
-    let held = held_steps(plan, &state.slots);
+    let held = held_steps(plan, slots);
     let claims: Vec<Claim<'_>> = held
         .iter()
         .filter_map(|(of, i)| {
             let step = plan.steps.get(*i)?;
-            let slot = state.slots.get(*i)?;
+            let slot = slots.get(*i)?;
             Some(Claim {
                 of,
                 assertions: &step.assertions,
                 earlier: &slot.assertions,
                 env: CheckEnv {
-                    ctx: &shared.engine.ctx,
+                    ctx,
                     step: Some(step.id.as_str()),
                     outputs,
                     before: &slot.baseline,

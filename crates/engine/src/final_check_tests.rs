@@ -1,5 +1,7 @@
 //! Naming the later calls that may have undone a piece of evidence.
 
+use std::collections::HashMap;
+
 use pev_protocol::run::{EvidenceOf, Regression, StepStatus};
 use pev_protocol::tool::Effect;
 use pev_store::{ToolCallRecord, ToolCallStatus};
@@ -146,4 +148,33 @@ fn only_done_steps_with_assertions_hold_evidence() {
     ];
     let held = held_steps(&plan, &slots);
     assert_eq!(held, [(EvidenceOf::Step("done".into()), 0), (EvidenceOf::Step("also".into()), 5)]);
+}
+
+#[tokio::test]
+async fn the_done_steps_assertions_run_again_on_the_workspace_as_it_is_now() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("kept.txt"), "still here").unwrap();
+    let ctx = ToolContext::new(pev_tools::Workspace::open(dir.path()).unwrap());
+    let plan: Plan = serde_json::from_value(json!({
+        "goal": "g",
+        "steps": [
+            {"id": "kept", "tool": "file.read", "parameters": {"path": "kept.txt"},
+             "assertions": [{"type": "file_exists", "path": "kept.txt"}]},
+            {"id": "gone", "tool": "file.read", "parameters": {"path": "gone.txt"},
+             "assertions": [{"type": "file_exists", "path": "gone.txt"},
+                            {"type": "output_contains", "pattern": "hello"}]},
+            {"id": "failed", "tool": "file.read", "parameters": {"path": "gone.txt"},
+             "assertions": [{"type": "file_exists", "path": "gone.txt"}]}
+        ]
+    }))
+    .unwrap();
+    let slot = |status| Slot { status, ..Slot::default() };
+    let slots = [slot(StepStatus::Done), slot(StepStatus::Done), slot(StepStatus::Failed)];
+    let outputs = HashMap::from([("gone".to_owned(), json!({"content": "hello"}))]);
+    let check = recheck_steps(&plan, &slots, &ctx, &outputs).await;
+    // The failed step's assertion is not evidence the run relies on; the output one still holds.
+    assert_eq!(check.rechecked, 3);
+    assert_eq!(check.regressed.len(), 1, "{check:?}");
+    assert_eq!(check.regressed[0].of, EvidenceOf::Step("gone".into()));
+    assert_eq!(check.regressed[0].kind, "file_exists");
 }

@@ -153,7 +153,9 @@ async fn recheck(
     state: &mut RunState,
     outputs: &HashMap<String, serde_json::Value>,
 ) -> Result<FinalCheck, EngineError> {
-    let mut check = crate::final_check::recheck_steps(shared, state, outputs).await;
+    let mut check =
+        crate::final_check::recheck_steps(&shared.plan, &state.slots, &shared.engine.ctx, outputs)
+            .await;
     if !check.regressed.is_empty() {
         shared.recorder.flush().await?;
         let record = pev_store::Store::open_existing(shared.recorder.journal().path())?
