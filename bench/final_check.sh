@@ -50,6 +50,7 @@ for kind in ["none", "files", "command"]:
         json.dump(plan(kind), f)
 PY
 
+python3 bench/gen_run_plan.py --policy-out "$out/policy.yaml"
 ws="$root/$out/ws"
 mkdir -p "$ws"
 reset="rm -rf $ws/.pev $ws/out"
@@ -64,7 +65,7 @@ echo "## end phase (last step.finished -> verify.finished), median of $runs runs
 for kind in none files command; do
   for _ in $(seq "$runs"); do
     sh -c "$reset"
-    "$pev" run "$out/$kind.json" --workspace "$ws" --json >"$out/$kind.jsonl" || true
+    "$pev" run "$out/$kind.json" --policy "$out/policy.yaml" --workspace "$ws" --json >"$out/$kind.jsonl" || true
     python3 - "$out/$kind.jsonl" <<'PY'
 import json, sys, datetime
 def ms(s):
@@ -84,7 +85,7 @@ echo
 echo "## whole process (hyperfine, $runs runs)"
 hyperfine --warmup 1 --runs "$runs" --prepare "sh -c '$reset && sync'" \
   --export-markdown "$out/hyperfine.md" \
-  -n none "$pev run $out/none.json --workspace $ws --json" \
-  -n files "$pev run $out/files.json --workspace $ws --json" \
-  -n command "$pev run $out/command.json --workspace $ws --json" >/dev/null
+  -n none "$pev run $out/none.json --policy $out/policy.yaml --workspace $ws --json" \
+  -n files "$pev run $out/files.json --policy $out/policy.yaml --workspace $ws --json" \
+  -n command "$pev run $out/command.json --policy $out/policy.yaml --workspace $ws --json" >/dev/null
 cat "$out/hyperfine.md"

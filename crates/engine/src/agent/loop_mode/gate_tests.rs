@@ -190,3 +190,25 @@ fn a_blocking_stop_hook_is_a_refusal_that_counts_toward_the_cap() {
     let mut off = FinalGate::new(false, 3, "Change the site background to dark green");
     assert!(matches!(off.on_stop_blocked("no"), Decision::Refuse(_)));
 }
+
+#[test]
+fn what_looks_like_a_file() {
+    for word in ["src/main.rs", "site/", "a/", "README.md", "a.rs", "ab.c", "style.css", "x.y2"] {
+        assert!(looks_like_file(word), "{word} looks like a file");
+    }
+    for word in [
+        "/",
+        "e.g",
+        "i.e",
+        "x.y",
+        "1.5",
+        "v1.2",
+        "ab.3",
+        ".env",
+        "name.",
+        "a.toolong",
+        "http://a/b",
+    ] {
+        assert!(!looks_like_file(word), "{word} does not look like a file");
+    }
+}

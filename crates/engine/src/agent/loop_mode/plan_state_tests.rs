@@ -520,3 +520,70 @@ async fn a_step_dropped_twice_is_refused() {
     assert_eq!(f.book.revisions.len(), 1);
     assert_eq!(f.book.plan.as_ref().unwrap().steps.len(), 3);
 }
+
+#[tokio::test]
+async fn a_blank_step_id_is_numbered_like_a_missing_one() {
+    let mut f = Fixture::new();
+    let plan = json!({
+        "objective": "o",
+        "steps": [{"id": "  ", "title": "First"}, {"id": "two", "title": "Second"}],
+        "postconditions": []
+    });
+    f.call("plan_create", plan).await.unwrap();
+    let ids: Vec<String> =
+        f.book.plan.as_ref().unwrap().steps.iter().map(|s| s.id.clone()).collect();
+    assert_eq!(ids, ["s1", "two"]);
+}
+
+#[tokio::test]
+async fn the_marks_record_where_and_against_what_each_piece_of_evidence_was_taken() {
+    let mut f = Fixture::new();
+    f.write("style.css", "body { background: white; }");
+    f.book.note_position(Some(3));
+    f.call("plan_create", css_plan()).await.unwrap();
+    // The baseline of content_changed is taken when the plan names the path.
+    let first = f.book.marks().first_seen;
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert!(matches!(first.get("style.css"), Some(Some(hash)) if hash.len() == 64), "{first:?}");
+
+    f.book.note_position(Some(5));
+    f.call("step_update", json!({"id": "patch", "status": "in_progress"})).await.unwrap();
+    f.write("style.css", "body { background: #006400; }");
+    f.book.note_position(Some(7));
+    f.call(
+        "step_update",
+        json!({"id": "patch", "status": "done", "evidence": "patched the body rule"}),
+    )
+    .await
+    .unwrap();
+    f.book.note_position(Some(9));
+    f.call("postcondition_verify", json!({"id": "p1", "evidence": "the stylesheet sets it"}))
+        .await
+        .unwrap();
+    // A claim without assertions is not harness evidence: no mark.
+    f.book.note_position(Some(11));
+    f.call("postcondition_verify", json!({"id": "p2", "evidence": "I looked at the page"}))
+        .await
+        .unwrap();
+
+    let marks = f.book.marks();
+    assert_eq!(marks.step_at.get("patch"), Some(&7));
+    assert_eq!(marks.postcondition_at.get("The stylesheet sets #006400"), Some(&9));
+    assert_eq!(marks.postcondition_at.len(), 1, "{:?}", marks.postcondition_at);
+    assert_eq!(
+        marks.step_before.get("patch").map(|b| b.get("style.css")),
+        Some(first.get("style.css"))
+    );
+    let results = marks.step_results.get("patch").unwrap();
+    assert_eq!(results.len(), 2);
+    assert!(results.iter().all(|r| r.passed), "{results:?}");
+    let post = marks.postcondition_results.get("The stylesheet sets #006400").unwrap();
+    assert_eq!(post.len(), 1);
+    assert!(post[0].detail.contains("found"), "{post:?}");
+    // Without a position (a gate that journals nothing) evidence is still kept, unmarked.
+    f.book.note_position(None);
+    f.call("step_update", json!({"id": "read", "status": "done", "evidence": "read style.css"}))
+        .await
+        .unwrap();
+    assert!(!f.book.marks().step_at.contains_key("read"));
+}
