@@ -587,3 +587,20 @@ async fn the_marks_record_where_and_against_what_each_piece_of_evidence_was_take
         .unwrap();
     assert!(!f.book.marks().step_at.contains_key("read"));
 }
+
+#[tokio::test]
+async fn a_postcondition_number_one_past_the_last_is_unknown() {
+    let mut f = Fixture::new();
+    f.call("plan_create", css_plan()).await.unwrap();
+    for id in [json!(3), json!("3"), json!(0)] {
+        let err = f
+            .call("postcondition_verify", json!({"id": id, "evidence": "it holds"}))
+            .await
+            .unwrap_err();
+        assert!(
+            err.contains("unknown postcondition")
+                && err.ends_with("the plan's postconditions are: p1, p2"),
+            "{id}: {err}"
+        );
+    }
+}
