@@ -29,16 +29,6 @@ pub enum EdgeKind {
     Reference,
 }
 
-impl EdgeKind {
-    /// The word used in messages.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::DependsOn => "depends_on",
-            Self::Reference => "reference",
-        }
-    }
-}
-
 /// One edge out of a step: the step waits for `to`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Edge {
@@ -138,7 +128,9 @@ impl<'p> Resolver<'p> {
         }
         let found = self.index.get(name).copied()?;
         self.last = found;
-        if let Some(d) = at.checked_sub(found).filter(|&d| d > 0) {
+        // A distance of 0 (a step naming itself) is kept like any other: it is a cycle, rare,
+        // and guessing it again is as cheap as any guess.
+        if let Some(d) = at.checked_sub(found) {
             self.distances.rotate_right(1);
             self.distances[0] = d;
         }

@@ -481,3 +481,37 @@ fn a_diamond_inside_a_cycle_gives_the_first_shortest_path() {
         ]
     );
 }
+
+#[test]
+fn same_id_is_string_equality() {
+    for (a, b, equal) in [
+        ("step-000123", "step-000123", true),
+        ("step-000123", "step-000124", false),
+        ("step-100123", "step-000123", false),
+        ("a", "ab", false),
+        ("ab", "a", false),
+        ("", "", true),
+        ("x", "x", true),
+    ] {
+        assert_eq!(same_id(a, b), equal, "{a:?} vs {b:?}");
+    }
+}
+
+#[test]
+fn the_resolvers_guesses_answer_from_the_steps_not_the_map() {
+    // A map that answers wrongly for `s10`: only a guess (the last step found, or a recent
+    // distance) can give the right index, and for ids not guessed the map is used.
+    let p = chain(20);
+    let mut index = p.index();
+    index.insert("s10", 0);
+    let mut r = Resolver::new(&p, &index);
+    // s2 from step 10: not guessed (distance 1 is s9), so the map: right, and distance 8 kept.
+    assert_eq!(r.resolve("s2", 10), Some(2));
+    // s10 from step 18: distance 8, guessed.
+    assert_eq!(r.resolve("s10", 18), Some(10));
+    // s10 again from elsewhere: the last step found.
+    assert_eq!(r.resolve("s10", 3), Some(10));
+    // A fresh resolver with no useful distance asks the map (and gets its wrong answer).
+    let mut fresh = Resolver::new(&p, &index);
+    assert_eq!(fresh.resolve("s10", 18), Some(0));
+}
