@@ -515,3 +515,14 @@ fn the_resolvers_guesses_answer_from_the_steps_not_the_map() {
     let mut fresh = Resolver::new(&p, &index);
     assert_eq!(fresh.resolve("s10", 18), Some(0));
 }
+
+#[test]
+fn group_keeps_pair_order_per_row_and_drops_rows_out_of_range() {
+    let (offsets, items) = group(3, &[(0, 5), (2, 7), (3, 8), (0, 6), (9, 1), (2, 4)]);
+    assert_eq!(offsets, [0, 2, 2, 4]);
+    assert_eq!(items, [5, 6, 7, 4]);
+    assert_eq!(row(&offsets, &items, 0), [5, 6]);
+    assert!(row(&offsets, &items, 1).is_empty());
+    assert_eq!(row(&offsets, &items, 2), [7, 4]);
+    assert!(row(&offsets, &items, 3).is_empty());
+}
