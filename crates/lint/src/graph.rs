@@ -219,7 +219,7 @@ impl StepGraph {
                     }),
                 }
             }
-            if let Some(row) = deps.get_mut(row_start..).filter(|row| row.len() > 1) {
+            if let Some(row) = deps.get_mut(row_start..) {
                 row.sort_unstable();
             }
             for (k, r) in step.refs.iter().enumerate() {

@@ -526,3 +526,16 @@ fn group_keeps_pair_order_per_row_and_drops_rows_out_of_range() {
     assert_eq!(row(&offsets, &items, 2), [7, 4]);
     assert!(row(&offsets, &items, 3).is_empty());
 }
+
+#[test]
+fn depends_on_is_sorted_and_an_empty_plan_is_an_empty_graph() {
+    let p =
+        plan(&[("a", &[], &[]), ("b", &[], &[]), ("c", &[], &[]), ("d", &["c", "a", "b"], &[])]);
+    let g = StepGraph::new(&p);
+    assert_eq!(g.depends_on(3), [0, 1, 2]);
+    assert!(!g.is_empty());
+    assert_eq!(g.len(), 4);
+    let empty = StepGraph::new(&Plan { goal: "g".into(), ..Plan::default() });
+    assert!(empty.is_empty());
+    assert_eq!(empty.len(), 0);
+}
