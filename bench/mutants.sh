@@ -11,7 +11,8 @@
 #   bench/mutants.sh FILE...         only these files (paths from the repository root)
 #   bench/mutants.sh --changed BASE  only the mutants in lines of the decision core changed since
 #                                    the git revision BASE (what CI runs when those files change)
-# env: MUTANTS_OUT (default bench/out/mutants), MUTANTS_IN_PLACE=1 to mutate this tree in place
+# env: MUTANTS_OUT (default bench/out/mutants), MUTANTS_TIMEOUT (seconds a mutant's tests may take;
+# default 60: a mutant that makes a test loop counts as caught, not as a wait), MUTANTS_IN_PLACE=1 to mutate this tree in place
 # (faster: reuses target/; never while someone edits the tree).
 #
 # Each crate's own unit tests (`--lib`) judge its mutants: the decision core is tested where it
@@ -37,7 +38,7 @@ core=(
 
 out="${MUTANTS_OUT:-bench/out/mutants}"
 mkdir -p "$out"
-args=(--no-config --test-workspace=false --baseline skip --timeout 300 -o "$out"
+args=(--no-config --test-workspace=false --baseline skip --timeout "${MUTANTS_TIMEOUT:-60}" -o "$out"
       --cargo-test-arg=--lib)
 [[ "${MUTANTS_IN_PLACE:-0}" == 1 ]] && args+=(--in-place)
 
