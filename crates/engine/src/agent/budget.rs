@@ -211,23 +211,17 @@ impl BudgetState {
         let usd_left = self.budget.max_usd.map(|max| max - t.usd - t.reserved_usd);
         let by_tokens = tokens_left.map(|left| left.saturating_sub(ask.input_tokens));
         let by_usd = usd_left.and_then(|left| affordable_output(ask, left));
-        let affordable = [by_tokens, by_usd].into_iter().flatten().min();
-        let max_output = match affordable {
-            Some(afford) if afford < ask.max_output => afford,
-            _ => ask.max_output,
-        };
-        let input_fits = tokens_left.is_none_or(|left| ask.input_tokens <= left)
-            && usd_left.is_none_or(|left| worst_usd(&ask.price, ask.input_tokens, 0) <= left);
-        if !input_fits || (max_output < ask.max_output && max_output < MIN_CLAMPED_OUTPUT_TOKENS) {
-            return Err(refusal(&what, ask, &self.budget, tokens_left, usd_left));
-        }
+        let max_output = [by_tokens, by_usd].into_iter().flatten().fold(ask.max_output, u64::min);
         let usd = worst_usd(&ask.price, ask.input_tokens, max_output);
         let tokens = ask.input_tokens.saturating_add(max_output);
-        // The final word is the plain comparison, so rounding in `affordable_output` can only
-        // make a call refused, never let one through.
+        // Refused when clamped below the least useful output, or over a ceiling even so. The plain
+        // comparison with each ceiling has the final word: it refuses a call whose input alone
+        // does not fit, and rounding in `affordable_output` can only make a call refused, never
+        // let one through.
+        let too_short = max_output < ask.max_output && max_output < MIN_CLAMPED_OUTPUT_TOKENS;
         let over_usd = self.budget.max_usd.is_some_and(|max| t.usd + t.reserved_usd + usd > max);
         let over_tokens = tokens_left.is_some_and(|left| tokens > left);
-        if over_usd || over_tokens {
+        if too_short || over_usd || over_tokens {
             return Err(refusal(&what, ask, &self.budget, tokens_left, usd_left));
         }
         t.calls = t.calls.saturating_add(1);
@@ -275,10 +269,8 @@ fn affordable_output(ask: &Ask<'_>, left: f64) -> Option<u64> {
         return None;
     }
     let for_output = left * 1_000_000.0 - ask.input_tokens as f64 * input_rate(&ask.price);
-    if for_output.is_nan() || for_output <= 0.0 {
-        return Some(0);
-    }
-    // `as` saturates (and maps NaN to 0); one token less absorbs rounding.
+    // `as` saturates, so nothing left (a negative amount, or NaN) pays for 0 tokens; one token
+    // less absorbs rounding.
     Some(((for_output / rate).floor() as u64).saturating_sub(1))
 }
 
@@ -437,8 +429,9 @@ impl BudgetedClient {
             grant,
             settled: false,
         };
+        // Admission never grants more output than was asked for: a grant that differs is clamped.
         let clamped;
-        let request = if grant.max_output < ask.max_output {
+        let request = if grant.max_output != ask.max_output {
             let mut smaller = request.clone();
             smaller.max_tokens = u32::try_from(grant.max_output).unwrap_or(request.max_tokens);
             clamped = smaller;

@@ -13,7 +13,7 @@ use pev_providers::{
     StopReason, StreamEvent, StreamSink, TokenUsage,
 };
 
-use super::{Budget, BudgetState, BudgetedClient, estimate_input_tokens};
+use super::{Ask, Budget, BudgetState, BudgetedClient, Charge, estimate_input_tokens};
 
 const SONNET: &str = "claude-sonnet-4-5";
 
@@ -29,6 +29,34 @@ fn new_state(budget: Budget) -> Arc<BudgetState> {
 
 fn budgeted(inner: Arc<dyn ModelClient>, role: &str, state: &Arc<BudgetState>) -> BudgetedClient {
     BudgetedClient::new(inner, role, PriceTable::built_in(), Arc::clone(state))
+}
+
+/// What one token costs in the dollar budgets of [`per_token_state`]: a power of two, so that
+/// every sum the budget makes is exact and a call can land exactly on the ceiling.
+const TOKEN_USD: f64 = 1.0 / 1024.0;
+
+/// A state whose dollar ceiling is `tokens` tokens' worth at [`TOKEN_USD`] a token, for the
+/// model `priced` (input and output alike) and the model `input-only` (output is free).
+fn per_token_state(tokens: u32) -> BudgetState {
+    let mut prices = PriceTable::empty();
+    prices.set("priced", Price::flat(TOKEN_USD * 1e6, TOKEN_USD * 1e6));
+    prices.set("input-only", Price::flat(TOKEN_USD * 1e6, 0.0));
+    let max_usd = f64::from(tokens) * TOKEN_USD;
+    BudgetState::new(Budget { max_usd: Some(max_usd), ..Budget::default() }, prices)
+}
+
+/// An executor call of `model` (priced by `state`) with `input` tokens and up to `output`.
+fn ask<'a>(state: &'a BudgetState, model: &'a str, input: u64, output: u64) -> Ask<'a> {
+    let price = state.ledger.prices().lookup(model).unwrap().price;
+    Ask { role: "executor", model, input_tokens: input, max_output: output, price }
+}
+
+fn used(input: u64, output: u64) -> Charge {
+    Charge::Actual(TokenUsage {
+        input_tokens: input,
+        output_tokens: output,
+        ..TokenUsage::default()
+    })
 }
 
 fn refusal(result: Result<ChatResponse, ProviderError>) -> String {
@@ -410,4 +438,104 @@ async fn streamed_calls_are_budgeted_and_stream() {
     assert!(message.ends_with("all 1 model calls are used"), "{message}");
     assert_eq!(inner.requests().len(), 1);
     assert_eq!(client.provider(), "script:t");
+}
+
+#[test]
+fn the_state_keeps_the_ceilings_it_was_given() {
+    let budget = Budget {
+        max_usd: Some(2.5),
+        max_tokens: Some(9000),
+        max_turns: Some(7),
+        deadline: Some(Instant::now() + Duration::from_secs(60)),
+    };
+    assert_eq!(*BudgetState::new(budget, PriceTable::empty()).budget(), budget);
+}
+
+#[test]
+fn spent_and_reserved_dollars_shrink_what_a_call_may_use() {
+    let state = per_token_state(1024);
+    let first = state.admit(&ask(&state, "priced", 100, 200)).unwrap();
+    assert_eq!(first.max_output, 200);
+    // The reservation (300 tokens' worth) counts as spent.
+    assert_eq!(state.note(), "$0.71 of $1.00 left");
+    // 724 tokens' worth left while the first call is in flight: 100 for the input, 1 for
+    // rounding, and the rest is the most the output may use.
+    let second = state.admit(&ask(&state, "priced", 100, 1000)).unwrap();
+    assert_eq!(second.max_output, 623);
+
+    // The first call ends: its reservation is released, the second's stays, and what it really
+    // used is spent.
+    state.settle("executor", "priced", &first, used(100, 100));
+    assert_eq!(state.lock().reserved_usd, 723.0 * TOKEN_USD);
+    assert_eq!(state.spent_usd(), 200.0 * TOKEN_USD);
+    state.settle("executor", "priced", &second, used(100, 123));
+    assert_eq!(state.spent_usd(), 423.0 * TOKEN_USD);
+    assert_eq!(state.lock().reserved_usd, 0.0);
+
+    // 601 tokens' worth left after what was spent: the output gets 601 - 100 - 1.
+    let third = state.admit(&ask(&state, "priced", 100, 1000)).unwrap();
+    assert_eq!(third.max_output, 500);
+    state.settle("executor", "priced", &third, Charge::WorstCase);
+    assert_eq!(state.spent_usd(), 1023.0 * TOKEN_USD);
+}
+
+#[test]
+fn a_call_exactly_at_the_dollar_ceiling_is_sent_and_one_token_more_is_not() {
+    // $0.50: 512 tokens' worth, and output is free, so nothing is clamped and only the
+    // comparison with the ceiling decides.
+    let state = per_token_state(512);
+    let spent = state.admit(&ask(&state, "input-only", 100, 50)).unwrap();
+    state.settle("executor", "input-only", &spent, used(100, 50));
+    let in_flight = state.admit(&ask(&state, "input-only", 200, 50)).unwrap();
+    // 100 spent + 200 reserved + 212 = 512 tokens' worth: exactly the ceiling.
+    let last = state.admit(&ask(&state, "input-only", 212, 50)).unwrap();
+    assert_eq!(last.max_output, 50);
+    state.settle("executor", "input-only", &last, Charge::Nothing);
+    // One token more is over it.
+    let message = state.admit(&ask(&state, "input-only", 213, 50)).unwrap_err();
+    assert_eq!(
+        message,
+        "the executor call to input-only needs up to $0.2080, $0.2070 left of $0.5000"
+    );
+    state.settle("executor", "input-only", &in_flight, used(200, 50));
+    let usage = state.snapshot();
+    assert_eq!((usage.llm_calls, usage.input_tokens, usage.cost_usd), (3, 300, 300.0 * TOKEN_USD));
+}
+
+#[tokio::test]
+async fn a_call_clamped_to_exactly_the_least_output_is_sent() {
+    let probe = request(SONNET, "clamp me", 4096);
+    let input = estimate_input_tokens(&probe).unwrap();
+    let state = new_state(Budget { max_tokens: Some(input + 256), ..Budget::default() });
+    let inner = Arc::new(ScriptedClient::from_turns("t", vec![ScriptTurn::text("short")]));
+    let client = budgeted(inner.clone(), "executor", &state);
+    client.chat(&probe).await.unwrap();
+    assert_eq!(inner.requests()[0].max_tokens, 256);
+}
+
+#[tokio::test]
+async fn a_refusal_names_the_ceiling_that_binds() {
+    let probe = request(SONNET, "clamp me", 4096);
+    let input = estimate_input_tokens(&probe).unwrap();
+    let inner = Arc::new(ScriptedClient::from_turns("t", vec![ScriptTurn::text("never")]));
+    // The tokens left pay for the input and exactly the least output; the dollars do not.
+    let budget =
+        Budget { max_usd: Some(0.0001), max_tokens: Some(input + 256), ..Budget::default() };
+    let client = budgeted(inner.clone(), "executor", &new_state(budget));
+    let message = refusal(client.chat(&probe).await);
+    let needs = (input as f64 * 3.75 + 4096.0 * 15.0) / 1e6;
+    assert_eq!(
+        message,
+        format!("the executor call to {SONNET} needs up to ${needs:.4}, $0.0001 left of $0.0001")
+    );
+    // One token less and both bind: the tokens are named.
+    let budget = Budget { max_tokens: Some(input + 255), ..budget };
+    let client = budgeted(inner.clone(), "executor", &new_state(budget));
+    let message = refusal(client.chat(&probe).await);
+    let (needs, left) = (input + 4096, input + 255);
+    assert_eq!(
+        message,
+        format!("the executor call to {SONNET} needs up to {needs} tokens, {left} of {left} left")
+    );
+    assert!(inner.requests().is_empty());
 }
