@@ -338,3 +338,23 @@ fn the_wrapper_keeps_the_provider_name() {
     assert_eq!(s.client.provider(), "script:retry");
     assert!(format!("{:?}", s.client).contains("script:retry"));
 }
+
+#[test]
+fn a_retry_after_exactly_what_is_left_is_waited_for() {
+    // Budget 10 s: waits of 3 s and 3 s leave 4 s, and the server asks for exactly 4 s. That
+    // fits: the client waits it out and the next try succeeds.
+    let policy =
+        RetryPolicy { max_delay: secs(5), max_total_wait: secs(10), ..RetryPolicy::default() };
+    let limited = |s| ScriptTurn::failure(FailureKind::RateLimited, Some(secs(s)));
+    let s = Setup::new(vec![limited(3), limited(3), limited(4), ScriptTurn::text("ok")], policy);
+    assert!(s.chat().is_ok());
+    assert_eq!(s.sleeps(), vec![secs(3), secs(3), secs(4)]);
+    assert_eq!(s.calls(), 4);
+}
+
+#[test]
+fn the_client_keeps_the_policy_it_was_given() {
+    let policy = RetryPolicy { max_attempts: 7, max_delay: secs(9), ..RetryPolicy::default() };
+    let script = Arc::new(ScriptedClient::from_turns("policy", vec![ScriptTurn::text("ok")]));
+    assert_eq!(Retrying::new(script, policy).policy(), &policy);
+}
