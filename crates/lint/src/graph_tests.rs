@@ -539,3 +539,19 @@ fn depends_on_is_sorted_and_an_empty_plan_is_an_empty_graph() {
     assert!(empty.is_empty());
     assert_eq!(empty.len(), 0);
 }
+
+#[test]
+fn dangling_edges_name_the_step_the_kind_and_the_position() {
+    let p = plan(&[("a", &[], &[]), ("b", &["a", "ghost"], &["nowhere", "b"])]);
+    let g = StepGraph::new(&p);
+    let found: Vec<(usize, EdgeKind, usize, bool)> =
+        g.dangling().iter().map(|d| (d.step, d.kind, d.at, d.own)).collect();
+    assert_eq!(
+        found,
+        [
+            (1, EdgeKind::DependsOn, 1, false),
+            (1, EdgeKind::Reference, 0, false),
+            (1, EdgeKind::Reference, 1, true)
+        ]
+    );
+}

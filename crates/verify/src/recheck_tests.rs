@@ -217,3 +217,16 @@ fn a_reason_names_up_to_three_later_calls_and_counts_the_rest() {
     let message = regression_reason(&r).message;
     assert!(message.ends_with("fails on the final workspace (absent)"), "{message}");
 }
+
+#[test]
+fn the_checked_once_warning_says_whose_what_and_why() {
+    let once = pev_protocol::run::CheckedOnce {
+        of: EvidenceOf::Step("deploy".into()),
+        kind: "command_succeeds".into(),
+        why: "marked `repeatable: false`".into(),
+    };
+    assert_eq!(
+        checked_once_warning(&once),
+        "step 'deploy': command_succeeds was checked once: marked `repeatable: false`"
+    );
+}
