@@ -8,6 +8,16 @@ use serde_json::json;
 
 use super::support::{Harness, codes, config, plan, reason_message, step, warnings};
 
+/// Writes a dark green stylesheet over the white one and asserts it: contains, and changed.
+fn green() -> serde_json::Value {
+    json!({"id": "green", "tool": "file.write",
+    "parameters": {"path": "site/style.css", "content": "body { background: darkgreen; }\n"},
+    "assertions": [
+        {"type": "file_contains", "path": "site/style.css", "pattern": "darkgreen"},
+        {"type": "content_changed", "path": "site/style.css"}
+    ]})
+}
+
 #[tokio::test]
 async fn a_later_step_that_undoes_a_verified_step_keeps_the_run_from_success() {
     let h = Harness::new();
@@ -15,12 +25,7 @@ async fn a_later_step_that_undoes_a_verified_step_keeps_the_run_from_success() {
     let result = h
         .run(
             plan(json!([
-                {"id": "green", "tool": "file.write",
-                 "parameters": {"path": "site/style.css", "content": "body { background: darkgreen; }\n"},
-                 "assertions": [
-                    {"type": "file_contains", "path": "site/style.css", "pattern": "darkgreen"},
-                    {"type": "content_changed", "path": "site/style.css"}
-                 ]},
+                green(),
                 {"id": "tidy", "tool": "file.write", "depends_on": ["green"],
                  "parameters": {"path": "site/style.css", "content": "body { background: white; }\n"}}
             ])),
@@ -59,12 +64,7 @@ async fn evidence_that_still_holds_at_the_end_is_success() {
     let result = h
         .run(
             plan(json!([
-                {"id": "green", "tool": "file.write",
-                 "parameters": {"path": "site/style.css", "content": "body { background: darkgreen; }\n"},
-                 "assertions": [
-                    {"type": "file_contains", "path": "site/style.css", "pattern": "darkgreen"},
-                    {"type": "content_changed", "path": "site/style.css"}
-                 ]},
+                green(),
                 {"id": "more", "tool": "file.write", "depends_on": ["green"],
                  "parameters": {"path": "site/style.css", "content": "body { background: darkgreen; color: white; }\n"},
                  "assertions": [{"type": "file_contains", "path": "site/style.css", "pattern": "color"}]},
