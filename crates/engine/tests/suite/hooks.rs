@@ -12,7 +12,6 @@ use pev_engine::instruct::{
     GateResult, InstructionExecutor, InstructionOutcome, InstructionRequest, ToolGate,
 };
 use pev_engine::{BoxFuture, ModelHooks};
-use pev_protocol::event::EventBody;
 use pev_protocol::run::{RunStatus, StepStatus};
 use pev_providers::config::{HookCommand, HooksConfig, Source};
 use pev_tools::{ToolContext, Workspace};
@@ -62,17 +61,6 @@ fn write_then_read() -> Value {
     ]))
 }
 
-fn called_tools(h: &Harness) -> Vec<String> {
-    h.observer
-        .events()
-        .iter()
-        .filter_map(|e| match &e.body {
-            EventBody::ToolCalled { tool, .. } => Some(tool.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_denying_pre_tool_use_hook_fails_the_step_and_leaves_the_file() {
     let h = Harness::new();
@@ -91,7 +79,7 @@ async fn a_denying_pre_tool_use_hook_fails_the_step_and_leaves_the_file() {
     );
     assert_eq!(h.read("a.txt"), "old");
     // The denied call was never started, so the journal has no intent for it.
-    assert_eq!(called_tools(&h), ["file.read"]);
+    assert_eq!(h.called_tools(), ["file.read"]);
     let events = h.observer.events();
     assert_eq!(finished_error(&events, "write").as_deref(), Some("hook denied: writes are frozen"));
 }
@@ -108,7 +96,7 @@ async fn a_failing_pre_tool_use_hook_denies_and_warns() {
     let why = "pre_tool_use hook `echo broken >&2; exit 7` failed: exited with code 7: broken";
     assert_eq!(write.error.as_deref(), Some(format!("hook denied: {why}").as_str()));
     assert_eq!(h.read("a.txt"), "old");
-    assert!(called_tools(&h).is_empty());
+    assert!(h.called_tools().is_empty());
     assert_eq!(warnings(&h.observer.events()), [format!("step `write`: {why}")]);
 }
 
@@ -279,7 +267,7 @@ async fn an_executors_calls_get_the_denial_and_the_context() {
     let read = results[1].output.clone().unwrap();
     assert_eq!(read["content"], "hello");
     assert_eq!(read["hook_context"], "in.txt is generated; do not edit it");
-    assert_eq!(called_tools(&h), ["file.read"]);
+    assert_eq!(h.called_tools(), ["file.read"]);
     let evidence = &step(&result, "work").evidence;
     assert!(
         evidence.contains(&"pre_tool_use hook denied file.write: writes are frozen".to_owned()),

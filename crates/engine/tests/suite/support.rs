@@ -397,6 +397,18 @@ impl Harness {
         std::fs::write(full, content).unwrap();
     }
 
+    /// The tool names of the `tool.called` events, in order.
+    pub fn called_tools(&self) -> Vec<String> {
+        self.observer
+            .events()
+            .iter()
+            .filter_map(|e| match &e.body {
+                EventBody::ToolCalled { tool, .. } => Some(tool.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn read(&self, path: &str) -> String {
         std::fs::read_to_string(self.root.join(path)).unwrap()
     }

@@ -11,7 +11,6 @@ use pev_engine::instruct::{
     GateResult, InstructionExecutor, InstructionOutcome, InstructionRequest, ToolGate,
 };
 use pev_engine::{BoxFuture, EngineConfig, ModelHooks};
-use pev_protocol::event::EventBody;
 use pev_protocol::run::{RunStatus, StepStatus};
 use pev_providers::script::{ScriptTurn, ScriptedClient};
 use pev_providers::{ChatRequest, ContentBlock, ModelClient};
@@ -70,20 +69,8 @@ fn green_step() -> Value {
     }]))
 }
 
-/// The tool names of the `tool.called` events.
-fn called_tools(h: &Harness) -> Vec<String> {
-    h.observer
-        .events()
-        .iter()
-        .filter_map(|e| match &e.body {
-            EventBody::ToolCalled { tool, .. } => Some(tool.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_executor_calling_file_patch_edits_the_file_and_the_journal_says_file_patch() {
+/// A white stylesheet, and an executor whose model patches it green with `file_patch`.
+fn white_page_and_patching_executor() -> (Harness, Arc<ScriptedClient>, ModelExecutor) {
     let h = Harness::new();
     h.write("style.css", "body { background: white; }");
     let client = Arc::new(ScriptedClient::from_turns(
@@ -95,12 +82,18 @@ async fn an_executor_calling_file_patch_edits_the_file_and_the_journal_says_file
         "m".into(),
         ExecutorOptions::default(),
     );
+    (h, client, executor)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_executor_calling_file_patch_edits_the_file_and_the_journal_says_file_patch() {
+    let (h, client, executor) = white_page_and_patching_executor();
     let result = h.run(green_step(), models(Arc::new(executor), &[])).await;
 
     assert_eq!(result.status, RunStatus::Success, "{:?}", result.reasons);
     assert_eq!(h.read("style.css"), "body { background: #006400; }");
     // The journal, the events and the result keep the plan name.
-    assert_eq!(called_tools(&h), ["file.patch"]);
+    assert_eq!(h.called_tools(), ["file.patch"]);
     let record = h.store().load_run(&result.run_id).unwrap();
     let journaled: Vec<&str> = record.tool_calls.iter().map(|c| c.tool.as_str()).collect();
     assert_eq!(journaled, ["file.patch"]);
@@ -116,17 +109,7 @@ async fn an_executor_calling_file_patch_edits_the_file_and_the_journal_says_file
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_executor_is_offered_only_the_allowed_tools_by_wire_name() {
-    let h = Harness::new();
-    h.write("style.css", "body { background: white; }");
-    let client = Arc::new(ScriptedClient::from_turns(
-        "executor",
-        vec![patch_call(), ScriptTurn::text("The background is #006400.")],
-    ));
-    let executor = ModelExecutor::new(
-        Arc::clone(&client) as Arc<dyn ModelClient>,
-        "m".into(),
-        ExecutorOptions::default(),
-    );
+    let (h, client, executor) = white_page_and_patching_executor();
     let allowed = ["file.read", "file.patch"];
     let result = h.run(green_step(), models(Arc::new(executor), &allowed)).await;
     assert_eq!(result.status, RunStatus::Success, "{:?}", result.reasons);
@@ -153,7 +136,7 @@ async fn loop_mode_offers_and_lists_wire_names_and_journals_plan_names() {
 
     assert_eq!(step(&result, "green").status, StepStatus::Done, "{:?}", result.reasons);
     assert_eq!(h.read("style.css"), "body { background: #006400; }");
-    assert_eq!(called_tools(&h), ["file.patch"]);
+    assert_eq!(h.called_tools(), ["file.patch"]);
     let requests = client.requests();
     let names = offered(&requests);
     // The harness's plan tools first, then the workspace's under their wire names.
@@ -236,5 +219,5 @@ async fn an_unknown_tool_is_answered_with_the_wire_names_on_offer() {
         answers[3].output,
         Err("the policy does not allow the tool `shell_exec`".to_owned())
     );
-    assert_eq!(called_tools(&h), ["file.read"]);
+    assert_eq!(h.called_tools(), ["file.read"]);
 }
