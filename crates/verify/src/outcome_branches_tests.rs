@@ -94,17 +94,27 @@ fn judge_rejected_is_only_for_failed_steps_without_a_failed_assertion() {
     expect(&c, RunStatus::Success, &[]);
 }
 
-#[test]
-fn an_exhausted_budget_after_some_work_is_partial() {
+/// A read-only goal whose run the budget stopped with `pending` steps not yet run (no
+/// mutations, no postconditions: only the budget and the steps left are reasons).
+fn stopped_by_the_budget(pending: &[&str]) -> Case {
     let mut c = Case::good();
-    c.step_mut("patch-css").status = StepStatus::Pending;
-    c.step_mut("patch-css").assertions.clear();
+    for id in pending {
+        let step = c.step_mut(id);
+        step.status = StepStatus::Pending;
+        step.assertions.clear();
+    }
     c.mutations.clear();
     c.mutation_steps.clear();
     c.plan.postconditions.clear();
     c.postconditions.clear();
     c.plan.goal = "Count the lines of the stylesheet".into();
     c.budget_exhausted = Some(BUDGET.into());
+    c
+}
+
+#[test]
+fn an_exhausted_budget_after_some_work_is_partial() {
+    let mut c = stopped_by_the_budget(&["patch-css"]);
     expect(
         &c,
         RunStatus::Partial,
@@ -131,17 +141,7 @@ fn an_exhausted_budget_after_some_work_is_partial() {
 
 #[test]
 fn an_exhausted_budget_before_any_step_is_done_is_failed() {
-    let mut c = Case::good();
-    for s in &mut c.steps {
-        s.status = StepStatus::Pending;
-        s.assertions.clear();
-    }
-    c.mutations.clear();
-    c.mutation_steps.clear();
-    c.plan.postconditions.clear();
-    c.postconditions.clear();
-    c.plan.goal = "Count the lines of the stylesheet".into();
-    c.budget_exhausted = Some(BUDGET.into());
+    let mut c = stopped_by_the_budget(&["read-css", "patch-css"]);
     expect(
         &c,
         RunStatus::Failed,
