@@ -21,6 +21,12 @@ mod stream;
 #[path = "anthropic_wire.rs"]
 mod wire;
 
+/// The JSON body this client would send for `request` (not streamed), for checking it against
+/// the API's rules ([`crate::rules`]) without a server.
+pub(crate) fn request_json(request: &ChatRequest) -> Result<String, ProviderError> {
+    wire::request_body(request, false)
+}
+
 /// The provider's name in errors and messages.
 const PROVIDER: &str = "anthropic";
 

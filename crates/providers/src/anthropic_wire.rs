@@ -60,7 +60,16 @@ struct WireSystem<'a> {
 #[derive(Serialize)]
 struct WireMessage<'a> {
     role: Role,
-    content: Vec<WireBlock<'a>>,
+    content: Vec<Marked<'a>>,
+}
+
+/// A content block and, on a cache breakpoint, its mark.
+#[derive(Serialize)]
+struct Marked<'a> {
+    #[serde(flatten)]
+    block: WireBlock<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
 }
 
 #[derive(Serialize)]
@@ -93,8 +102,8 @@ enum WireToolChoice<'a> {
 /// The JSON body of a Messages call.
 pub(super) fn request_body(request: &ChatRequest, stream: bool) -> Result<String, ProviderError> {
     let system = match request.system.as_deref() {
-        // The API rejects empty text blocks, and an empty system prompt says nothing anyway.
-        Some(text) if !text.is_empty() => vec![WireSystem {
+        // The API rejects blank text blocks, and a blank system prompt says nothing anyway.
+        Some(text) if !text.trim().is_empty() => vec![WireSystem {
             kind: "text",
             text,
             cache_control: request.cache.then_some(EPHEMERAL),
@@ -142,13 +151,15 @@ pub(super) fn request_body(request: &ChatRequest, stream: bool) -> Result<String
 
 /// The conversation in the API's shape: tool results always travel in a user message, and
 /// consecutive messages of one role are merged, because the API wants roles to alternate.
+/// Blank text is left out and a closing assistant message loses its trailing whitespace (the
+/// API refuses both); with caching on, the conversation carries its breakpoints.
 fn messages(request: &ChatRequest) -> Vec<WireMessage<'_>> {
     let mut out: Vec<WireMessage<'_>> = Vec::with_capacity(request.messages.len());
     for message in &request.messages {
         for block in &message.content {
             let (role, wire) = match block {
-                // The API rejects empty text blocks; an empty one carries nothing.
-                ContentBlock::Text { text } if text.is_empty() => continue,
+                // The API rejects blank text blocks; a blank one carries nothing.
+                ContentBlock::Text { text } if text.trim().is_empty() => continue,
                 ContentBlock::Text { text } => (message.role, WireBlock::Text { text }),
                 ContentBlock::ToolUse { id, name, input } => {
                     (message.role, WireBlock::ToolUse { id, name, input })
@@ -158,6 +169,7 @@ fn messages(request: &ChatRequest) -> Vec<WireMessage<'_>> {
                     WireBlock::ToolResult { tool_use_id, content, is_error: *is_error },
                 ),
             };
+            let wire = Marked { block: wire, cache_control: None };
             match out.last_mut() {
                 Some(last) if last.role == role => last.content.push(wire),
                 _ => out.push(WireMessage { role, content: vec![wire] }),
@@ -168,10 +180,40 @@ fn messages(request: &ChatRequest) -> Vec<WireMessage<'_>> {
     // them after, so move them up (stable: the results and the texts keep their own order).
     for message in &mut out {
         if message.role == Role::User {
-            message.content.sort_by_key(|b| !matches!(b, WireBlock::ToolResult { .. }));
+            message.content.sort_by_key(|b| !matches!(b.block, WireBlock::ToolResult { .. }));
         }
     }
+    trim_prefill(&mut out);
+    if request.cache {
+        mark_conversation(&mut out);
+    }
     out
+}
+
+/// A conversation may end with the assistant's own words (a prefill the model continues), but
+/// the API refuses one that ends in whitespace.
+fn trim_prefill(out: &mut [WireMessage<'_>]) {
+    let Some(last) = out.last_mut().filter(|m| m.role == Role::Assistant) else { return };
+    if let Some(Marked { block: WireBlock::Text { text }, .. }) = last.content.last_mut() {
+        *text = text.trim_end();
+    }
+}
+
+/// Cache breakpoints on the conversation: the last block of the last message, so the next call
+/// (the same prefix and more) reads all of this one from the cache; and the last block of the
+/// last user message before it, where the previous call put its breakpoint, because the API
+/// looks back only 20 blocks from a breakpoint for an earlier cached prefix and a turn with many
+/// tool calls adds more than that. With the system prompt's and the tools' marks that is
+/// four, the API's limit ([`crate::rules::ANTHROPIC_MAX_CACHE_BREAKPOINTS`]).
+fn mark_conversation(out: &mut [WireMessage<'_>]) {
+    let Some((last, earlier)) = out.split_last_mut() else { return };
+    if let Some(block) = last.content.last_mut() {
+        block.cache_control = Some(EPHEMERAL);
+    }
+    let previous = earlier.iter_mut().rev().find(|m| m.role == Role::User);
+    if let Some(block) = previous.and_then(|m| m.content.last_mut()) {
+        block.cache_control = Some(EPHEMERAL);
+    }
 }
 
 #[derive(Deserialize)]

@@ -18,6 +18,7 @@ pub mod error;
 pub mod http;
 pub mod openai;
 pub mod retry;
+pub mod rules;
 pub mod script;
 pub mod sse;
 pub mod structured;

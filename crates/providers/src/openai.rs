@@ -32,6 +32,12 @@ mod stream;
 #[path = "openai_wire.rs"]
 mod wire;
 
+/// The JSON body this client would send for `request` (not streamed), for checking it against
+/// the API's rules ([`crate::rules`]) without a server.
+pub(crate) fn request_json(request: &ChatRequest) -> Result<String, ProviderError> {
+    wire::request_body(request, false)
+}
+
 /// The hosted API's base URL (it already ends in `/v1`).
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 

@@ -29,9 +29,13 @@ struct WireRequest<'a> {
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<Value>,
-    /// `max_tokens`, not the newer `max_completion_tokens`: it is what the compatible servers
-    /// accept (hosted reasoning models want the other one).
-    max_tokens: u32,
+    /// `max_tokens` for every model but OpenAI's reasoning families: it is what the compatible
+    /// servers accept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    /// For the reasoning families (o1, o3, o4-mini, gpt-5…), which refuse `max_tokens`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "no_stop")]
@@ -102,6 +106,7 @@ struct WireFunction<'a> {
 /// The JSON body for `request`. Serialized straight from typed structs (not through a `Value`)
 /// so that a temperature of `0.2f32` goes out as `0.2`.
 pub(super) fn request_body(request: &ChatRequest, stream: bool) -> Result<String, ProviderError> {
+    let reasoning = crate::rules::is_reasoning_model(&request.model);
     let mut messages = Vec::with_capacity(request.messages.len().saturating_add(1));
     if let Some(system) = &request.system {
         messages.push(WireMessage::System { content: system });
@@ -128,8 +133,10 @@ pub(super) fn request_body(request: &ChatRequest, stream: bool) -> Result<String
         messages,
         tools,
         tool_choice,
-        max_tokens: request.max_tokens,
-        temperature: request.temperature,
+        max_tokens: (!reasoning).then_some(request.max_tokens),
+        max_completion_tokens: reasoning.then_some(request.max_tokens),
+        // The reasoning families take only the default temperature.
+        temperature: request.temperature.filter(|_| !reasoning),
         stop: &request.stop_sequences,
         stream,
         stream_options: stream.then_some(StreamOptions { include_usage: true }),

@@ -301,11 +301,22 @@ impl ScriptedClient {
         ProviderError::Script { script: self.name.clone(), message }
     }
 
-    /// Takes the next turn for `request` and checks its expectation.
+    /// Takes the next turn for `request` and checks its expectation. A request a real service
+    /// would refuse ([`crate::rules`]) is refused the same way, a 400 that takes no turn.
     fn take(&self, request: &ChatRequest) -> Result<(usize, &ScriptTurn), ProviderError> {
         let index = {
             let mut state = self.lock();
             state.requests.push(request.clone());
+            if let Err((service, refusal)) = crate::rules::check_request(request) {
+                return Err(ProviderError::BadRequest {
+                    provider: self.provider.clone(),
+                    status: refusal.status,
+                    message: format!(
+                        "the {service} API would refuse this request: {}",
+                        refusal.message
+                    ),
+                });
+            }
             let index = state.next;
             state.next = index.saturating_add(1);
             index

@@ -126,7 +126,11 @@ fn expecting(expect: Expect) -> ScriptedClient {
 }
 
 fn tool(name: &str) -> ToolSpec {
-    ToolSpec { name: name.into(), description: String::new(), input_schema: json!({}) }
+    ToolSpec {
+        name: name.into(),
+        description: String::new(),
+        input_schema: json!({"type": "object"}),
+    }
 }
 
 #[test]
@@ -222,9 +226,75 @@ fn a_last_user_mismatch_quotes_an_excerpt() {
 
     let client =
         expecting(Expect { last_user_contains: Some("needle".into()), ..Expect::default() });
-    let req = ChatRequest::new("m1", Vec::new());
-    let message = script_message(chat(&client, &req));
-    assert!(message.ends_with("the request has no user message"), "{message}");
+    let mut req = request("needle");
+    req.messages[0].content = vec![ContentBlock::ToolResult {
+        tool_use_id: "t1".into(),
+        content: "needle".into(),
+        is_error: false,
+    }];
+    req.messages.insert(0, Message::user("start"));
+    req.messages.insert(
+        1,
+        Message::assistant(vec![ContentBlock::ToolUse {
+            id: "t1".into(),
+            name: "file_read".into(),
+            input: json!({}),
+        }]),
+    );
+    // A tool result counts as what the user said.
+    assert!(chat(&client, &req).is_ok());
+}
+
+/// A request the real APIs would refuse gets their 400, and the turn stays for the next request.
+#[test]
+fn a_request_the_apis_refuse_is_refused_and_takes_no_turn() {
+    let client = ScriptedClient::parse("t.json", TWO_TURNS).unwrap();
+    let cases: Vec<(ChatRequest, &str)> = vec![
+        (
+            ChatRequest::new("m1", Vec::new()),
+            "Anthropic API would refuse this request: messages: at least one message is required",
+        ),
+        // pev leaves blank text out, which leaves no message at all.
+        (
+            request("   "),
+            "Anthropic API would refuse this request: messages: at least one message is required",
+        ),
+        (
+            {
+                let mut r = request("hi");
+                r.tools = vec![ToolSpec {
+                    name: "file.read".into(),
+                    description: String::new(),
+                    input_schema: json!({"type": "object"}),
+                }];
+                r
+            },
+            "Anthropic API would refuse this request: tools.0.custom.name: String should match pattern",
+        ),
+        (
+            {
+                let mut r = request("hi");
+                r.messages.push(Message::assistant(vec![ContentBlock::ToolUse {
+                    id: "x1".into(),
+                    name: "f".into(),
+                    input: json!({}),
+                }]));
+                r.messages.push(Message::user("go on"));
+                r
+            },
+            "Anthropic API would refuse this request: messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: x1.",
+        ),
+    ];
+    for (req, expected) in cases {
+        match chat(&client, &req) {
+            Err(ProviderError::BadRequest { status: 400, message, .. }) => {
+                assert!(message.contains(expected), "{message}");
+            }
+            other => panic!("expected a 400 for {expected:?}, got {other:?}"),
+        }
+    }
+    assert_eq!(client.remaining(), 2, "no turn was taken");
+    assert_eq!(chat(&client, &request("hi")).unwrap().text(), "Let me look.");
 }
 
 #[test]

@@ -8,6 +8,9 @@
 //! read from the conversation itself. So an answer depends on what pev asked, not on the order in
 //! which parallel steps happen to arrive.
 //!
+//! Like the real API, it first checks each request ([`pev_providers::rules::anthropic`]) and
+//! answers one the API would refuse with its 400 and error body, without asking the responder.
+//!
 //! Plain threads and `std::net`: one thread accepts, one thread serves each connection, and every
 //! response says `connection: close`, so each request comes on its own connection.
 
@@ -254,6 +257,8 @@ fn serve(mut socket: TcpStream, shared: &Shared) {
         Reply::error(404, "not_found_error", "mock: only POST /v1/messages is served")
     } else if request.role == Role::Unknown {
         Reply::error(400, "invalid_request_error", "mock: a model the test did not configure")
+    } else if let Err(refused) = pev_providers::rules::anthropic(&request.body) {
+        Reply::error(refused.status, refused.kind, &refused.message)
     } else {
         (shared.responder)(&request)
     };

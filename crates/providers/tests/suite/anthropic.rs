@@ -145,7 +145,11 @@ async fn the_body_carries_system_tools_and_caching_in_the_documented_shape() {
             "text": "You are pev's executor.",
             "cache_control": {"type": "ephemeral"}
         }],
-        "messages": [{"role": "user", "content": [{"type": "text", "text": "Read src/main.rs"}]}],
+        "messages": [{"role": "user", "content": [{
+            "type": "text",
+            "text": "Read src/main.rs",
+            "cache_control": {"type": "ephemeral"}
+        }]}],
         "tools": [
             {
                 "name": "read_file",
@@ -183,6 +187,8 @@ async fn without_caching_no_block_is_marked() {
 async fn tool_results_travel_in_a_user_message_paired_with_their_calls() {
     let server = MockServer::start(vec![Reply::json(200, &fixture("text.json"))]).await;
     let mut req = request();
+    // The breakpoints are another test's subject.
+    req.cache = false;
     req.messages = vec![
         Message::user("Read two files"),
         Message::assistant(vec![
@@ -533,4 +539,70 @@ pub(super) fn assert_head(sent: &super::mock::Recorded) {
 /// The JSON body of the `i`th request.
 pub(super) fn body_of(server: &MockServer, i: usize) -> Value {
     server.requests()[i].json()
+}
+
+/// A long conversation: the last block and the last user message before it carry breakpoints
+/// (with the system prompt's and the tools', four: the API's limit); blank text is left out and
+/// the closing assistant message loses its trailing whitespace, as the API requires.
+#[tokio::test]
+async fn the_conversation_carries_two_breakpoints_and_nothing_the_api_refuses() {
+    let server = MockServer::start(vec![Reply::json(200, &fixture("text.json"))]).await;
+    let mut req = request();
+    let call = |id: &str| ContentBlock::ToolUse {
+        id: id.into(),
+        name: "read_file".into(),
+        input: json!({"path": "a.rs"}),
+    };
+    let result = |id: &str| ContentBlock::ToolResult {
+        tool_use_id: id.into(),
+        content: "fn a() {}".into(),
+        is_error: false,
+    };
+    req.messages = vec![
+        Message::user("Read a.rs twice"),
+        Message::assistant(vec![ContentBlock::text("  \n"), call("toolu_1")]),
+        Message { role: Role::User, content: vec![result("toolu_1")] },
+        Message::assistant(vec![call("toolu_2")]),
+        Message { role: Role::User, content: vec![result("toolu_2"), ContentBlock::text(" ")] },
+        Message::assistant(vec![ContentBlock::text("{\n  \"done\": ")]),
+    ];
+    client(&server).chat(&req).await.unwrap();
+    let body = server.requests()[0].json();
+    let mark = json!({"type": "ephemeral"});
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 6);
+    assert_eq!(messages[1]["content"].as_array().unwrap().len(), 1, "the blank text is left out");
+    assert_eq!(
+        messages[4]["content"],
+        json!([{
+            "type": "tool_result", "tool_use_id": "toolu_2", "content": "fn a() {}", "is_error": false,
+            "cache_control": mark
+        }])
+    );
+    assert_eq!(
+        messages[5]["content"],
+        json!([{
+            "type": "text", "text": "{\n  \"done\":", "cache_control": mark
+        }])
+    );
+    let marks = body.to_string().matches("cache_control").count();
+    assert_eq!(marks, 4);
+    assert_eq!(pev_providers::rules::anthropic(&body), Ok(()));
+}
+
+/// The mock refuses what the API refuses (here a dotted tool name, the bug that kept every real
+/// `pev agent` run from its first call), with the API's error body; the client reports it as a
+/// bad request with the server's message.
+#[tokio::test]
+async fn a_request_the_api_refuses_is_a_bad_request_with_its_message() {
+    let server = MockServer::start(vec![Reply::json(200, &fixture("text.json"))]).await;
+    let mut req = request();
+    req.tools[1].name = "file.write".into();
+    match client(&server).chat(&req).await.unwrap_err() {
+        ProviderError::BadRequest { status: 400, message, .. } => assert_eq!(
+            message,
+            "tools.1.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'"
+        ),
+        other => panic!("expected a 400, got {other:?}"),
+    }
 }

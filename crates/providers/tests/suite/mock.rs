@@ -2,6 +2,11 @@
 //! [`Reply`] (a whole body, a chunked stream with pauses and an optional cut, or silence) and
 //! records every request (method, path, headers, body) for the test to check.
 //!
+//! Like the real services, it first checks the request: a body sent to `…/messages` is held to
+//! the Anthropic API's rules, one sent to `…/chat/completions` to OpenAI's
+//! ([`pev_providers::rules`]), and a request they would refuse gets their 400 and error body
+//! instead of the scripted reply.
+//!
 //! Every response says `Connection: close`, so each request arrives on its own connection and
 //! takes the next reply in order.
 
@@ -135,6 +140,7 @@ impl MockServer {
 
 async fn serve(mut socket: TcpStream, reply: Reply, recorded: Arc<Mutex<Vec<Recorded>>>) {
     let Some(request) = read_request(&mut socket).await else { return };
+    let reply = refusal(&request).unwrap_or(reply);
     recorded.lock().unwrap().push(request);
     match reply {
         Reply::Hang => {
@@ -176,6 +182,20 @@ async fn serve(mut socket: TcpStream, reply: Reply, recorded: Arc<Mutex<Vec<Reco
             }
             let _ = socket.shutdown().await;
         }
+    }
+}
+
+/// The real service's 400 for a request it would refuse.
+fn refusal(request: &Recorded) -> Option<Reply> {
+    let body: serde_json::Value = serde_json::from_str(&request.body).ok()?;
+    if request.path.ends_with("/messages") {
+        let refused = pev_providers::rules::anthropic(&body).err()?;
+        Some(Reply::json(refused.status, &refused.anthropic_body()))
+    } else if request.path.ends_with("/chat/completions") {
+        let refused = pev_providers::rules::openai(&body).err()?;
+        Some(Reply::json(refused.status, &refused.openai_body()))
+    } else {
+        None
     }
 }
 

@@ -333,3 +333,47 @@ async fn no_tools_means_no_tools_and_no_tool_choice() {
     assert!(!object.contains_key("temperature"), "{body}");
     assert_eq!(body["stream"], json!(false));
 }
+
+/// OpenAI's reasoning families refuse `max_tokens` and any temperature but the default: the
+/// client sends `max_completion_tokens` and leaves the temperature out, and the mock (holding
+/// the request to the API's rules) accepts it. Other models keep `max_tokens`.
+#[tokio::test]
+async fn reasoning_models_get_max_completion_tokens_and_no_temperature() {
+    for (model, reasoning) in [("o3", true), ("gpt-5-mini", true), ("gpt-4.1", false)] {
+        let server = MockServer::start(vec![Reply::json(200, fixture!("text.json"))]).await;
+        let mut request = simple_request();
+        request.model = model.into();
+        request.temperature = Some(0.2);
+        request.max_tokens = 777;
+        client(&server, Some(KEY), timeouts()).chat(&request).await.unwrap();
+        let body = server.requests()[0].json();
+        if reasoning {
+            assert_eq!(body["max_completion_tokens"], 777, "{model}");
+            assert!(body.get("max_tokens").is_none(), "{model}");
+            assert!(body.get("temperature").is_none(), "{model}");
+        } else {
+            assert_eq!(body["max_tokens"], 777, "{model}");
+            assert!(body.get("max_completion_tokens").is_none(), "{model}");
+            assert_eq!(body["temperature"], json!(0.2), "{model}");
+        }
+    }
+}
+
+/// The mock refuses what the API refuses, with the API's error body; the client reports the
+/// server's message as a bad request, not retried.
+#[tokio::test]
+async fn a_request_the_api_refuses_is_a_bad_request_with_its_message() {
+    let server = MockServer::start(vec![Reply::json(200, fixture!("text.json"))]).await;
+    let mut request = simple_request();
+    request.tools = vec![ToolSpec { name: "file.read".into(), ..read_file_tool() }];
+    let error = client(&server, Some(KEY), timeouts()).chat(&request).await.unwrap_err();
+    match error {
+        pev_providers::ProviderError::BadRequest { status: 400, message, .. } => assert_eq!(
+            message,
+            "Invalid 'tools[0].function.name': string does not match pattern. Expected a string \
+             that matches the pattern '^[a-zA-Z0-9_-]+$'."
+        ),
+        other => panic!("expected a 400, got {other:?}"),
+    }
+    assert_eq!(server.requests().len(), 1, "a 400 is not retried");
+}
