@@ -153,7 +153,10 @@ impl StepGate<'_> {
         }
         let decision =
             crate::hooks::after_call(shared, self.step, hooked, &end.output, self.report).await?;
-        Ok(GateResult { output: with_hook_answer(end.output, &decision), fatal: false })
+        // The tools word their errors with plan names; the model knows only the wire names.
+        let output = with_hook_answer(end.output, &decision)
+            .map_err(|message| registry.names().in_wire_terms(&message));
+        Ok(GateResult { output, fatal: false })
     }
 }
 

@@ -320,6 +320,7 @@ pub(super) fn stop_reason(reason: String) -> StopReason {
         "tool_use" => StopReason::ToolUse,
         "max_tokens" => StopReason::MaxTokens,
         "stop_sequence" => StopReason::StopSequence,
+        "refusal" => StopReason::Refusal,
         _ => StopReason::Other(reason),
     }
 }

@@ -43,9 +43,16 @@ pub enum ProviderError {
     /// The run's budget cannot pay for this call's worst case; it was not sent.
     #[error("budget exhausted: {0}")]
     BudgetExhausted(String),
+    /// The model declined to give the answer asked for (a refusal stop reason).
+    #[error("the model refused to write the {what}{}", said(message))]
+    Refused { what: String, message: String },
     /// Structured output did not validate after every try.
     #[error("no valid {what} after {attempts} tries; last problem: {last_error}")]
     InvalidStructuredOutput { what: String, attempts: u32, last_error: String },
+}
+
+fn said(message: &str) -> String {
+    if message.is_empty() { String::new() } else { format!(": {message}") }
 }
 
 fn after(retry_after: Option<Duration>) -> String {

@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::wire::{WireUsage, malformed, parse_arguments, stop_reason, synthetic_id};
 use crate::StreamSink;
 use crate::error::ProviderError;
-use crate::types::{ChatResponse, ContentBlock, StreamEvent, TokenUsage};
+use crate::types::{ChatResponse, ContentBlock, StopReason, StreamEvent, TokenUsage};
 
 #[derive(Deserialize)]
 struct WireChunk {
@@ -86,6 +86,8 @@ pub(super) struct StreamState {
     by_index: HashMap<u64, usize>,
     last_call: Option<usize>,
     finish_reason: Option<String>,
+    /// The model sent a `refusal`: the turn is one, whatever the finish reason says.
+    refused: bool,
     usage: Option<TokenUsage>,
     done: bool,
 }
@@ -128,7 +130,9 @@ impl StreamState {
             }
             if let Some(delta) = choice.delta {
                 let text = delta.content.filter(|t| !t.is_empty());
-                if let Some(text) = text.or(delta.refusal.filter(|t| !t.is_empty())) {
+                let refusal = delta.refusal.filter(|t| !t.is_empty());
+                self.refused |= refusal.is_some();
+                if let Some(text) = text.or(refusal) {
                     self.text(text, sink);
                 }
                 for call in delta.tool_calls.unwrap_or_default() {
@@ -255,7 +259,11 @@ impl StreamState {
             id: self.id,
             model: if self.model.is_empty() { requested_model.to_owned() } else { self.model },
             content,
-            stop_reason: stop_reason(self.finish_reason.as_deref(), has_calls),
+            stop_reason: if self.refused {
+                StopReason::Refusal
+            } else {
+                stop_reason(self.finish_reason.as_deref(), has_calls)
+            },
             usage: self.usage.unwrap_or_default(),
         })
     }

@@ -284,8 +284,10 @@ pub(super) fn parse_response(
     let message = choice.message.ok_or_else(|| malformed("the choice has no message".into()))?;
     let mut content = Vec::new();
     let text = message.content.filter(|t| !t.is_empty());
+    let refusal = message.refusal.filter(|t| !t.is_empty());
+    let refused = refusal.is_some();
     // A refusal is the model's answer too; dropping it would leave an empty reply.
-    if let Some(text) = text.or(message.refusal.filter(|t| !t.is_empty())) {
+    if let Some(text) = text.or(refusal) {
         content.push(ContentBlock::Text { text });
     }
     for (i, call) in message.tool_calls.unwrap_or_default().into_iter().enumerate() {
@@ -311,7 +313,11 @@ pub(super) fn parse_response(
             .filter(|m| !m.is_empty())
             .unwrap_or_else(|| requested_model.to_owned()),
         content,
-        stop_reason: stop_reason(choice.finish_reason.as_deref(), has_calls),
+        stop_reason: if refused {
+            StopReason::Refusal
+        } else {
+            stop_reason(choice.finish_reason.as_deref(), has_calls)
+        },
         usage: response.usage.map(|u| u.to_usage()).unwrap_or_default(),
     })
 }
@@ -339,6 +345,7 @@ pub(super) fn stop_reason(finish_reason: Option<&str>, has_tool_calls: bool) -> 
         Some("stop" | "eos") if has_tool_calls => StopReason::ToolUse,
         Some("stop" | "eos") => StopReason::EndTurn,
         Some("length") => StopReason::MaxTokens,
+        Some("content_filter") => StopReason::Refusal,
         Some(other) if !other.is_empty() => StopReason::Other(other.to_owned()),
         _ => StopReason::Other("unspecified".to_owned()),
     }

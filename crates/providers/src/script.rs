@@ -196,6 +196,7 @@ fn stop_reason<'de, D: Deserializer<'de>>(d: D) -> Result<Option<StopReason>, D:
         "tool_use" => StopReason::ToolUse,
         "max_tokens" => StopReason::MaxTokens,
         "stop_sequence" => StopReason::StopSequence,
+        "refusal" => StopReason::Refusal,
         _ => StopReason::Other(s),
     }))
 }

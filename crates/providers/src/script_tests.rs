@@ -115,10 +115,7 @@ fn an_explicit_stop_reason_is_kept_and_unknown_ones_verbatim() {
     ]}"#;
     let client = ScriptedClient::parse("t.json", text).unwrap();
     assert_eq!(chat(&client, &request("a")).unwrap().stop_reason, StopReason::MaxTokens);
-    assert_eq!(
-        chat(&client, &request("b")).unwrap().stop_reason,
-        StopReason::Other("refusal".into())
-    );
+    assert_eq!(chat(&client, &request("b")).unwrap().stop_reason, StopReason::Refusal);
 }
 
 fn expecting(expect: Expect) -> ScriptedClient {

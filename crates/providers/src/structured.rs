@@ -6,7 +6,9 @@
 //! {...} Let me know if..."). [`extract_json`] tries those in that order; the prose case finds
 //! the first balanced `{...}` or `[...]` (aware of strings, so a `}` inside a string does not end
 //! it) that parses. [`request_json`] goes further: of all the candidates in an answer it takes the
-//! first that validates, so a stray `[1]` in the prose does not hide the real answer.
+//! first that validates, so a stray `[1]` in the prose does not hide the real answer; an answer
+//! given as a tool call's arguments counts too. A refusal ends the request at once
+//! ([`ProviderError::Refused`]); an answer cut off at the token limit is asked again, shorter.
 //!
 //! This is also the one module that talks to the `jsonschema` crate, so that an upgrade of it
 //! touches one file. Schemas are compiled offline: no remote `$ref` is fetched.
@@ -63,9 +65,16 @@ pub async fn request_json(
         tries = tries.saturating_add(1);
         let response = client.chat(&request).await?;
         usage.add(&response.usage);
-        let mut problem = match find_valid(&validator, &response.text()) {
-            Ok(value) => return Ok((value, usage, tries)),
-            Err(problem) => problem,
+        if response.stop_reason == StopReason::Refusal {
+            let message = truncate(response.text().trim(), MAX_ERROR_CHARS);
+            return Err(ProviderError::Refused { what, message });
+        }
+        let mut problem = match find_valid_in_calls(&validator, &response.content) {
+            Some(value) => return Ok((value, usage, tries)),
+            None => match find_valid(&validator, &response.text()) {
+                Ok(value) => return Ok((value, usage, tries)),
+                Err(problem) => problem,
+            },
         };
         if response.stop_reason == StopReason::MaxTokens {
             problem.push_str("\n(The answer was cut off at the token limit: be more concise.)");
@@ -111,6 +120,27 @@ fn echo(content: &[ContentBlock]) -> Message {
     } else {
         Message::assistant(texts)
     }
+}
+
+/// An answer given as a tool call (some models put the JSON asked for in a call's arguments,
+/// whole or under one key such as `{"plan": {…}}`): the first such value that validates.
+fn find_valid_in_calls(
+    validator: &jsonschema::Validator,
+    content: &[ContentBlock],
+) -> Option<Value> {
+    content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolUse { input, .. } => Some(input),
+            _ => None,
+        })
+        .flat_map(|input| {
+            let wrapped =
+                input.as_object().filter(|o| o.len() == 1).and_then(|o| o.values().next());
+            std::iter::once(input).chain(wrapped)
+        })
+        .find(|value| validator.is_valid(value))
+        .cloned()
 }
 
 /// The first JSON value in `text` that `validator` accepts; else what is wrong with the first

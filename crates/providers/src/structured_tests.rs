@@ -294,3 +294,40 @@ fn the_request_future_is_send() {
     let future = request_json(&client, base_request(), &schema, StructuredOptions::default());
     assert_send(&future);
 }
+
+/// Some models answer with a tool call carrying the JSON, whole or under one key.
+#[test]
+fn an_answer_given_as_a_tool_call_is_accepted() {
+    for input in [json!({"steps": [7]}), json!({"plan": {"steps": [7]}})] {
+        let client = script(vec![ScriptTurn::blocks(vec![
+            ContentBlock::text("Here is the plan."),
+            ContentBlock::ToolUse { id: "t".into(), name: "submit_plan".into(), input },
+        ])]);
+        assert_eq!(ask(&client, 1).unwrap().0, json!({"steps": [7]}));
+    }
+    // A call whose arguments are not the answer leaves the text to decide.
+    let client = script(vec![ScriptTurn::blocks(vec![
+        ContentBlock::ToolUse {
+            id: "t".into(),
+            name: "file_read".into(),
+            input: json!({"path": "a"}),
+        },
+        ContentBlock::text("{\"steps\": [8]}"),
+    ])]);
+    assert_eq!(ask(&client, 1).unwrap().0, json!({"steps": [8]}));
+}
+
+/// A refusal ends the request at once, with the model's words, without another try.
+#[test]
+fn a_refusal_is_a_typed_error_at_once() {
+    let mut refusal = ScriptTurn::text("I can't plan that.");
+    refusal.stop_reason = Some(StopReason::Refusal);
+    let client = script(vec![refusal, ScriptTurn::text("{\"steps\": [1]}")]);
+    let error = ask(&client, 3).unwrap_err();
+    assert_eq!(
+        error,
+        ProviderError::Refused { what: "plan".into(), message: "I can't plan that.".into() }
+    );
+    assert_eq!(error.to_string(), "the model refused to write the plan: I can't plan that.");
+    assert_eq!(client.remaining(), 1);
+}

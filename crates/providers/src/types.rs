@@ -144,6 +144,9 @@ pub enum StopReason {
     ToolUse,
     MaxTokens,
     StopSequence,
+    /// The model declined to answer (Anthropic's `refusal`, OpenAI's `refusal` message or
+    /// `content_filter`): what text there is says why, and nothing in it is to be acted on.
+    Refusal,
     /// Anything else the provider said, kept verbatim.
     Other(String),
 }

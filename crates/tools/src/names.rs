@@ -48,6 +48,30 @@ impl fmt::Display for WireName {
 }
 
 /// Whether `name` matches `^[a-zA-Z0-9_-]{1,64}$`.
+/// `text` with each whole-word `from` replaced by `to`: the characters around it are not ones a
+/// name or a path is made of.
+fn replace_word(text: &str, from: &str, to: &str) -> String {
+    let part_of_word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '/');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(from) {
+        let (before, after) = (&rest[..at], &rest[at + from.len()..]);
+        let bounded_before = !before.chars().next_back().is_some_and(part_of_word);
+        // A name ending a sentence ("use file.write.") is still a whole word.
+        let next = after.chars().next();
+        let bounded_after = match next {
+            Some('.') => !after[1..].chars().next().is_some_and(part_of_word),
+            Some(c) => !part_of_word(c),
+            None => true,
+        };
+        out.push_str(before);
+        out.push_str(if bounded_before && bounded_after { to } else { from });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
 pub fn is_wire_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= MAX_WIRE_NAME_LEN && name.chars().all(is_wire_char)
 }
@@ -121,6 +145,17 @@ impl ToolNames {
     /// Every (plan name, wire name) pair, in plan-name order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &WireName)> {
         self.wire_of.iter().map(|(plan, wire)| (plan.as_str(), wire))
+    }
+
+    /// `text` (a tool's message to the model) with every plan name in it written as its wire
+    /// name: "invalid arguments for file.read" reads "… for file_read" to a model that knows
+    /// only `file_read`. A name counts only as a whole word (not inside `a/file.read.bak`).
+    pub fn in_wire_terms(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for (plan, wire) in self.iter().filter(|(p, w)| *p != w.as_str()) {
+            out = replace_word(&out, plan, wire.as_str());
+        }
+        out
     }
 
     pub fn len(&self) -> usize {

@@ -263,3 +263,28 @@ fn wire_name_parse_checks_the_pattern() {
     assert_eq!(name.to_string(), "file_read");
     assert_eq!(serde_json::to_value(&name).unwrap(), serde_json::json!("file_read"));
 }
+
+#[test]
+fn messages_to_the_model_name_tools_by_their_wire_names() {
+    let names = ToolNames::new(["file.read", "file.write", "file.patch", "db.query_ro"]);
+    let cases = [
+        (
+            "invalid arguments for file.read: unknown field `patth`",
+            "invalid arguments for file_read: unknown field `patth`",
+        ),
+        (
+            "file.patch: `a.bin` is not UTF-8 text; use file.write to replace it",
+            "file_patch: `a.bin` is not UTF-8 text; use file_write to replace it",
+        ),
+        ("use file.write.", "use file_write."),
+        ("`db.query_ro` refused", "`db_query_ro` refused"),
+        // Inside a path or a longer name it is not the tool.
+        ("cannot open src/file.read", "cannot open src/file.read"),
+        ("file.read.bak is missing", "file.read.bak is missing"),
+        ("myfile.read failed", "myfile.read failed"),
+        ("nothing to change", "nothing to change"),
+    ];
+    for (text, want) in cases {
+        assert_eq!(names.in_wire_terms(text), want, "{text}");
+    }
+}

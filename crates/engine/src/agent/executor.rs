@@ -6,8 +6,10 @@
 //! ends its turn with a summary. That summary is only a claim: the engine verifies the evidence.
 //!
 //! The loop stops when the model ends its turn without a tool call, at the step's turn limit, on
-//! a provider error (a refused budget is told apart from the rest), or when the gate says a call
-//! could not happen at all.
+//! a provider error (a refused budget is told apart from the rest), on a refusal, or when the gate
+//! says a call could not happen at all. An answer cut off at the token limit has none of its calls
+//! made and the model is asked to go on more briefly; an empty one is asked once to go on
+//! ([`super::turn`]).
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -18,6 +20,7 @@ use pev_providers::{
 };
 use serde_json::Value;
 
+use super::turn::{self, Call, Turn};
 use crate::BoxFuture;
 use crate::instruct::{
     GateResult, InstructionExecutor, InstructionOutcome, InstructionRequest, Interruption, ToolGate,
@@ -79,6 +82,7 @@ impl ModelExecutor {
         chat.max_tokens = self.options.max_tokens;
         chat.cache = true;
         let known: HashSet<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+        let mut nudged = false;
 
         loop {
             // Checked before the call: the tool calls of the last allowed turn have been made
@@ -105,17 +109,33 @@ impl ModelExecutor {
             outcome.model_calls = outcome.model_calls.saturating_add(1);
             outcome.usage.add(&response.usage);
             outcome.summary = response.text().trim().to_owned();
-            let calls: Vec<(String, String, Value)> = response
-                .tool_calls()
-                .map(|(id, name, input)| (id.to_owned(), name.to_owned(), input.clone()))
-                .collect();
+            let turn = turn::read(&response);
             chat.messages.push(Message::assistant(response.content));
-            if calls.is_empty() {
-                return outcome;
-            }
+            let calls = match turn {
+                Turn::Calls(calls) => calls,
+                Turn::Final(_) => return outcome,
+                // Asked once to go on; a second empty answer ends the attempt, and the evidence
+                // decides as always.
+                Turn::Empty if !nudged => {
+                    nudged = true;
+                    chat.messages.push(Message::user(turn::EMPTY_ANSWER));
+                    continue;
+                }
+                Turn::Empty => return outcome,
+                Turn::CutOff(calls) => {
+                    let reply = turn::cut_off_reply(&calls, chat.max_tokens);
+                    chat.messages.push(Message { role: Role::User, content: reply });
+                    continue;
+                }
+                Turn::Refused(text) => {
+                    outcome.interrupted =
+                        Some(Interruption::Provider(turn::refusal("executor", &text)));
+                    return outcome;
+                }
+            };
 
             let mut results = Vec::with_capacity(calls.len());
-            for (id, name, input) in calls {
+            for Call { id, name, input } in calls {
                 if !known.contains(name.as_str()) {
                     results.push(ContentBlock::ToolResult {
                         tool_use_id: id,

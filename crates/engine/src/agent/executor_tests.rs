@@ -379,3 +379,85 @@ async fn the_sent_request_carries_the_scoped_prompt() {
     let everything = serde_json::to_string(&sent[0]).unwrap();
     assert!(!everything.contains("SECRET-OTHER-OUTPUT"));
 }
+
+/// An answer cut off at the token limit: its call is not made (its arguments may be cut short),
+/// every `tool_use` still gets a result, and the model is asked to go on more briefly.
+#[tokio::test]
+async fn a_call_cut_off_at_the_token_limit_is_not_made() {
+    let cut = ScriptTurn {
+        stop_reason: Some(pev_providers::StopReason::MaxTokens),
+        ..ScriptTurn::blocks(vec![
+            ContentBlock::text("Writing the whole file."),
+            tool_use("big", "file_write", json!({"path": "site/style.css"})),
+        ])
+    };
+    let client = Arc::new(ScriptedClient::from_turns(
+        "cut",
+        vec![
+            cut,
+            ScriptTurn::blocks(vec![tool_use("small", "file_write", json!({"path": "a"}))]),
+            ScriptTurn::text("done in smaller pieces"),
+        ],
+    ));
+    let mut gate = FakeGate::default();
+    let outcome = executor(client.clone(), 12).execute(&request(), &mut gate).await;
+
+    assert_eq!(gate.calls, vec![("file_write".to_owned(), json!({"path": "a"}))]);
+    assert_eq!(outcome.interrupted, None);
+    assert_eq!(outcome.summary, "done in smaller pieces");
+    let second = &client.requests()[1];
+    let reply = &second.messages.last().unwrap().content;
+    assert!(matches!(
+        &reply[0],
+        ContentBlock::ToolResult { tool_use_id, is_error: true, content }
+            if tool_use_id == "big" && content.contains("it was not made")
+    ));
+    assert!(matches!(&reply[1], ContentBlock::Text { text } if text.contains("1234 tokens")));
+}
+
+/// A refusal ends the attempt with the model's reason; nothing it holds is acted on.
+#[tokio::test]
+async fn a_refusal_interrupts_the_attempt_with_its_reason() {
+    let refusal = ScriptTurn {
+        stop_reason: Some(pev_providers::StopReason::Refusal),
+        ..ScriptTurn::blocks(vec![
+            ContentBlock::text("I can't help with that."),
+            tool_use("t", "file_write", json!({"path": "a"})),
+        ])
+    };
+    let client = Arc::new(ScriptedClient::from_turns("refuse", vec![refusal]));
+    let mut gate = FakeGate::default();
+    let outcome = executor(client, 12).execute(&request(), &mut gate).await;
+    assert!(gate.calls.is_empty());
+    assert_eq!(
+        outcome.interrupted,
+        Some(Interruption::Provider(
+            "the executor model refused to answer: I can't help with that.".into()
+        ))
+    );
+}
+
+/// An empty answer is asked once to go on; a second one ends the attempt (the evidence decides).
+#[tokio::test]
+async fn an_empty_answer_is_asked_once_to_go_on() {
+    let client = Arc::new(ScriptedClient::from_turns(
+        "empty",
+        vec![
+            ScriptTurn::blocks(Vec::new()),
+            ScriptTurn::blocks(vec![tool_use("w", "file_write", json!({"path": "a"}))]),
+            ScriptTurn::text("  "),
+            ScriptTurn::text("never asked"),
+        ],
+    ));
+    let mut gate = FakeGate::default();
+    let outcome = executor(client.clone(), 12).execute(&request(), &mut gate).await;
+    assert_eq!(gate.calls.len(), 1);
+    assert_eq!(outcome.interrupted, None);
+    assert_eq!((outcome.turns, outcome.summary.as_str()), (3, ""));
+    let second = &client.requests()[1];
+    assert!(matches!(
+        &second.messages.last().unwrap().content[0],
+        ContentBlock::Text { text } if text.starts_with("Your answer was empty.")
+    ));
+    assert_eq!(client.remaining(), 1);
+}

@@ -13,3 +13,4 @@ pub mod planner;
 pub mod run;
 #[cfg(test)]
 mod test_clients;
+pub(crate) mod turn;

@@ -221,3 +221,34 @@ async fn an_unknown_tool_is_answered_with_the_wire_names_on_offer() {
     );
     assert_eq!(h.called_tools(), ["file.read"]);
 }
+
+/// Arguments that fail the tool's schema: the error goes back to the model, in the names it
+/// knows (`file_patch`, not `file.patch`), and its corrected call does the work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_error_goes_back_to_the_model_in_wire_terms() {
+    let h = Harness::new();
+    h.write("style.css", "body { background: white; }");
+    let bad = ScriptTurn::blocks(vec![ContentBlock::ToolUse {
+        id: "bad".into(),
+        name: "file_patch".into(),
+        input: json!({"path": "style.css", "edit": {"old": "white", "new": "#006400"}}),
+    }]);
+    let client = Arc::new(ScriptedClient::from_turns(
+        "executor",
+        vec![bad, patch_call(), ScriptTurn::text("The background is #006400.")],
+    ));
+    let executor = ModelExecutor::new(
+        Arc::clone(&client) as Arc<dyn ModelClient>,
+        "m".into(),
+        ExecutorOptions::default(),
+    );
+    let result = h.run(green_step(), models(Arc::new(executor), &[])).await;
+    assert_eq!(result.status, RunStatus::Success, "{:?}", result.reasons);
+    let second = &client.requests()[1];
+    let answer = second.messages.last().unwrap();
+    let ContentBlock::ToolResult { content, is_error: true, .. } = &answer.content[0] else {
+        panic!("expected an error result, got {answer:?}");
+    };
+    assert!(content.starts_with("invalid arguments for file_patch: "), "{content}");
+    assert!(!content.contains("file.patch"), "{content}");
+}

@@ -184,14 +184,7 @@ async fn finish_reasons_map_to_stop_reasons() {
     for _ in 0..3 {
         got.push(client.chat(&simple_request()).await.unwrap().stop_reason);
     }
-    assert_eq!(
-        got,
-        vec![
-            StopReason::MaxTokens,
-            StopReason::Other("content_filter".into()),
-            StopReason::EndTurn
-        ]
-    );
+    assert_eq!(got, vec![StopReason::MaxTokens, StopReason::Refusal, StopReason::EndTurn]);
 }
 
 /// A conversation with tool calls and their results, one of them failed.

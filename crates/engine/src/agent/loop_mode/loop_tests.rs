@@ -471,3 +471,73 @@ async fn a_workspace_tool_named_like_a_plan_tool_is_answered_by_the_harness() {
     let tools: Vec<String> = client.requests()[0].tools.iter().map(|t| t.name.clone()).collect();
     assert_eq!(tools.iter().filter(|t| *t == "plan_show").count(), 1);
 }
+
+/// The answers real models give, in loop mode: prose before a call, a call cut off at the token
+/// limit (not made, answered, asked to go on), an empty answer (asked once to go on), a step
+/// named by its position. The run still ends only through the gate, on recorded evidence.
+#[tokio::test]
+async fn cut_off_and_empty_answers_and_positions_are_handled_on_the_way_to_an_honest_finish() {
+    let mut f = Fixture::new();
+    let cut = ScriptTurn {
+        stop_reason: Some(pev_providers::StopReason::MaxTokens),
+        ..ScriptTurn::blocks(vec![ContentBlock::ToolUse {
+            id: "cut".into(),
+            name: "file_write".into(),
+            input: json!({"path": "style.css"}),
+        }])
+    };
+    let prose_then_write = ScriptTurn::blocks(vec![
+        ContentBlock::text("I'll write the rule now."),
+        ContentBlock::ToolUse {
+            id: "w".into(),
+            name: "file_write".into(),
+            input: json!({"path": "style.css", "content": "body { background: #006400; }"}),
+        },
+    ]);
+    let done_by_position =
+        call("d", "step_update", json!({"id": "1", "status": "done", "evidence": "wrote it"}));
+    let client = Arc::new(ScriptedClient::from_turns(
+        "real answers",
+        vec![
+            plan_turn(),
+            cut,
+            ScriptTurn::blocks(Vec::new()),
+            prose_then_write,
+            done_by_position,
+            verify_turn(),
+            ScriptTurn::text("The background is now #006400."),
+        ],
+    ));
+    let executor = f.executor(client.clone(), LoopOptions::default());
+    let outcome = executor.execute(&request(GOAL), &mut f.gate).await;
+
+    assert_eq!(outcome.interrupted, None);
+    assert_eq!(outcome.summary, "The background is now #006400.");
+    // The cut-off call never reached the gate.
+    assert_eq!(f.gate.calls.len(), 1);
+    let sent = client.requests();
+    let after_cut = last_user(&sent[2]);
+    assert!(text_of(&after_cut[0]).contains("it was not made"));
+    assert!(text_of(&after_cut[1]).contains("cut off at the token limit"));
+    assert!(text_of(&last_user(&sent[3])[0]).starts_with("Your answer was empty."));
+    assert!(text_of(&last_user(&sent[5])[0]).starts_with("Step `patch` is done."));
+    assert_eq!(executor.report().plan.unwrap().steps[0].status, StepStatus::Done);
+}
+
+/// A refusal stops the loop with the model's reason.
+#[tokio::test]
+async fn a_refusal_stops_the_loop_with_its_reason() {
+    let mut f = Fixture::new();
+    let refusal = ScriptTurn {
+        stop_reason: Some(pev_providers::StopReason::Refusal),
+        ..ScriptTurn::text("I won't do that.")
+    };
+    let client = Arc::new(ScriptedClient::from_turns("refuse", vec![refusal]));
+    let executor = f.executor(client, LoopOptions::default());
+    let outcome = executor.execute(&request(GOAL), &mut f.gate).await;
+    assert_eq!(
+        outcome.interrupted,
+        Some(Interruption::Provider("the agent model refused to answer: I won't do that.".into()))
+    );
+    assert!(executor.report().final_answer.is_none());
+}

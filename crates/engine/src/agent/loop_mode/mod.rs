@@ -29,6 +29,7 @@ use serde_json::Value;
 
 use crate::BoxFuture;
 use crate::agent::executor::{TOOL_OUTPUT_CAP, cap_text};
+use crate::agent::turn::{self, Call, Turn};
 use crate::instruct::{
     GateResult, InstructionExecutor, InstructionOutcome, InstructionRequest, Interruption, ToolGate,
 };
@@ -209,6 +210,7 @@ impl LoopExecutor {
         chat.max_tokens = self.options.max_tokens;
         chat.cache = true;
         let workspace: HashSet<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+        let mut nudged = false;
 
         outcome.interrupted = loop {
             self.publish(&run);
@@ -228,12 +230,27 @@ impl LoopExecutor {
             outcome.model_calls = outcome.model_calls.saturating_add(1);
             outcome.usage.add(&response.usage);
             run.rounds = outcome.turns;
-            let text = response.text().trim().to_owned();
-            let calls: Vec<(String, String, Value)> = response
-                .tool_calls()
-                .map(|(id, name, input)| (id.to_owned(), name.to_owned(), input.clone()))
-                .collect();
+            let turn = turn::read(&response);
             chat.messages.push(Message::assistant(response.content));
+            let (calls, text) = match turn {
+                Turn::Calls(calls) => (calls, String::new()),
+                Turn::Final(text) => (Vec::new(), text),
+                // Asked once to go on; a second empty answer goes to the gate like any other.
+                Turn::Empty if !nudged => {
+                    nudged = true;
+                    chat.messages.push(Message::user(turn::EMPTY_ANSWER));
+                    continue;
+                }
+                Turn::Empty => (Vec::new(), String::new()),
+                Turn::CutOff(calls) => {
+                    let reply = turn::cut_off_reply(&calls, chat.max_tokens);
+                    chat.messages.push(Message { role: Role::User, content: reply });
+                    continue;
+                }
+                Turn::Refused(text) => {
+                    break Some(Interruption::Provider(turn::refusal("agent", &text)));
+                }
+            };
 
             if calls.is_empty() {
                 let mut decision = run.gate.on_final_answer(run.book.plan.as_ref());
@@ -262,7 +279,7 @@ impl LoopExecutor {
             let mut results = Vec::with_capacity(calls.len().saturating_add(1));
             let mut updated = false;
             let mut fatal = None;
-            for (id, name, input) in calls {
+            for Call { id, name, input } in calls {
                 let reply = if is_plan_tool(&name) || name == TODO_WRITE {
                     run.plan_tool_calls = run.plan_tool_calls.saturating_add(1);
                     updated |= name != PLAN_SHOW;

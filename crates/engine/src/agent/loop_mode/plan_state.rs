@@ -318,14 +318,16 @@ impl PlanBook {
         let Some(plan) = self.plan.as_ref() else {
             return Err(format!("step_update refused: {NO_PLAN}"));
         };
-        let id = args.id.trim();
-        let Some(index) = plan.steps.iter().position(|s| s.id == id) else {
+        let asked = args.id.trim();
+        let Some(index) = find_step(plan, asked) else {
             let ids: Vec<&str> = plan.steps.iter().map(|s| s.id.as_str()).collect();
             return Err(format!(
-                "step_update refused: unknown step `{id}`; the plan's steps are: {}",
+                "step_update refused: unknown step `{asked}`; the plan's steps are: {}",
                 ids.join(", ")
             ));
         };
+        let resolved = plan.steps.get(index).map(|s| s.id.clone()).unwrap_or_default();
+        let id = resolved.as_str();
         let was = plan.steps.get(index).map_or(StepStatus::Pending, |s| s.status);
         let reply = match args.status {
             StepStatus::Pending => format!("Step `{id}` is now pending."),
@@ -492,6 +494,29 @@ fn valid_id(id: &str) -> bool {
 fn is_evidence(text: &str) -> bool {
     let text = text.trim().trim_end_matches(['.', '!']).trim();
     !text.is_empty() && !PLACEHOLDERS.iter().any(|p| p.eq_ignore_ascii_case(text))
+}
+
+/// The step the model means by `wanted`: its id; else, when no id matches, its id in another
+/// case if only one step has it, or its position in the plan (`"1"`, `"step 2"`, `"#3"`), which
+/// models write where an id is expected. A name that could mean two steps means none.
+fn find_step(plan: &ModelPlan, wanted: &str) -> Option<usize> {
+    if let Some(i) = plan.steps.iter().position(|s| s.id == wanted) {
+        return Some(i);
+    }
+    let mut folded =
+        plan.steps.iter().enumerate().filter(|(_, s)| s.id.eq_ignore_ascii_case(wanted));
+    if let (Some((i, _)), None) = (folded.next(), folded.next()) {
+        return Some(i);
+    }
+    let number = wanted.trim_start_matches('#');
+    let number = number
+        .get(..4)
+        .filter(|p| p.eq_ignore_ascii_case("step"))
+        .map_or(number, |_| number.get(4..).unwrap_or_default())
+        .trim();
+    let n: usize = number.parse().ok()?;
+    let i = n.checked_sub(1)?;
+    (i < plan.steps.len()).then_some(i)
 }
 
 fn find_postcondition(plan: &ModelPlan, wanted: &PostconditionRef) -> Option<usize> {

@@ -604,3 +604,66 @@ async fn a_postcondition_number_one_past_the_last_is_unknown() {
         );
     }
 }
+
+/// Models write a step's position (or its id in another case) where its id is expected: taken
+/// when it can mean one step only, and the reply names the step by its id.
+#[tokio::test]
+async fn a_step_is_found_by_position_or_case_when_that_is_unambiguous() {
+    let mut f = Fixture::new();
+    f.call("plan_create", css_plan()).await.unwrap();
+    let cases = [
+        ("1", Ok("Step `read` is now in progress.")),
+        ("step 2", Ok("Step `patch` is now in progress.")),
+        ("#3", Ok("Step `check` is now in progress.")),
+        ("READ", Ok("Step `read` is now in progress.")),
+        (
+            "4",
+            Err("step_update refused: unknown step `4`; the plan's steps are: read, patch, check"),
+        ),
+        (
+            "0",
+            Err("step_update refused: unknown step `0`; the plan's steps are: read, patch, check"),
+        ),
+    ];
+    for (asked, want) in cases {
+        let got = f.call("step_update", json!({"id": asked, "status": "in_progress"})).await;
+        let first = got.as_deref().map(|r| r.lines().next().unwrap_or_default());
+        assert_eq!(first.map_err(String::as_str), want, "{asked}");
+        // Back to pending, so the next case may start a step.
+        if got.is_ok() {
+            f.call("step_update", json!({"id": asked, "status": "pending"})).await.unwrap();
+        }
+    }
+}
+
+/// A step whose id is a number is found by that id before any position.
+#[tokio::test]
+async fn an_id_that_is_a_number_wins_over_a_position() {
+    let mut f = Fixture::new();
+    let plan = json!({
+        "objective": "o",
+        "steps": [{"id": "2", "title": "first"}, {"id": "1", "title": "second"}],
+        "postconditions": []
+    });
+    f.call("plan_create", plan).await.unwrap();
+    let reply = f.call("step_update", json!({"id": "1", "status": "in_progress"})).await.unwrap();
+    assert!(reply.starts_with("Step `1` is now in progress.\n"), "{reply}");
+    assert_eq!(f.status("1"), StepStatus::InProgress);
+    assert_eq!(f.status("2"), StepStatus::Pending);
+}
+
+#[test]
+fn two_steps_in_one_case_fold_are_ambiguous() {
+    let plan: ModelPlan = serde_json::from_value(json!({
+        "objective": "o",
+        "steps": [
+            {"id": "Build", "title": "a", "status": "pending", "assertions": []},
+            {"id": "build", "title": "b", "status": "pending", "assertions": []}
+        ],
+        "postconditions": []
+    }))
+    .unwrap();
+    assert_eq!(find_step(&plan, "build"), Some(1));
+    assert_eq!(find_step(&plan, "BUILD"), None);
+    assert_eq!(find_step(&plan, "2"), Some(1));
+}
