@@ -410,6 +410,7 @@ mod tests {
             output_tokens: 1000,
             cost_usd: 0.25,
             tool_calls: 9,
+            ..Default::default()
         };
         let b = remaining_budget(&options, Some(&spent));
         assert_eq!(b.max_usd, Some(0.75));

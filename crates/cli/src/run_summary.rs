@@ -84,12 +84,8 @@ pub fn render_summary(result: &RunResult, style: &Style) -> String {
     let u = &result.usage;
     let mut usage =
         format!("{} tool call{}", u.tool_calls, if u.tool_calls == 1 { "" } else { "s" });
-    if u.llm_calls > 0 {
-        let _ = write!(
-            usage,
-            ", {} model calls ({} in / {} out tokens, ${:.4})",
-            u.llm_calls, u.input_tokens, u.output_tokens, u.cost_usd
-        );
+    if let Some(models) = model_usage(u) {
+        let _ = write!(usage, ", {models}");
     }
     let _ = writeln!(out, "{} {usage} in {}", s.dim("usage:"), duration(result.duration_ms));
     let next = match result.status {
@@ -172,4 +168,27 @@ pub(crate) fn status_name(status: RunStatus) -> &'static str {
         RunStatus::Failed => "failed",
         RunStatus::AwaitingApproval => "awaiting_approval",
     }
+}
+
+/// The model calls of a run, with the prompt cache's share and saving when a cache was used:
+/// "4 model calls (12000 in, 83% from cache / 900 out tokens, $0.0123; the cache saved $0.0200)".
+pub(crate) fn model_usage(u: &pev_protocol::run::Usage) -> Option<String> {
+    if u.llm_calls == 0 {
+        return None;
+    }
+    let calls = if u.llm_calls == 1 { "model call" } else { "model calls" };
+    let cache = if u.cache_read_tokens > 0 || u.cache_write_tokens > 0 {
+        format!(", {:.0}% from cache", u.cached_share() * 100.0)
+    } else {
+        String::new()
+    };
+    let saved = if u.cache_saved_usd != 0.0 {
+        format!("; the cache saved ${:.4}", u.cache_saved_usd)
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "{} {calls} ({} in{cache} / {} out tokens, ${:.4}{saved})",
+        u.llm_calls, u.input_tokens, u.output_tokens, u.cost_usd
+    ))
 }

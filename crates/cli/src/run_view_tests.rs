@@ -506,6 +506,7 @@ fn summary_shows_model_usage_when_there_was_any() {
         output_tokens: 200,
         cost_usd: 0.0123,
         tool_calls: 1,
+        ..Usage::default()
     };
     r.duration_ms = 61_000;
     let text = render_summary(&r, &Style::plain());
@@ -515,4 +516,35 @@ fn summary_shows_model_usage_when_there_was_any() {
         ),
         "{text}"
     );
+}
+
+#[test]
+fn model_usage_shows_the_caches_share_and_saving_when_a_cache_was_used() {
+    let mut u = Usage {
+        llm_calls: 25,
+        input_tokens: 100_000,
+        output_tokens: 5_000,
+        cost_usd: 0.1234,
+        cache_read_tokens: 83_000,
+        cache_write_tokens: 9_000,
+        cache_saved_usd: 0.2,
+        ..Usage::default()
+    };
+    assert_eq!(
+        crate::run_summary::model_usage(&u).as_deref(),
+        Some(
+            "25 model calls (100000 in, 83% from cache / 5000 out tokens, $0.1234; the cache \
+             saved $0.2000)"
+        )
+    );
+    u.llm_calls = 1;
+    u.cache_read_tokens = 0;
+    u.cache_write_tokens = 0;
+    u.cache_saved_usd = 0.0;
+    assert_eq!(
+        crate::run_summary::model_usage(&u).as_deref(),
+        Some("1 model call (100000 in / 5000 out tokens, $0.1234)")
+    );
+    u.llm_calls = 0;
+    assert_eq!(crate::run_summary::model_usage(&u), None);
 }

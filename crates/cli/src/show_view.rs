@@ -166,6 +166,9 @@ pub fn render_show(
         if u.tool_calls == 1 { "" } else { "s" },
         duration(result.duration_ms)
     );
+    if let Some(models) = crate::run_summary::model_usage(u) {
+        let _ = writeln!(out, "{} {models}", s.dim("models:"));
+    }
     out
 }
 

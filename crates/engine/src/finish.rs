@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use pev_protocol::assertion::AssertionResult;
 use pev_protocol::event::{EventBody, now_rfc3339};
-use pev_protocol::run::{FileMutation, FinalCheck, RunResult, RunStatus, StepStatus, Usage};
+use pev_protocol::run::{FileMutation, FinalCheck, RunResult, RunStatus, StepStatus};
 use pev_store::Record;
 use pev_verify::{CheckEnv, OutcomeInput};
 
@@ -117,14 +117,10 @@ pub(crate) async fn finish(
         warnings: state.warnings.clone(),
         usage: {
             let now = shared.engine.config.models.as_ref().map(|m| (m.usage)()).unwrap_or_default();
-            let prior = &state.prior_usage;
-            Usage {
-                llm_calls: prior.llm_calls.saturating_add(now.llm_calls),
-                input_tokens: prior.input_tokens.saturating_add(now.input_tokens),
-                output_tokens: prior.output_tokens.saturating_add(now.output_tokens),
-                cost_usd: prior.cost_usd + now.cost_usd,
-                tool_calls: state.tool_calls,
-            }
+            let mut usage = state.prior_usage.clone();
+            usage.add_models(&now);
+            usage.tool_calls = state.tool_calls;
+            usage
         },
         duration_ms,
         final_check,

@@ -105,6 +105,12 @@ pub struct FileMutation {
 }
 
 /// What the run consumed.
+///
+/// `input_tokens` counts every prompt token, cached or not. The cache fields are an addition to
+/// CONTRACTS.md §4, written only when a model read or wrote a prompt cache: the part of
+/// `input_tokens` read from the cache, the part written to it, and what the cache saved against
+/// paying every prompt token at the plain input price (negative when writes cost more than reads
+/// saved).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Usage {
     pub llm_calls: u64,
@@ -112,6 +118,42 @@ pub struct Usage {
     pub output_tokens: u64,
     pub cost_usd: f64,
     pub tool_calls: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_tokens: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+    #[serde(default, skip_serializing_if = "is_zero_usd")]
+    pub cache_saved_usd: f64,
+}
+
+impl Usage {
+    /// Adds `other`'s model usage (calls, tokens, cost, cache) to this one; tool calls are the
+    /// engine's to count and are left as they are.
+    pub fn add_models(&mut self, other: &Usage) {
+        self.llm_calls = self.llm_calls.saturating_add(other.llm_calls);
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cost_usd += other.cost_usd;
+        self.cache_read_tokens = self.cache_read_tokens.saturating_add(other.cache_read_tokens);
+        self.cache_write_tokens = self.cache_write_tokens.saturating_add(other.cache_write_tokens);
+        self.cache_saved_usd += other.cache_saved_usd;
+    }
+
+    /// The share of prompt tokens read from the cache, 0 to 1 (0 with no prompt tokens).
+    pub fn cached_share(&self) -> f64 {
+        if self.input_tokens == 0 {
+            return 0.0;
+        }
+        self.cache_read_tokens as f64 / self.input_tokens as f64
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+fn is_zero_usd(usd: &f64) -> bool {
+    *usd == 0.0
 }
 
 /// The whole result of a run.

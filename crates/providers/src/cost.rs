@@ -84,6 +84,16 @@ pub fn cost_usd(price: &Price, usage: &TokenUsage) -> f64 {
     sum / 1_000_000.0
 }
 
+/// What a prompt cache saved on `usage` against paying every prompt token at the plain input
+/// price: reads cost less than input, writes more, so this is negative when a call wrote to the
+/// cache and nothing read it back.
+pub fn cache_saving_usd(price: &Price, usage: &TokenUsage) -> f64 {
+    let read = usage.cache_read_tokens as f64 * (price.input_per_mtok - price.cache_read_per_mtok);
+    let write =
+        usage.cache_write_tokens as f64 * (price.input_per_mtok - price.cache_write_per_mtok);
+    (read + write) / 1_000_000.0
+}
+
 /// The price of one model, as a table found it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PriceMatch<'a> {
@@ -142,8 +152,12 @@ impl PriceTable {
     /// What `usage` of `model` costs; $0, flagged unpriced, when the model is not in the table.
     pub fn cost(&self, model: &str, usage: &TokenUsage) -> Cost {
         match self.lookup(model) {
-            Some(found) => Cost { usd: cost_usd(&found.price, usage), priced: true },
-            None => Cost { usd: 0.0, priced: false },
+            Some(found) => Cost {
+                usd: cost_usd(&found.price, usage),
+                saved_usd: cache_saving_usd(&found.price, usage),
+                priced: true,
+            },
+            None => Cost { usd: 0.0, saved_usd: 0.0, priced: false },
         }
     }
 }
@@ -184,6 +198,8 @@ fn undated(model: &str) -> Option<&str> {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Cost {
     pub usd: f64,
+    /// What the prompt cache saved ([`cache_saving_usd`]).
+    pub saved_usd: f64,
     /// False when the model has no price (the cost is then counted as $0).
     pub priced: bool,
 }
@@ -195,6 +211,8 @@ pub struct CallCost {
     pub model: String,
     pub usage: TokenUsage,
     pub cost_usd: f64,
+    /// What the prompt cache saved on this call.
+    pub saved_usd: f64,
     pub priced: bool,
 }
 
@@ -266,6 +284,7 @@ impl CostLedger {
             model: model.to_owned(),
             usage: *usage,
             cost_usd: cost.usd,
+            saved_usd: cost.saved_usd,
             priced: cost.priced,
         };
         let mut ledger = self.lock();

@@ -1,7 +1,7 @@
 //! Unit tests for prices, model-name matching and the cost ledger. Every expected figure is
 //! worked out by hand in the comment above it.
 
-use super::{CostLedger, Price, PriceTable, cost_usd, undated};
+use super::{CostLedger, Price, PriceTable, cache_saving_usd, cost_usd, undated};
 use crate::types::TokenUsage;
 
 fn usage(input: u64, output: u64, cache_read: u64, cache_write: u64) -> TokenUsage {
@@ -183,4 +183,16 @@ fn ledger_is_shared_between_threads() {
     // 800 calls * 1000 tokens * $1 / 1M = $0.80
     assert!((summary.total.cost_usd - 0.80).abs() < 1e-9);
     assert!(summary.complete());
+}
+
+#[test]
+fn the_cache_saving_counts_reads_as_saved_and_writes_as_spent() {
+    let sonnet = price_of(&PriceTable::built_in(), "claude-sonnet-4-5");
+    // Reads save $3 - $0.30 = $2.70/MTok; writes cost $3.75 - $3 = $0.75/MTok more.
+    // 10000*2.70 - 2000*0.75 = 27000 - 1500 = 25500 -> $0.0255
+    assert_usd(cache_saving_usd(&sonnet, &usage(500, 100, 10_000, 2_000)), 0.0255);
+    // Writes nobody read back: a loss. 4000*0.75 = 3000 -> -$0.003
+    assert_usd(cache_saving_usd(&sonnet, &usage(0, 0, 0, 4_000)), -0.003);
+    // A price without a cache discount saves nothing.
+    assert_usd(cache_saving_usd(&Price::flat(3.0, 15.0), &usage(0, 0, 9_000, 9_000)), 0.0);
 }

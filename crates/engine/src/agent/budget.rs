@@ -55,6 +55,10 @@ struct Tally {
     usd: f64,
     /// All input: plain, cache reads and cache writes.
     input_tokens: u64,
+    cache_read_tokens: u64,
+    cache_write_tokens: u64,
+    /// What the prompt cache saved.
+    saved_usd: f64,
     output_tokens: u64,
     /// Calls sent (admitted), answered or not.
     calls: u64,
@@ -128,6 +132,9 @@ impl BudgetState {
             output_tokens: t.output_tokens,
             cost_usd: t.usd,
             tool_calls: 0,
+            cache_read_tokens: t.cache_read_tokens,
+            cache_write_tokens: t.cache_write_tokens,
+            cache_saved_usd: t.saved_usd,
         }
     }
 
@@ -243,21 +250,24 @@ impl BudgetState {
             Charge::Nothing => None,
         };
         // The ledger has its own lock; it is taken first and alone, so the two never nest.
-        let recorded = usage.map(|usage| (usage, self.ledger.record(role, model, &usage).cost_usd));
+        let recorded = usage.map(|usage| (usage, self.ledger.record(role, model, &usage)));
         let mut t = self.lock();
         t.in_flight = t.in_flight.saturating_sub(1);
         t.reserved_tokens =
             t.reserved_tokens.saturating_sub(grant.input_tokens.saturating_add(grant.max_output));
         // Float subtraction can leave dust; with nothing in flight the reservation is exactly 0.
         t.reserved_usd = if t.in_flight == 0 { 0.0 } else { (t.reserved_usd - grant.usd).max(0.0) };
-        if let Some((usage, cost)) = recorded {
+        if let Some((usage, call)) = recorded {
             let input = usage
                 .input_tokens
                 .saturating_add(usage.cache_read_tokens)
                 .saturating_add(usage.cache_write_tokens);
             t.input_tokens = t.input_tokens.saturating_add(input);
             t.output_tokens = t.output_tokens.saturating_add(usage.output_tokens);
-            t.usd += cost;
+            t.cache_read_tokens = t.cache_read_tokens.saturating_add(usage.cache_read_tokens);
+            t.cache_write_tokens = t.cache_write_tokens.saturating_add(usage.cache_write_tokens);
+            t.usd += call.cost_usd;
+            t.saved_usd += call.saved_usd;
         }
     }
 }
