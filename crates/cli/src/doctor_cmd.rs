@@ -1,7 +1,11 @@
 //! `pev doctor`: what pev would use to reach its models. The `pev.toml` files found, the key
 //! variables (set or unset, never their values), the providers in use, and the resolved role
 //! table (provider, model, base URL, price, and where each value came from), then whether each
-//! role's client can be built. `--ping` also sends each role a one-token request.
+//! role's client can be built. `--ping` also sends each role a short request shaped like the ones
+//! a run sends it: the executor is offered every tool it may be given (the workspace tools under
+//! their wire names and loop mode's plan tools) and makes one tool round trip (a call, its
+//! result, an answer), so a name, a schema or a pairing the provider refuses shows up here, with
+//! the provider's own message, before a run pays for a plan.
 //!
 //! Exit codes: 0 when every role can build its client (and answers, with `--ping`), 1 when one
 //! cannot (the reason is printed per role), 2 when a `pev.toml` cannot be read or parsed.
@@ -11,7 +15,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use pev_providers::config::{Config, Provider, Role, RoleConfig, Source, Sourced};
-use pev_providers::{ChatRequest, Message};
+use pev_providers::{
+    ChatRequest, ContentBlock, Message, ModelClient, ProviderError, ToolChoice, ToolSpec,
+};
 use serde_json::{Value, json};
 
 use crate::run_cmd::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, Fail, workspace_dir};
@@ -32,8 +38,20 @@ pub struct DoctorRequest {
 struct RoleCheck {
     /// Why the client cannot be built, if it cannot.
     client_error: Option<String>,
-    /// With `--ping`: the answer's model and the time taken, or the failure.
-    ping: Option<Result<(String, u64), String>>,
+    /// With `--ping`: what the role answered, or the failure.
+    ping: Option<Result<Pong, String>>,
+}
+
+/// A role's answer to `--ping`.
+struct Pong {
+    /// The model that answered, as the provider names it.
+    model: String,
+    ms: u64,
+    /// The tools the request offered (the executor's: all it may be given).
+    tools: usize,
+    /// For a role offered tools: whether the model called the one it was told to and then
+    /// answered its result.
+    round_trip: Option<bool>,
 }
 
 impl RoleCheck {
@@ -78,23 +96,86 @@ fn check(config: &Config, rc: &RoleConfig, runtime: Option<&tokio::runtime::Runt
         Ok(client) => client,
         Err(e) => return RoleCheck { client_error: Some(e.to_string()), ping: None },
     };
+    let tools = if rc.role == Role::Executor { executor_tools() } else { Vec::new() };
     let ping = runtime.map(|rt| {
-        let mut request = ChatRequest::new(rc.model.value.clone(), vec![Message::user("ping")]);
-        request.max_tokens = 1;
-        request.cache = false;
         let started = Instant::now();
         let answer = rt.block_on(async {
             // The timer is made inside the runtime: it needs its clock.
-            tokio::time::timeout(PING_TIMEOUT, client.chat(&request)).await
+            tokio::time::timeout(PING_TIMEOUT, ping(&*client, &rc.model.value, tools)).await
         });
         let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         match answer {
-            Ok(Ok(response)) => Ok((response.model, ms)),
+            Ok(Ok(mut pong)) => {
+                pong.ms = ms;
+                Ok(pong)
+            }
             Ok(Err(e)) => Err(e.to_string()),
             Err(_) => Err(format!("no answer within {}s", PING_TIMEOUT.as_secs())),
         }
     });
     RoleCheck { client_error: None, ping }
+}
+
+/// Every tool an executor may be offered: the built-in workspace tools under their wire names
+/// and loop mode's plan tools.
+fn executor_tools() -> Vec<ToolSpec> {
+    let registry = pev_tools::Registry::builtin();
+    let workspace: Vec<ToolSpec> = registry.definitions().iter().map(ToolSpec::from).collect();
+    pev_engine::agent::loop_mode::offered_tools(&workspace)
+}
+
+/// The tool the executor's ping asks the model to call: a read-only one every run offers.
+const PING_TOOL: &str = "file.list";
+
+/// One ping: a short request (with `tools`, the executor's); when the model calls the tool it
+/// was told to, its result and one more answer, so the provider sees a whole tool round trip.
+async fn ping(
+    client: &dyn ModelClient,
+    model: &str,
+    tools: Vec<ToolSpec>,
+) -> Result<Pong, ProviderError> {
+    let offered = tools.len();
+    let wire =
+        pev_tools::Registry::builtin().names().wire(PING_TOOL).map(|w| w.as_str().to_owned());
+    let mut request = ChatRequest::new(model, vec![Message::user(ping_prompt(wire.as_deref()))]);
+    request.cache = false;
+    request.max_tokens = if tools.is_empty() { 1 } else { 256 };
+    if let Some(wire) = wire.as_ref().filter(|_| !tools.is_empty()) {
+        request.tool_choice = ToolChoice::Tool(wire.clone());
+    }
+    request.tools = tools;
+    let first = client.chat(&request).await?;
+    let mut pong = Pong { model: first.model.clone(), ms: 0, tools: offered, round_trip: None };
+    if offered == 0 {
+        return Ok(pong);
+    }
+    let calls: Vec<String> = first.tool_calls().map(|(id, _, _)| id.to_owned()).collect();
+    if calls.is_empty() {
+        pong.round_trip = Some(false);
+        return Ok(pong);
+    }
+    let results = calls
+        .into_iter()
+        .map(|id| ContentBlock::ToolResult {
+            tool_use_id: id,
+            content: "pev doctor: not run (a connection check); answer with one word".into(),
+            is_error: false,
+        })
+        .collect();
+    request.messages.push(Message::assistant(first.content));
+    request.messages.push(Message { role: pev_providers::Role::User, content: results });
+    request.tool_choice = ToolChoice::Auto;
+    request.max_tokens = 16;
+    client.chat(&request).await?;
+    pong.round_trip = Some(true);
+    Ok(pong)
+}
+
+fn ping_prompt(tool: Option<&str>) -> String {
+    match tool {
+        Some(tool) => format!("pev doctor is checking the connection: call the {tool} tool once."),
+        None => "ping".to_owned(),
+    }
 }
 
 /// How a source is shown.
@@ -269,8 +350,26 @@ fn write_text(
             (None, None) => {
                 "ok: the client can be built (no request sent; --ping sends one)".to_owned()
             }
-            (None, Some(Ok((model, ms)))) => {
-                format!("ok: answered as {} in {}", clean(model), crate::style::duration(*ms))
+            (None, Some(Ok(pong))) => {
+                let mut status = format!(
+                    "ok: answered as {} in {}",
+                    clean(&pong.model),
+                    crate::style::duration(pong.ms)
+                );
+                match pong.round_trip {
+                    Some(true) => {
+                        status.push_str(&format!(
+                            "; {} tools offered, tool round trip ok",
+                            pong.tools
+                        ));
+                    }
+                    Some(false) => status.push_str(&format!(
+                        "; {} tools offered and accepted, but the model called none",
+                        pong.tools
+                    )),
+                    None => {}
+                }
+                status
             }
             (None, Some(Err(error))) => format!("error: ping failed: {}", clean(error)),
         };
@@ -301,7 +400,13 @@ fn json_report(workspace: &Path, config: &Config, checks: &[RoleCheck], ok: bool
             };
             let ping = match &check.ping {
                 None => Value::Null,
-                Some(Ok((model, ms))) => json!({"ok": true, "model": model, "ms": ms}),
+                Some(Ok(pong)) => json!({
+                    "ok": true,
+                    "model": pong.model,
+                    "ms": pong.ms,
+                    "tools": pong.tools,
+                    "round_trip": pong.round_trip,
+                }),
                 Some(Err(error)) => json!({"ok": false, "error": error}),
             };
             json!({

@@ -368,4 +368,116 @@ mod agent_http {
         assert_eq!(results.len(), 2);
         assert_eq!((results[0].0.as_str(), results[1].0.as_str()), ("toolu_r1", "toolu_r2"));
     }
+
+    /// `pev doctor --ping` against the validating mock: the executor is offered every tool a
+    /// run may give it (wire names, loop mode's plan tools too) and makes one tool round trip;
+    /// the mock would answer a 400 to anything the API refuses, and doctor would fail.
+    #[test]
+    fn doctor_ping_offers_the_real_tool_list_and_makes_a_round_trip() {
+        let mock = MockModel::start(|r: &Request| match (r.role, r.turn()) {
+            (Role::Executor, 0) => Reply::tool_uses(
+                EXECUTOR_MODEL,
+                &[("toolu_ping", "file_list", json!({"path": "."}))],
+            ),
+            (Role::Executor, _) => Reply::text(EXECUTOR_MODEL, "ok"),
+            _ => Reply::text(r.body["model"].as_str().unwrap_or_default(), "pong"),
+        });
+        let ws = Ws::new(&mock.base_url, &[]);
+        let mut cmd = assert_cmd::cargo::cargo_bin_cmd!("pev");
+        let output = cmd
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("ANTHROPIC_API_KEY", KEY)
+            .args(["doctor", "--ping", "--workspace"])
+            .arg(ws.path())
+            .timeout(Duration::from_secs(60))
+            .output()
+            .expect("pev runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(0), "{stdout}");
+        assert!(stdout.contains("tools offered, tool round trip ok"), "{stdout}");
+
+        let exec = mock.of(Role::Executor);
+        assert_eq!(exec.len(), 2);
+        let names: Vec<&str> = exec[0].body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        for wanted in ["plan_create", "step_update", "file_read", "file_patch", "shell_exec"] {
+            assert!(names.contains(&wanted), "{wanted} not offered: {names:?}");
+        }
+        assert_eq!(exec[0].body["tool_choice"], json!({"type": "tool", "name": "file_list"}));
+        assert_eq!(tool_results(&exec[1].messages()[2])[0].0, "toolu_ping");
+        assert_eq!(mock.of(Role::Planner).len(), 1);
+        assert_eq!(mock.of(Role::Verifier).len(), 1);
+    }
+
+    /// Loop mode over HTTP against the validating mock: plan tools and workspace tools by wire
+    /// name, prose before a call, two calls in one turn, a step named by its position, and the
+    /// whole conversation (every tool_use answered in the next message, four cache breakpoints
+    /// at most) accepted by the API's rules at every one of its calls.
+    #[test]
+    fn loop_mode_over_http_succeeds_with_requests_the_api_accepts() {
+        let mock = MockModel::start(|r: &Request| {
+            let model = EXECUTOR_MODEL;
+            let call =
+                |id: &str, name: &str, input: Value| Reply::tool_uses(model, &[(id, name, input)]);
+            match r.turn() {
+                0 => call(
+                    "toolu_plan",
+                    "plan_create",
+                    json!({
+                        "objective": "A dark green background",
+                        "steps": [{"id": "s1", "title": "Patch the body background", "assertions": [
+                            {"type": "file_contains", "path": "style.css", "pattern": "#013220"}]}],
+                        "postconditions": [{"description": "The background is dark green", "assertions": [
+                            {"type": "file_contains", "path": "style.css", "pattern": "background: #013220;"}]}]
+                    }),
+                ),
+                1 => Reply::tool_uses(
+                    model,
+                    &[
+                        ("toolu_start", "step_update", json!({"id": "1", "status": "in_progress"})),
+                        ("toolu_read", "file_read", json!({"path": "style.css"})),
+                    ],
+                ),
+                2 => call(
+                    "toolu_patch",
+                    "file_patch",
+                    json!({"path": "style.css", "edits": [
+                    {"old": "background: #ffffff;", "new": "background: #013220;"}]}),
+                ),
+                3 => call(
+                    "toolu_done",
+                    "step_update",
+                    json!({
+                    "id": "s1", "status": "done", "evidence": "patched the body rule to #013220"}),
+                ),
+                4 => call(
+                    "toolu_verify",
+                    "postcondition_verify",
+                    json!({
+                    "id": "p1", "evidence": "style.css has background: #013220;"}),
+                ),
+                _ => Reply::text(model, "The background is now #013220."),
+            }
+        });
+        let ws = Ws::new(&mock.base_url, &[("style.css", STYLE), ("index.html", INDEX)]);
+        let out = ws.agent(DARK_GREEN, &["--mode", "loop"]);
+
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_eq!(out.status(), "success");
+        assert!(ws.read("style.css").contains("background: #013220;"));
+        let calls = mock.of(Role::Executor);
+        assert_eq!(calls.len(), 6);
+        for request in &calls {
+            let marks = request.body.to_string().matches("cache_control").count();
+            assert!((1..=4).contains(&marks), "{marks} breakpoints");
+        }
+        let results = tool_results(&calls[2].messages()[4]);
+        assert_eq!(results.len(), 2);
+        assert!(results[0].2.starts_with("Step `s1` is now in progress."), "{results:?}");
+    }
 }

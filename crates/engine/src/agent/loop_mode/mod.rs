@@ -205,7 +205,7 @@ impl LoopExecutor {
         };
         let mut chat = ChatRequest::new(self.model.clone(), vec![Message::user(kickoff(goal))]);
         chat.system = Some(system_prompt(request, &self.options, run.gate.multi_step()));
-        chat.tools = all_tools(request);
+        chat.tools = offered_tools(&request.tools);
         chat.tool_choice = ToolChoice::Auto;
         chat.max_tokens = self.options.max_tokens;
         chat.cache = true;
@@ -339,13 +339,14 @@ impl InstructionExecutor for LoopExecutor {
     }
 }
 
-/// The harness's tools first, then the workspace's (minus any that would shadow a plan tool:
-/// those names are answered by the harness whatever the registry holds).
-fn all_tools(request: &InstructionRequest) -> Vec<pev_providers::ToolSpec> {
+/// Every tool a loop-mode model is offered: the harness's tools first, then the workspace's
+/// (minus any that would shadow a plan tool: those names are answered by the harness whatever
+/// the registry holds). `pev doctor --ping` offers the same list.
+pub fn offered_tools(workspace: &[pev_providers::ToolSpec]) -> Vec<pev_providers::ToolSpec> {
     let mut tools = plan_tool_specs();
     tools.push(todo_tool_spec());
     tools.extend(
-        request.tools.iter().filter(|t| !is_plan_tool(&t.name) && t.name != TODO_WRITE).cloned(),
+        workspace.iter().filter(|t| !is_plan_tool(&t.name) && t.name != TODO_WRITE).cloned(),
     );
     tools
 }
