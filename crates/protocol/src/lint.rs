@@ -113,11 +113,17 @@ lint_codes! {
         "A step reference or quoted value is spliced into SQL text instead of being passed as a bound parameter.",
         "Use placeholders ($1, ?) in the query and pass values in its args.";
     CommandInjection = "COMMAND_INJECTION", Error, High,
-        "A shell command splices in a step reference or chains commands (`;`, `&&`, `||`, backticks, `$(`).",
-        "Use `argv` instead of a shell string, one command per step, with references as whole arguments.";
+        "A step reference is spliced into a shell command string (or into the code `sh -c`, `python -c`, … runs), so another step's output is read as code.",
+        "Use `argv` with the reference as a whole argument, or pass it in `env` and read it from there.";
+    CommandChained = "COMMAND_CHAINED", Warning, Low,
+        "A shell command string runs several literal commands (`;`, `&&`, `||`, `&`, a newline, `$(…)`, backticks): not injection, but the step has one exit code and one output for all of them.",
+        "Split it into one step per command when each needs its own check; otherwise leave it.";
+    DownloadExecute = "DOWNLOAD_EXECUTE", Error, High,
+        "A shell command runs code it downloads (`curl … | sh`, `sh -c \"$(curl …)\"`, `bash <(wget …)`, a fetched file run right after), so whatever the server sends runs unread.",
+        "Install from a package manager, or download to a file, check it (checksum or signature), and run it in a later step.";
     PathTraversal = "PATH_TRAVERSAL", Error, High,
-        "A file path leaves the workspace (`..`, an absolute path, `~`) or is built from a step reference.",
-        "Use a path relative to the workspace without `..`.";
+        "A file path leaves the workspace (a `..` that climbs above its root, an absolute path, `~`) or is built from a step reference.",
+        "Use a path relative to the workspace that stays inside it.";
     SensitiveDataExposure = "SENSITIVE_DATA_EXPOSURE", Error, High,
         "Data read from a sensitive source (database, file) flows into an external sink (notification, HTTP, email, payment).",
         "Send only what is needed through a reviewed step, or mark the step requires_approval.";

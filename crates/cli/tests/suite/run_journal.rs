@@ -245,14 +245,18 @@ fn store_puts_the_journal_elsewhere() {
 #[test]
 fn a_plan_with_lint_errors_does_not_run_and_creates_no_journal() {
     let ws = Ws::new();
+    // A step's output spliced into a shell string is injection, an error; the chaining beside it
+    // is only a warning.
     let plan = json!({"goal": "Clean up", "steps": [
-        {"id": "rm", "tool": "shell.exec", "parameters": {"command": "rm -rf build && touch done"},
+        {"id": "ls", "tool": "file.list", "parameters": {"path": "."}},
+        {"id": "rm", "tool": "shell.exec", "depends_on": ["ls"],
+         "parameters": {"command": "rm -rf ${ls.result.entries.0.path} && touch done"},
          "assertions": [{"type": "exit_code_eq", "code": 0}]}
     ]});
     let out = ws.run(&plan, &[]);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stdout.is_empty(), "--json stdout stays clean: {}", out.stdout);
-    assert!(out.stderr.contains("error[COMMAND_INJECTION] step 0 `rm`"), "{}", out.stderr);
+    assert!(out.stderr.contains("error[COMMAND_INJECTION] step 1 `rm`"), "{}", out.stderr);
     assert!(out.stderr.contains("it was not run"), "{}", out.stderr);
     assert!(!ws.path().join(".pev").exists(), "no journal");
     assert!(!ws.path().join("done").exists());

@@ -1,34 +1,44 @@
-//! COMMAND_INJECTION and PATH_TRAVERSAL: step outputs and literals that reach a shell or the
-//! file system in a dangerous shape.
+//! COMMAND_INJECTION, COMMAND_CHAINED, DOWNLOAD_EXECUTE and PATH_TRAVERSAL: step outputs and
+//! literals that reach a shell or the file system in a dangerous shape.
 //!
 //! Commands (`shell.*` and `*.exec` tools). A `command` string is run by `sh -c`, so a step
-//! reference anywhere in it is injection: another step's output becomes shell syntax. Chaining
-//! and substitution are found by a small shell lexer that knows single quotes (nothing is
-//! special inside), double quotes (only backticks and `$(` are), backslash escapes and `#`
-//! comments: `;`, `&&`, `||`, a lone `&` (not a `2>&1` redirection), backticks, `$(` (not
-//! `$((` arithmetic) and a newline with more after it. A pipe alone is one pipeline, not flagged;
-//! `${HOME}` and `$HOME` are shell variables, not step references. An `argv` array runs no shell,
-//! so a reference as an element is safe, unless the program is a shell (`sh -c`, `bash -lc`) or
-//! an interpreter (`python -c`, `node -e`, `perl -e`) and the reference is in the code it runs.
+//! reference anywhere in it is injection (COMMAND_INJECTION): another step's output becomes shell
+//! syntax. Literal commands chained in one string (`cd app && make test`, `a; b`, `a || b`, a
+//! background `&`, a newline with more after it, `$(…)`, backticks, `<(…)`) are not injection:
+//! nothing from outside the plan reaches the shell. They are a COMMAND_CHAINED warning, because
+//! one step then reports one exit code and one output for several commands. A pipe alone is one
+//! pipeline and not flagged. A command that runs code it fetched (`curl … | sh`,
+//! `sh -c "$(curl …)"`) is DOWNLOAD_EXECUTE (see [`download`](super::download)). The string is
+//! read by [`shell_parser`](super::shell_parser), so quoted text (`grep 'a;b'`), comments,
+//! redirections (`2>&1`) and `${HOME}` are not operators.
+//!
+//! An `argv` array runs no shell, so a reference as an element is safe, unless the program is a
+//! shell (`sh -c`, `bash -lc`) or an interpreter (`python -c`, `node -e`, `perl -e`) and the
+//! reference is in the code it runs. The literal script of a shell in `argv` is checked for
+//! DOWNLOAD_EXECUTE; its chaining is not warned about, since a script is what `sh -c` was asked
+//! to run.
 //!
 //! Paths (`file.*` tools; `path`, `paths`, `src`, `dest`, `source`, `target`, `dir`,
-//! `directory`). A path leaves the workspace with a `..` component (`/` and `\` both separate
-//! components; `a..b` and `..foo` are names), when it is absolute (`/x`, `\x`, `\\server`,
-//! `C:\x`), when it starts with `~`, or holds a NUL byte. A reference spliced into a longer path
+//! `directory`). A path leaves the workspace when a `..` climbs above its root once the path is
+//! normalised (`../x`, `a/../../x`; `docs/../docs/readme.md` stays inside; `/` and `\` both
+//! separate components), when it is absolute (`/x`, `\x`, `\\server`, `C:\x`), when it starts
+//! with `~`, or holds a NUL byte. A reference spliced into a longer path
 //! (`out/${s1.result.name}`) can carry `../` from another step's output and is flagged too; a path
 //! that is exactly one reference passes another tool's path through whole and is not.
 
 use pev_protocol::{Finding, LintCode, ParamRef, Step};
 use serde_json::Value;
 
+use super::download::{self, program_name};
+use super::interpreters::SHELLS;
+use super::paths;
+use super::shell_parser;
+use super::shell_syntax::{self, Script};
 use crate::Ctx;
 
 /// The file-tool parameters that hold paths.
 const PATH_PARAMS: &[&str] =
     &["path", "paths", "src", "dest", "source", "target", "dir", "directory"];
-
-/// Shells whose `-c` option runs its argument as a script.
-const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh"];
 
 pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
     for (index, step) in ctx.plan.steps.iter().enumerate() {
@@ -90,123 +100,39 @@ fn check_command(at: (usize, &Step), command: &str, out: &mut Vec<Finding>) {
         );
         out.push(finding(LintCode::CommandInjection, at, pointer, msg));
     }
-    let ops = shell_operators(command);
-    if !ops.is_empty() {
+    let script = shell_parser::parse(command);
+    let joins = shell_syntax::joins(&script);
+    if !joins.is_empty() {
+        let names: Vec<&str> = joins.iter().map(|j| j.label()).collect();
         let msg = format!(
-            "the shell command chains or substitutes commands ({}); run one command per step, \
-             or quote the characters if they are data",
-            ops.join(", ")
+            "the shell command runs several commands ({}) with one exit code and one output \
+             between them; split it into steps if each needs its own check",
+            names.join(", ")
         );
-        out.push(finding(LintCode::CommandInjection, at, pointer, msg));
+        out.push(finding(LintCode::CommandChained, at, pointer, msg));
+    }
+    check_download(at, pointer, &script, out);
+}
+
+/// DOWNLOAD_EXECUTE for a script a shell runs.
+fn check_download(at: (usize, &Step), pointer: &str, script: &Script, out: &mut Vec<Finding>) {
+    let ways = download::downloaded_code(script);
+    if !ways.is_empty() {
+        let msg = format!(
+            "the shell command runs code it downloads ({}), so whatever the server sends runs \
+             unread; download to a file, check it (checksum or signature), and run it in a \
+             later step, or install it from a package manager",
+            ways.join("; ")
+        );
+        out.push(finding(LintCode::DownloadExecute, at, pointer, msg));
     }
 }
 
-/// The chaining and substitution operators outside quotes, each named once, in order.
-fn shell_operators(command: &str) -> Vec<&'static str> {
-    #[derive(PartialEq)]
-    enum Quote {
-        None,
-        Single,
-        Double,
-    }
-    let b = command.as_bytes();
-    let mut ops: Vec<&'static str> = Vec::new();
-    let mut add = |op: &'static str| {
-        if !ops.contains(&op) {
-            ops.push(op);
-        }
-    };
-    // A newline is a separator only with a command after it; a trailing one is harmless.
-    let last_text = b.iter().rposition(|x| !x.is_ascii_whitespace()).unwrap_or(0);
-    let mut quote = Quote::None;
-    let mut i = 0;
-    while let Some(&c) = b.get(i) {
-        let next = b.get(i + 1).copied();
-        let substitution = c == b'$' && next == Some(b'(') && b.get(i + 2) != Some(&b'(');
-        match quote {
-            Quote::Single => {
-                if c == b'\'' {
-                    quote = Quote::None;
-                }
-            }
-            Quote::Double => match c {
-                b'\\' => i += 1,
-                b'"' => quote = Quote::None,
-                b'`' => add("backticks"),
-                _ if substitution => add("`$(`"),
-                _ => {}
-            },
-            Quote::None => match c {
-                b'\\' => i += 1,
-                b'\'' => quote = Quote::Single,
-                b'"' => quote = Quote::Double,
-                b'#' if i == 0 || b.get(i - 1).is_some_and(|p| b" \t\n;&|()".contains(p)) => {
-                    // A comment runs to the end of the line; the newline itself still counts.
-                    i = b[i..].iter().position(|&x| x == b'\n').map_or(b.len(), |p| i + p);
-                    continue;
-                }
-                b';' => add("`;`"),
-                b'&' if next == Some(b'&') => {
-                    add("`&&`");
-                    i += 1;
-                }
-                b'&' => {
-                    let redirect = next == Some(b'>')
-                        || i.checked_sub(1)
-                            .and_then(|p| b.get(p))
-                            .is_some_and(|p| b"<>".contains(p));
-                    if !redirect {
-                        add("`&`");
-                    }
-                }
-                b'|' if next == Some(b'|') => {
-                    add("`||`");
-                    i += 1;
-                }
-                b'`' => add("backticks"),
-                b'\n' if i < last_text => add("a newline"),
-                _ if substitution => add("`$(`"),
-                _ => {}
-            },
-        }
-        i += 1;
-    }
-    ops
-}
-
-/// An argv array: safe unless it runs a shell or interpreter on code that holds a reference.
+/// An argv array: safe unless it runs a shell or interpreter on code that holds a reference, or
+/// a shell on a script that runs downloaded code.
 fn check_argv(at: (usize, &Step), param: &str, argv: &[Value], out: &mut Vec<Finding>) {
     let words: Vec<&str> = argv.iter().map(|v| v.as_str().unwrap_or("")).collect();
-    // `env [VAR=x …] bash -c …` runs bash.
-    let mut start = 0;
-    if words.first().is_some_and(|w| program_name(w) == "env") {
-        start = 1;
-        while words.get(start).is_some_and(|w| w.contains('=') || w.starts_with('-')) {
-            start += 1;
-        }
-    }
-    let Some(program) = words.get(start).map(|w| program_name(w)) else { return };
-    let runs_code = |flag: &str| -> bool {
-        if SHELLS.contains(&program) {
-            // `-c`, or a cluster of short options that includes it (`-lc`, `-ec`).
-            flag.len() > 1 && flag.starts_with('-') && !flag.starts_with("--") && flag.contains('c')
-        } else if program.starts_with("python") {
-            flag == "-c"
-        } else if ["node", "nodejs", "deno", "bun"].contains(&program) {
-            ["-e", "--eval", "-p", "--print"].contains(&flag)
-        } else if ["perl", "ruby"].contains(&program) {
-            flag == "-e" || flag == "-E"
-        } else if program == "php" {
-            flag == "-r"
-        } else {
-            false
-        }
-    };
-    let Some(flag_at) = words.iter().skip(start + 1).position(|w| runs_code(w)) else { return };
-    let code_at = start + 1 + flag_at + 1;
-    if code_at >= words.len() {
-        return;
-    }
+    let Some((program, code_at)) = code_argument(&words) else { return };
     let pointer = format!("/parameters/{param}/{code_at}");
     let refs = list_refs(refs_at(at.1, &pointer));
     if !refs.is_empty() {
@@ -216,12 +142,46 @@ fn check_argv(at: (usize, &Step), param: &str, argv: &[Value], out: &mut Vec<Fin
         );
         out.push(finding(LintCode::CommandInjection, at, &pointer, msg));
     }
+    if SHELLS.contains(&program.as_str())
+        && let Some(code) = words.get(code_at)
+    {
+        check_download(at, &pointer, &shell_parser::parse(code), out);
+    }
 }
 
-/// The program's name without its directory or `.exe`.
-fn program_name(word: &str) -> &str {
-    let base = word.rsplit(['/', '\\']).next().unwrap_or(word);
-    base.strip_suffix(".exe").unwrap_or(base)
+/// The program of an argv and the index of the code it is told to run (`sh -c CODE`,
+/// `python -c CODE`, `env X=1 node -e CODE`), when it runs code from an argument.
+fn code_argument(words: &[&str]) -> Option<(String, usize)> {
+    // `env [VAR=x …] bash -c …` runs bash.
+    let mut start = 0;
+    if words.first().is_some_and(|w| program_name(w) == "env") {
+        start = 1;
+        while words.get(start).is_some_and(|w| w.contains('=') || w.starts_with('-')) {
+            start += 1;
+        }
+    }
+    let program = program_name(words.get(start)?);
+    let flag_at = words.iter().skip(start + 1).position(|w| runs_code(&program, w))?;
+    let code_at = start + 1 + flag_at + 1;
+    (code_at < words.len()).then_some((program, code_at))
+}
+
+/// Whether `flag` tells `program` to run its next argument as code.
+fn runs_code(program: &str, flag: &str) -> bool {
+    if SHELLS.contains(&program) {
+        // `-c`, or a cluster of short options that includes it (`-lc`, `-ec`).
+        flag.len() > 1 && flag.starts_with('-') && !flag.starts_with("--") && flag.contains('c')
+    } else if program.starts_with("python") {
+        flag == "-c"
+    } else if ["node", "nodejs", "deno", "bun"].contains(&program) {
+        ["-e", "--eval", "-p", "--print"].contains(&flag)
+    } else if ["perl", "ruby"].contains(&program) {
+        flag == "-e" || flag == "-E"
+    } else if program == "php" {
+        flag == "-r"
+    } else {
+        false
+    }
 }
 
 fn check_path(
@@ -236,21 +196,16 @@ fn check_path(
         None => format!("/parameters/{param}"),
     };
     let mut reasons: Vec<String> = Vec::new();
-    let b = path.as_bytes();
-    if path.split(['/', '\\']).any(|c| c == "..") {
-        reasons.push("has a `..` component".into());
+    if paths::climbs_out(path) {
+        reasons.push("climbs out of the workspace with `..`".into());
     }
-    let drive = b.len() >= 2
-        && b[0].is_ascii_alphabetic()
-        && b[1] == b':'
-        && b.get(2).is_none_or(|c| *c == b'/' || *c == b'\\');
-    if b.first().is_some_and(|c| *c == b'/' || *c == b'\\') || drive {
+    if paths::is_absolute(path) {
         reasons.push("is absolute".into());
     }
-    if b.first() == Some(&b'~') {
+    if path.starts_with('~') {
         reasons.push("starts with `~` (a home directory)".into());
     }
-    if b.contains(&0) {
+    if path.contains('\0') {
         reasons.push("holds a NUL byte".into());
     }
     let spliced: Vec<&ParamRef> = refs_at(at.1, &pointer).filter(|r| !r.whole).collect();

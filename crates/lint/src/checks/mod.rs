@@ -5,10 +5,16 @@ use pev_protocol::Finding;
 
 use crate::Ctx;
 
+mod download;
+mod fetch_output;
 mod flow;
 mod injection;
+mod interpreters;
+mod paths;
 mod references;
 mod secrets;
+mod shell_parser;
+mod shell_syntax;
 mod sql;
 mod structure;
 mod tools;

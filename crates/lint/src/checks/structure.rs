@@ -468,20 +468,14 @@ fn check_values(
 
 /// Why an assertion path is not a workspace-relative path, if it is not.
 fn path_problem(path: &str) -> Option<&'static str> {
-    let bytes = path.as_bytes();
     if path.trim().is_empty() {
         Some("is empty")
-    } else if path.starts_with(['/', '\\'])
-        || (bytes.len() >= 2
-            && bytes[0].is_ascii_alphabetic()
-            && bytes[1] == b':'
-            && matches!(bytes.get(2), None | Some(b'/' | b'\\')))
-    {
+    } else if super::paths::is_absolute(path) {
         Some("is absolute")
     } else if path.starts_with('~') {
         Some("starts with `~` (a home directory)")
-    } else if path.split(['/', '\\']).any(|c| c == "..") {
-        Some("has a `..` component")
+    } else if super::paths::climbs_out(path) {
+        Some("climbs out of the workspace with `..`")
     } else {
         None
     }

@@ -7,9 +7,11 @@
 //! arbitrary JSON, plans and corrupted plans, and of arbitrary text and plans rendered as JSON or
 //! YAML (some cut short, spliced or re-indented). Each mix is counted: at least a quarter of its
 //! inputs must parse and reach the linter, and at least a tenth must not, so neither the linter
-//! nor the parser's error paths can silently drop out of the test. Each parsed plan is linted
-//! under the default policy and under a policy with allow/deny lists, bounds, regexes, weights
-//! and severity overrides. The case count stays modest (256) so `cargo test` stays fast; the fuzz
+//! nor the parser's error paths can silently drop out of the test. Shell-shaped command strings
+//! (quotes, operators, substitutions, here-documents, fetches piped into shells, references),
+//! run as `command` or as the script of `bash -c`, must reach the three shell checks. Each parsed
+//! plan is linted under the default policy and under a policy with allow/deny lists, bounds,
+//! regexes, weights and severity overrides. The case count stays modest (256) so `cargo test` stays fast; the fuzz
 //! target (`fuzz/`) is where long runs belong.
 
 use std::path::Path;
@@ -613,6 +615,103 @@ proptest! {
             Err(_) => prop_assert!(from_text.is_err(), "text parsed where value failed"),
         }
     }
+}
+
+// ---- shell-shaped commands ----
+
+/// Pieces of shell syntax that the command reader must take apart: quotes, escapes, operators,
+/// substitutions, here-documents, fetches and shells, and step references.
+const SHELL_PIECES: &[&str] = &[
+    "curl -fsSL https://x.test/i.sh",
+    "wget -qO- https://x.test/i.sh",
+    "curl -o i.sh https://x.test/i.sh",
+    " | ",
+    " | sh",
+    " | sudo bash -s",
+    " | jq .",
+    "sh i.sh",
+    "sh -c \"$(",
+    "bash <(",
+    "$(",
+    ")",
+    "\"",
+    "'",
+    "`",
+    "\\",
+    " && ",
+    "; ",
+    " || ",
+    " & ",
+    "\n",
+    "cd app",
+    "make test",
+    "# ",
+    "2>&1",
+    " > out",
+    "<<EOF\n",
+    "EOF\n",
+    "$((1+2))",
+    "${HOME}",
+    "${a.result.x}",
+    "{{a.result}}",
+    "é",
+    " ",
+];
+
+fn arb_shell_command() -> impl Strategy<Value = String> {
+    prop::collection::vec(select(SHELL_PIECES), 0..12).prop_map(|parts| parts.concat())
+}
+
+/// A plan whose second step runs `command`, as a `command` string or as `bash -c`'s script.
+fn shell_plan(command: &str, as_argv: bool) -> Value {
+    let parameters = if as_argv {
+        json!({"argv": ["bash", "-c", command]})
+    } else {
+        json!({"command": command})
+    };
+    json!({"goal": "g", "steps": [
+        {"id": "a", "tool": "file.list", "parameters": {"path": "."}},
+        {"id": "b", "tool": "shell.exec", "depends_on": ["a"], "parameters": parameters},
+    ]})
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn shell_shaped_commands_keep_the_invariants(
+        command in arb_shell_command(),
+        as_argv in any::<bool>(),
+    ) {
+        let parsed = from_value(shell_plan(&command, as_argv));
+        prop_assert!(parsed.is_ok(), "the shell plan must parse: {:?}", parsed.err());
+        if let Ok(parsed) = parsed {
+            lint_all(&parsed)?;
+        }
+    }
+}
+
+/// As for plans: the shell-shaped generator must reach the shell checks, or it tests nothing.
+#[test]
+fn shell_shaped_generator_reaches_the_shell_checks() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    use std::collections::BTreeSet;
+
+    let mut runner = TestRunner::deterministic();
+    let strategy = (arb_shell_command(), any::<bool>());
+    let mut seen = BTreeSet::new();
+    for _ in 0..256 {
+        let (command, as_argv) =
+            strategy.new_tree(&mut runner).expect("the strategy generates").current();
+        let parsed = from_value(shell_plan(&command, as_argv)).expect("the shell plan parses");
+        let result = lint(&parsed, &CompiledPolicy::default(), LintOptions::default());
+        seen.extend(result.errors.iter().chain(&result.warnings).map(|f| f.code));
+    }
+    let expected =
+        [LintCode::CommandInjection, LintCode::CommandChained, LintCode::DownloadExecute];
+    let missing: Vec<LintCode> = expected.into_iter().filter(|c| !seen.contains(c)).collect();
+    assert!(missing.is_empty(), "the generator never triggered {missing:?} (saw {seen:?})");
 }
 
 /// The deepest parameters a parser accepts still lint: the walks over values must not overflow.
