@@ -97,6 +97,7 @@ fn result() -> RunResult {
             description: "The page is green".into(),
             satisfied: false,
             evidence: "no assertion: needs a judge".into(),
+            judge: None,
         }],
         file_mutations: vec![FileMutation {
             path: "site/style.css".into(),

@@ -270,6 +270,7 @@ impl LoopExecutor {
                         todo::write(&mut run.todo, input)
                     } else {
                         run.book.note_position(tools.journal_position());
+                        run.book.note_changes(tools.changed_files());
                         run.book.call(&name, input, &self.ctx).await
                     }
                 } else if workspace.contains(name.as_str()) {
@@ -319,6 +320,10 @@ impl InstructionExecutor for LoopExecutor {
         tools: &'a mut dyn ToolGate,
     ) -> BoxFuture<'a, InstructionOutcome> {
         Box::pin(self.run(request, tools))
+    }
+
+    fn keeps_own_plan(&self) -> bool {
+        true
     }
 }
 
