@@ -114,16 +114,28 @@ impl LoopRun<'_> {
         if unasserted.is_empty() {
             return Ok(Judged::new());
         }
-        let judge = match &self.verifier {
-            Err(why) => {
-                let request =
-                    PostconditionRequest { postconditions: unasserted, ..Default::default() };
-                let why = format!("no verifier model: {why}");
-                let decided = decide(Verifier::Unavailable(why), &request).await;
-                return Ok(keyed(decided.results));
-            }
-            Ok(judge) => judge,
+        // Work the model dropped from its plan is work nobody checked: a judge's yes about the
+        // outcome cannot stand in for it.
+        let dropped: Vec<String> = report
+            .revisions
+            .iter()
+            .flat_map(|r| &r.dropped)
+            .map(|d| format!("`{}` ({})", d.id, d.reason))
+            .collect();
+        let unavailable = match &self.verifier {
+            _ if !dropped.is_empty() => Some(format!(
+                "not put to a judge, because the model dropped step(s) {} from its plan",
+                dropped.join(", ")
+            )),
+            Err(why) => Some(format!("no verifier model: {why}")),
+            Ok(_) => None,
         };
+        if let Some(why) = unavailable {
+            let request = PostconditionRequest { postconditions: unasserted, ..Default::default() };
+            let decided = decide(Verifier::Unavailable(why), &request).await;
+            return Ok(keyed(decided.results));
+        }
+        let Ok(judge) = &self.verifier else { return Ok(Judged::new()) };
         // Would the run succeed if these held? If not, the judge could change nothing.
         let assumed: Judged = unasserted
             .iter()

@@ -589,3 +589,7 @@ fn find_postcondition(plan: &ModelPlan, wanted: &PostconditionRef) -> Option<usi
 #[cfg(test)]
 #[path = "plan_state_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "plan_state_mismatch_tests.rs"]
+mod mismatch_tests;
