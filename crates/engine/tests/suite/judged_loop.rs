@@ -26,7 +26,7 @@ fn call(name: &str, input: Value) -> ScriptTurn {
     ScriptTurn::blocks(vec![ContentBlock::ToolUse { id: "c".into(), name: name.into(), input }])
 }
 
-fn plan_create(steps: Value) -> ScriptTurn {
+fn plan_create(steps: &Value) -> ScriptTurn {
     call(
         "plan_create",
         json!({"objective": "Dark green background", "steps": steps,
@@ -57,7 +57,7 @@ fn verify_p1() -> ScriptTurn {
 /// An honest loop: plans, patches the named file, marks the step done, claims the postcondition.
 fn honest_loop() -> Vec<ScriptTurn> {
     vec![
-        plan_create(json!([{"id": "patch", "title": "Patch the body rule in site/style.css"}])),
+        plan_create(&json!([{"id": "patch", "title": "Patch the body rule in site/style.css"}])),
         call("step_update", json!({"id": "patch", "status": "in_progress"})),
         patch_style(),
         done("patch"),
@@ -159,7 +159,7 @@ async fn without_a_verifier_the_loops_prose_postcondition_is_unverified_and_says
 async fn a_loop_that_dropped_a_step_is_not_rescued_by_the_judge() {
     let h = site();
     let turns = vec![
-        plan_create(json!([
+        plan_create(&json!([
             {"id": "patch", "title": "Patch the body rule in site/style.css"},
             {"id": "test", "title": "Run the visual tests"}
         ])),
@@ -189,7 +189,7 @@ async fn a_loop_step_named_for_style_css_that_wrote_theme_css_is_never_done() {
     let h = site();
     let final_answer = || ScriptTurn::text("The background is dark green.");
     let turns = vec![
-        plan_create(json!([{"id": "patch", "title": "Patch the body rule in site/style.css"}])),
+        plan_create(&json!([{"id": "patch", "title": "Patch the body rule in site/style.css"}])),
         call(
             "file_write",
             json!({"path": "site/theme.css",

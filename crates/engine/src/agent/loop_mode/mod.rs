@@ -12,7 +12,8 @@
 //!
 //! - `plan_tools`: the plan's types, the tools' argument structs and schemas, the rendering.
 //! - `plan_state`: what the plan tools do (creation, the rewrite rule, updates, verification).
-//! - `evidence`: the assertions run to check the evidence, and the before-hashes they need.
+//! - `evidence`: the assertions run to check the evidence, the before-hashes they need, and the
+//!   files a step names (the plan-execution mismatch rule).
 //! - `todo`: `todo_write`.
 //! - `gate`: the finalization gate, the multi-step heuristic and the reminder.
 

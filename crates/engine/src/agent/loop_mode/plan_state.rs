@@ -26,7 +26,7 @@ use pev_tools::ToolContext;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::evidence::{changed_path, failures, hash, passes, run_checks};
+use super::evidence::{StepTargets, changed_path, failures, hash, passes, run_checks};
 use super::plan_tools::{
     DroppedStep, ModelPlan, ModelPostcondition, ModelStep, PLAN_CREATE, PLAN_SHOW,
     POSTCONDITION_VERIFY, PlanCreateArgs, PlanRevision, PostconditionRef, PostconditionVerifyArgs,
@@ -61,15 +61,8 @@ pub struct PlanBook {
     marks: EvidenceMarks,
     /// How many tool calls the journal held at the last plan tool call (see `note_position`).
     position: Option<u64>,
-    /// Step id → the files its title names as what it changes (empty: read-only, or none).
-    targets: HashMap<String, Vec<String>>,
-    /// Step id → the hashes of its target files at its baseline (plan creation, then when it
-    /// first goes in progress).
-    target_before: HashMap<String, HashMap<String, Option<String>>>,
-    /// The files the loop's journaled calls changed so far, in order (see `note_changes`).
-    changed: Vec<String>,
-    /// Step id → how many of `changed` there were when it first went in progress.
-    changed_at_start: HashMap<String, usize>,
+    /// The files each step's title names, held against what the loop changed.
+    targets: StepTargets,
 }
 
 /// What the final re-check needs of the evidence the plan tools accepted: the before-hashes
@@ -117,7 +110,7 @@ impl PlanBook {
 
     /// Records the files the loop's journaled calls have changed so far, in order.
     pub fn note_changes(&mut self, changed: Vec<String>) {
-        self.changed = changed;
+        self.targets.note_changes(changed);
     }
 
     /// The evidence marks, for the final re-check.
@@ -311,16 +304,7 @@ impl PlanBook {
         }
 
         for step in &plan.steps {
-            let targets = pev_verify::named_files(
-                &pev_verify::StepIntent::titled(&step.title),
-                &ctx.workspace,
-            );
-            if !self.target_before.contains_key(&step.id) {
-                let hashes =
-                    targets.iter().filter_map(|p| hash(ctx, p).map(|h| (p.clone(), h))).collect();
-                self.target_before.insert(step.id.clone(), hashes);
-            }
-            self.targets.insert(step.id.clone(), targets);
+            self.targets.on_plan(&step.id, &step.title, ctx);
         }
 
         let number = u32::try_from(self.revisions.len()).unwrap_or(u32::MAX).saturating_add(1);
@@ -382,11 +366,7 @@ impl PlanBook {
                         .filter_map(|p| hash(ctx, p).map(|h| (p.to_owned(), h)))
                         .collect();
                     self.started.insert(id.to_owned(), hashes);
-                    let targets = self.targets.get(id).map_or(&[][..], Vec::as_slice);
-                    let hashes =
-                        targets.iter().filter_map(|p| hash(ctx, p).map(|h| (p.clone(), h)));
-                    self.target_before.insert(id.to_owned(), hashes.collect());
-                    self.changed_at_start.insert(id.to_owned(), self.changed.len());
+                    self.targets.on_start(id, ctx);
                 }
                 format!("Step `{id}` is now in progress.")
             }
@@ -422,7 +402,7 @@ impl PlanBook {
                     ));
                 }
                 let title = plan.steps.get(index).map_or("", |s| s.title.as_str());
-                if let Some(found) = self.mismatch(id, title, ctx) {
+                if let Some(found) = self.targets.mismatch(id, title, ctx) {
                     return Err(format!(
                         "step_update refused: step `{id}` stays {}: {}\nChange the file the step \
                          names; if the step should change another file, rewrite the plan \
@@ -512,34 +492,6 @@ impl PlanBook {
             format!("Postcondition {label} is verified.{}", passes(&results))
         };
         Ok(format!("{reply}\n\n{}", render_plan(plan)))
-    }
-}
-
-impl PlanBook {
-    /// The plan-execution mismatch rule for step `id`: its title's target files against what
-    /// the loop changed. A target counts as changed when a journaled call of the loop changed
-    /// it, or its content differs from the step's baseline (a shell command may have changed
-    /// it). The refusal names the files changed since the step went in progress.
-    fn mismatch(&self, id: &str, title: &str, ctx: &ToolContext) -> Option<pev_verify::Mismatch> {
-        let targets = self.targets.get(id).filter(|t| !t.is_empty())?;
-        let before = self.target_before.get(id);
-        let mut changed = self.changed.clone();
-        for path in targets {
-            let then = before.and_then(|b| b.get(path));
-            if then.is_some_and(|then| hash(ctx, path).as_ref() != Some(then)) {
-                changed.push(path.clone());
-            }
-        }
-        let intent = pev_verify::StepIntent::titled(title);
-        let mut found = pev_verify::mismatch(&intent, targets, &changed, &ctx.workspace)?;
-        let start = self.changed_at_start.get(id).copied().unwrap_or(0);
-        found.changed = self.changed.iter().skip(start).fold(Vec::new(), |mut out, p| {
-            if !out.contains(p) {
-                out.push(p.clone());
-            }
-            out
-        });
-        Some(found)
     }
 }
 
