@@ -145,6 +145,10 @@ pub(crate) async fn finish(
         let models = shared.engine.config.models.as_ref();
         let verifier = match (crate::unasserted::why_no_judge(models), models) {
             (Some(why), _) => Some(Verifier::Unavailable(why)),
+            // Nothing was done whose evidence a judge could weigh: its yes would be its word.
+            (None, Some(_)) if plan.steps.is_empty() => Some(Verifier::Unavailable(
+                "the plan has no steps, so there is no evidence for a judge to weigh".to_owned(),
+            )),
             (None, Some(m)) if could_succeed => m.judge.as_deref().map(Verifier::Judge),
             _ => None,
         };

@@ -278,6 +278,18 @@ async fn a_lazy_run_is_not_success_though_the_judge_would_say_yes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_without_steps_is_not_made_a_success_by_the_judge() {
+    let h = white_site();
+    let plan = json!({"goal": "Confirm the site is styled", "steps": [], "postconditions": [POST]});
+    let (cfg, m) = models(vec![], vec![verdict(true, 1.0, "Sure.")], true);
+    let result = h.run(plan, cfg).await;
+    assert_ne!(result.status, RunStatus::Success);
+    let message = reason_message(&result, ReasonCode::PostconditionUnverified);
+    assert!(message.contains("the plan has no steps"), "{message}");
+    assert!(m.verifier.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_step_told_to_change_style_css_that_wrote_theme_css_is_not_done_whatever_the_judge_says()
 {
     let h = white_site();
