@@ -317,8 +317,19 @@ fn run_loop(
     let inner =
         config.client_for(Role::Executor).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
     let client: Arc<dyn pev_providers::ModelClient> =
-        Arc::new(BudgetedClient::new(inner, "executor", prices, Arc::clone(&state)));
+        Arc::new(BudgetedClient::new(inner, "executor", prices.clone(), Arc::clone(&state)));
     let model = config.role(Role::Executor).model.value.clone();
+    // The verifier decides the postconditions the model declares without assertions; without
+    // one they stay unverified, and the run's reason says why.
+    let verifier = config
+        .client_for(Role::Verifier)
+        .map(|inner| -> Arc<dyn pev_engine::instruct::Judge> {
+            let client =
+                Arc::new(BudgetedClient::new(inner, "verifier", prices, Arc::clone(&state)));
+            let model = config.role(Role::Verifier).model.value.clone();
+            Arc::new(ModelJudge::new(client, model, JudgeOptions::default()))
+        })
+        .map_err(|e| e.to_string());
     let db = store_path(&req.common, workspace);
     let run_policy = RunPolicy {
         approve_tools: policy.policy.approve_tools.clone(),
@@ -392,7 +403,7 @@ fn run_loop(
         if req.gate { "on" } else { "off" },
         db.display()
     );
-    let looped = LoopRun { engine: &session.engine, executor, db: &db };
+    let looped = LoopRun { engine: &session.engine, executor, db: &db, verifier };
     let outcome = session.block_on(looped.run(run_id, &req.goal));
     session.report(outcome, err)
 }

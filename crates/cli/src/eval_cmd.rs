@@ -241,6 +241,11 @@ fn command(
             cmd.env_remove(format!("PEV_{role}_PROVIDER")).env_remove(format!("PEV_{role}_MODEL"));
         }
         cmd.env_remove("PEV_PROVIDER").env("XDG_CONFIG_HOME", root.join("config"));
+        // A role without a script must not reach a live provider either (loop mode asks the
+        // verifier role about postconditions without assertions): without a key it cannot.
+        for key in ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"] {
+            cmd.env_remove(key);
+        }
         for (var, path) in scenario.scripts.env() {
             cmd.env(var, format!("script:{}", path.display()));
         }

@@ -157,6 +157,7 @@ pub(crate) fn reason_name(code: ReasonCode) -> &'static str {
         ReasonCode::Cancelled => "cancelled",
         ReasonCode::ApprovalPending => "approval_pending",
         ReasonCode::EvidenceRegressed => "evidence_regressed",
+        ReasonCode::PlanExecutionMismatch => "plan_execution_mismatch",
     }
 }
 

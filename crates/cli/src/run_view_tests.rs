@@ -390,6 +390,7 @@ fn summary_of_a_success() {
         description: "CSS changed".into(),
         satisfied: true,
         evidence: "content_changed: sha256 differs".into(),
+        judge: None,
     });
     let text = render_summary(&r, &Style::plain());
     let lines: Vec<&str> = text.lines().collect();

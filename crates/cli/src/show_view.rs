@@ -106,6 +106,12 @@ pub fn render_show(
             let mark = if p.satisfied { s.green("✓") } else { s.red("✗") };
             let _ = writeln!(out, "  {mark} {}", clean(&p.description));
             let _ = writeln!(out, "      {}", s.dim(&truncate(&clean(&p.evidence), 200)));
+            // A judge's decomposed answers, when a judge decided it.
+            for a in p.judge.iter().flat_map(|j| &j.answers) {
+                let answer = if a.yes { "yes" } else { "no" };
+                let line = format!("{answer} ({:.2}) {}", a.confidence, clean(&a.question));
+                let _ = writeln!(out, "        {}", s.dim(&truncate(&line, 160)));
+            }
         }
     }
     if let Some(line) = crate::run_summary::final_check_line(result, s) {

@@ -97,6 +97,7 @@ fn result() -> RunResult {
             description: "The page is green".into(),
             satisfied: false,
             evidence: "no assertion: needs a judge".into(),
+            judge: None,
         }],
         file_mutations: vec![FileMutation {
             path: "site/style.css".into(),
@@ -121,6 +122,36 @@ fn css(background: &str) -> Vec<u8> {
 
 fn diff(before: Option<Vec<u8>>, after: Option<Vec<u8>>) -> FileDiff {
     FileDiff { step: "patch-css".into(), path: "site/style.css".into(), before, after }
+}
+
+#[test]
+fn show_lists_a_judges_answers_under_its_postcondition() {
+    use pev_protocol::run::{JudgeAnswer, PostconditionJudgment};
+    let mut r = result();
+    r.postconditions = vec![PostconditionResult {
+        description: "The page is green".into(),
+        satisfied: true,
+        evidence: "judged by claude-haiku-4-5: yes (confidence 0.90): the diff sets #013220".into(),
+        judge: Some(PostconditionJudgment {
+            model: "claude-haiku-4-5".into(),
+            holds: true,
+            confidence: 0.9,
+            answers: vec![
+                JudgeAnswer { question: "Does it hold?".into(), yes: true, confidence: 0.9 },
+                JudgeAnswer { question: "All of it?".into(), yes: true, confidence: 0.85 },
+            ],
+            explanation: "the diff sets #013220".into(),
+        }),
+    }];
+    let text = render_show("RUN1", "success", &plan(), &r, &[], &Style::plain());
+    assert!(
+        text.contains(
+            "\npostconditions\n  ✓ The page is green\n      judged by claude-haiku-4-5: yes \
+             (confidence 0.90): the diff sets #013220\n        yes (0.90) Does it hold?\n        \
+             yes (0.85) All of it?\n"
+        ),
+        "{text}"
+    );
 }
 
 #[test]

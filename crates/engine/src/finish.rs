@@ -1,19 +1,25 @@
-//! The end of a run: postconditions checked against the workspace, every done step's evidence
-//! checked again against it (`final_check`), the outcome decided by `pev-verify` (never by the
-//! steps themselves), the result journaled and announced.
+//! The end of a run: postconditions checked against the workspace (those without assertions by
+//! the judge, when nothing else stands in the way of success: `unasserted`), every done step's
+//! evidence checked again against it (`final_check`), the outcome decided by `pev-verify`
+//! (never by the steps themselves), the result journaled and announced.
 
 use std::collections::HashMap;
 use std::time::Instant;
 
+use pev_protocol::Plan;
 use pev_protocol::assertion::AssertionResult;
 use pev_protocol::event::{EventBody, now_rfc3339};
-use pev_protocol::run::{FileMutation, FinalCheck, RunResult, RunStatus, StepStatus};
+use pev_protocol::run::{
+    FileMutation, FinalCheck, PostconditionResult, RunResult, RunStatus, StepResult, StepStatus,
+};
 use pev_store::Record;
 use pev_verify::{CheckEnv, OutcomeInput};
 
 use crate::EngineError;
+use crate::instruct::{PostconditionRequest, StepEvidence};
 use crate::scheduler::RunState;
 use crate::step::Shared;
+use crate::unasserted::Verifier;
 
 pub(crate) async fn finish(
     shared: &Shared,
@@ -89,19 +95,94 @@ pub(crate) async fn finish(
     let file_mutations: Vec<FileMutation> =
         state.mutations.iter().map(|m| m.mutation.clone()).collect();
     let mutation_steps: Vec<String> = state.mutations.iter().map(|m| m.step.clone()).collect();
-    let (status, reasons) = pev_verify::decide(&OutcomeInput {
-        plan,
-        steps: &steps,
-        postconditions: &postconditions,
-        mutations: &file_mutations,
-        mutation_steps: &mutation_steps,
-        goal_actions_executed,
-        awaiting_approval: &awaiting,
-        cancelled: state.cancelled,
-        judge_rejected: &state.judge_rejected,
-        budget_exhausted: state.budget_exhausted.as_deref(),
-        regressions: final_check.as_ref().map_or(&[], |c| c.regressed.as_slice()),
-    });
+    let regressions = final_check.as_ref().map_or(&[][..], |c| c.regressed.as_slice());
+    let judge_rejected = state.judge_rejected.clone();
+    // From the slots, so a step failed this way in an earlier session of the run counts too.
+    let mismatched: Vec<String> = plan
+        .steps
+        .iter()
+        .zip(&state.slots)
+        .filter(|(_, slot)| slot.mismatched)
+        .map(|(step, _)| step.id.as_str().to_owned())
+        .collect();
+    let cancelled = state.cancelled;
+    let outcome = |postconditions: &[PostconditionResult], budget: Option<&str>| {
+        pev_verify::decide(&OutcomeInput {
+            plan,
+            steps: &steps,
+            postconditions,
+            mutations: &file_mutations,
+            mutation_steps: &mutation_steps,
+            goal_actions_executed,
+            awaiting_approval: &awaiting,
+            cancelled,
+            judge_rejected: &judge_rejected,
+            mismatched: &mismatched,
+            budget_exhausted: budget,
+            regressions,
+        })
+    };
+    // Postconditions without assertions go to the judge, but only when nothing else keeps the
+    // run from success: a judge's yes never outweighs other evidence, and is not paid for when
+    // it could not change the outcome.
+    let unasserted: Vec<usize> = plan
+        .postconditions
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.assertions.is_empty())
+        .map(|(i, _)| i)
+        .collect();
+    if !unasserted.is_empty() {
+        let mut assumed = postconditions.clone();
+        for &i in &unasserted {
+            if let Some(r) = assumed.get_mut(i) {
+                r.satisfied = true;
+            }
+        }
+        let could_succeed =
+            outcome(&assumed, state.budget_exhausted.as_deref()).0 == RunStatus::Success;
+        let models = shared.engine.config.models.as_ref();
+        let verifier = match (crate::unasserted::why_no_judge(models), models) {
+            (Some(why), _) => Some(Verifier::Unavailable(why)),
+            // Nothing was done whose evidence a judge could weigh: its yes would be its word.
+            (None, Some(_)) if plan.steps.is_empty() => Some(Verifier::Unavailable(
+                "the plan has no steps, so there is no evidence for a judge to weigh".to_owned(),
+            )),
+            (None, Some(m)) if could_succeed => m.judge.as_deref().map(Verifier::Judge),
+            _ => None,
+        };
+        if let Some(verifier) = verifier {
+            let asked = matches!(verifier, Verifier::Judge(_));
+            let request = if asked {
+                judge_request(shared, &steps, &file_mutations, &state.warnings, &unasserted).await?
+            } else {
+                PostconditionRequest {
+                    postconditions: descriptions(plan, &unasserted),
+                    ..PostconditionRequest::default()
+                }
+            };
+            let decided = crate::unasserted::decide(verifier, &request).await;
+            if asked && let Some(m) = models {
+                shared.recorder.emit(EventBody::Usage { usage: (m.usage)() })?;
+            }
+            if let Some(why) = decided.budget_exhausted {
+                state.budget_exhausted.get_or_insert(why);
+            }
+            for result in decided.results.iter().filter(|r| r.judge.is_some()) {
+                shared.recorder.emit(EventBody::AssertionChecked {
+                    step: None,
+                    postcondition: Some(result.description.clone()),
+                    result: AssertionResult {
+                        kind: "judge".to_owned(),
+                        passed: result.satisfied,
+                        detail: result.evidence.clone(),
+                    },
+                })?;
+            }
+            crate::unasserted::replace(&mut postconditions, &unasserted, decided.results);
+        }
+    }
+    let (status, reasons) = outcome(&postconditions, state.budget_exhausted.as_deref());
     let duration_ms = state
         .prior_duration_ms
         .saturating_add(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
@@ -181,6 +262,78 @@ async fn recheck(
         }
     }
     Ok(check)
+}
+
+/// The descriptions of the plan's postconditions at `indexes`.
+fn descriptions(plan: &Plan, indexes: &[usize]) -> Vec<String> {
+    indexes
+        .iter()
+        .filter_map(|&i| plan.postconditions.get(i))
+        .map(|p| p.description.clone())
+        .collect()
+}
+
+/// What the judge is shown to decide the postconditions at `indexes`: every step with what the
+/// harness recorded, the run's file changes with their diffs, the journaled calls, the
+/// warnings, and the executors' summaries as claims.
+async fn judge_request(
+    shared: &Shared,
+    steps: &[StepResult],
+    mutations: &[FileMutation],
+    warnings: &[String],
+    indexes: &[usize],
+) -> Result<PostconditionRequest, EngineError> {
+    let plan = &shared.plan;
+    shared.recorder.flush().await?;
+    let store = pev_store::Store::open_existing(shared.recorder.journal().path())?;
+    let record = store.load_run(shared.recorder.run_id())?;
+    let (diffs, calls) =
+        crate::unasserted::journal_evidence(&store, &record, &shared.engine.ctx.workspace);
+    let mut claims = Vec::new();
+    let steps = plan
+        .steps
+        .iter()
+        .zip(steps)
+        .map(|(step, result)| {
+            let summary = result.output.as_ref().and_then(|o| o.get("summary"));
+            if step.tool.is_none()
+                && let Some(summary) = summary.and_then(serde_json::Value::as_str)
+            {
+                claims.push(format!("executor of step '{}': {summary}", step.id));
+            }
+            let task = match (&step.title, &step.description) {
+                (Some(t), Some(d)) => format!("{t}: {d}"),
+                (Some(t), None) => t.clone(),
+                (None, Some(d)) => d.clone(),
+                (None, None) => step.tool.clone().unwrap_or_default(),
+            };
+            let mut evidence = result.evidence.clone();
+            if let Some(error) = &result.error {
+                evidence.push(format!("error: {error}"));
+            }
+            StepEvidence {
+                id: result.id.clone(),
+                task,
+                status: serde_json::to_value(result.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                evidence,
+                assertions: result.assertions.clone(),
+            }
+        })
+        .collect();
+    Ok(PostconditionRequest {
+        run_goal: plan.goal.clone(),
+        postconditions: descriptions(plan, indexes),
+        steps,
+        mutations: mutations.to_vec(),
+        diffs,
+        calls,
+        warnings: warnings.to_vec(),
+        claims,
+        budget_note: shared.engine.config.models.as_ref().and_then(|m| (m.budget_note)()),
+    })
 }
 
 /// The status as stored and printed.

@@ -82,6 +82,12 @@ pub trait ToolGate: Send {
     fn journal_position(&self) -> Option<u64> {
         None
     }
+
+    /// The files this session's calls have changed so far (not counting no-op writes), in
+    /// order: what a step that names its files is held to. Empty when the gate records none.
+    fn changed_files(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Carries out instruction steps with a model and tools.
@@ -91,6 +97,14 @@ pub trait InstructionExecutor: Send + Sync {
         request: &'a InstructionRequest,
         tools: &'a mut dyn ToolGate,
     ) -> BoxFuture<'a, InstructionOutcome>;
+
+    /// Whether this executor carries out the whole goal as one step with a plan of its own
+    /// (loop mode) and holds that plan's steps to the files they name itself: the engine's
+    /// plan-execution mismatch rule is then not applied to the one step that hosts it (its
+    /// description is the goal, not a step).
+    fn keeps_own_plan(&self) -> bool {
+        false
+    }
 }
 
 /// What the judge sees: the step, what the executor claimed, and the evidence the harness
@@ -110,14 +124,9 @@ pub struct JudgeRequest {
     pub budget_note: Option<String>,
 }
 
-/// One decomposed question and its answer.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct JudgeAnswer {
-    pub question: String,
-    pub yes: bool,
-    /// 0..1
-    pub confidence: f64,
-}
+/// One decomposed question and its answer (the run result's type, so what a judge answered is
+/// recorded as it was given).
+pub use pev_protocol::run::JudgeAnswer;
 
 /// The judge's decision.
 #[derive(Debug, Clone, PartialEq)]
@@ -133,10 +142,65 @@ pub struct JudgeVerdict {
     pub cost_usd: f64,
 }
 
-/// Judges a step that tier 1 passed but cannot fully check.
+/// Judges a step that tier 1 passed but cannot fully check, and the postconditions of a run
+/// that have no assertions.
 pub trait Judge: Send + Sync {
     fn judge<'a>(
         &'a self,
         request: &'a JudgeRequest,
     ) -> BoxFuture<'a, Result<JudgeVerdict, Interruption>>;
+
+    /// Decides each postcondition of `request` from the run's evidence. A judge that cannot
+    /// (the default) says so, and the postconditions stay unverified.
+    fn judge_postconditions<'a>(
+        &'a self,
+        _request: &'a PostconditionRequest,
+    ) -> BoxFuture<'a, Result<PostconditionVerdicts, Interruption>> {
+        Box::pin(async {
+            Err(Interruption::Provider("this judge does not decide postconditions".to_owned()))
+        })
+    }
+}
+
+/// What the judge sees to decide the postconditions a run could not check mechanically: the
+/// evidence the harness gathered over the whole run, and (last, labelled) what models claimed.
+#[derive(Debug, Clone, Default)]
+pub struct PostconditionRequest {
+    pub run_goal: String,
+    /// The postconditions to decide, in order; the judge answers them as `p1`, `p2`, ….
+    pub postconditions: Vec<String>,
+    /// The plan's steps, each with what the harness recorded about it.
+    pub steps: Vec<StepEvidence>,
+    /// The files the run changed, with sizes and line counts.
+    pub mutations: Vec<FileMutation>,
+    /// Unified diffs of those files, from before the run to the workspace it left (capped).
+    pub diffs: Vec<String>,
+    /// The journaled tool calls, one line each (tool, arguments, result), oldest first.
+    pub calls: Vec<String>,
+    pub warnings: Vec<String>,
+    /// What models said they did (summaries, a loop model's step notes): claims, not evidence.
+    pub claims: Vec<String>,
+    pub budget_note: Option<String>,
+}
+
+/// One step of the run as the postcondition judge sees it.
+#[derive(Debug, Clone, Default)]
+pub struct StepEvidence {
+    pub id: String,
+    /// Its title and description.
+    pub task: String,
+    /// `done`, `failed`, …
+    pub status: String,
+    /// What the harness recorded (files changed, assertions passed, the step judge's verdict).
+    pub evidence: Vec<String>,
+    pub assertions: Vec<AssertionResult>,
+}
+
+/// The judge's answers on the postconditions of a [`PostconditionRequest`], in its order:
+/// `None` for one the judge did not answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PostconditionVerdicts {
+    pub judgments: Vec<Option<pev_protocol::run::PostconditionJudgment>>,
+    pub model_calls: u32,
+    pub usage: TokenUsage,
 }

@@ -1,7 +1,8 @@
 //! Running an instruction step (no `tool`): the executor model works through a [`ToolGate`]
 //! that sends every call down the same journaled path as a tool step's call; then tier 1 checks
-//! the step's assertions against the workspace, and a judge model looks at what tier 1 cannot
-//! check. Failed attempts are retried with specific feedback.
+//! the step's assertions against the workspace, the plan-execution mismatch rule holds the step
+//! to the files it named (`pev_verify::mismatch`), and a judge model looks at what tier 1
+//! cannot check. Failed attempts are retried with specific feedback.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,16 +12,12 @@ use pev_protocol::run::{FileMutation, StepStatus};
 use pev_protocol::tool::Effect;
 use pev_protocol::{Assertion, Step};
 use pev_store::StoreError;
-use pev_verify::DiffTag;
 use serde_json::{Value, json};
 
 use crate::approval::ask_approval;
 use crate::instruct::{GateResult, InstructionRequest, Interruption, JudgeRequest, ToolGate};
 use crate::step::{Before, Call, CallEnd, Shared, StepReport, invoke, target_path, watched_paths};
 use crate::{BoxFuture, ModelHooks};
-
-/// The longest diff of one file shown to the judge.
-const MAX_DIFF_LINES: usize = 80;
 
 /// The engine's [`ToolGate`] for one attempt of one step.
 struct StepGate<'a> {
@@ -52,6 +49,16 @@ impl ToolGate for StepGate<'_> {
 
     fn journal_position(&self) -> Option<u64> {
         Some(self.shared.recorder.calls_started())
+    }
+
+    fn changed_files(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for m in self.report.mutations.iter().filter(|m| !m.mutation.no_op) {
+            if !out.contains(&m.mutation.path) {
+                out.push(m.mutation.path.clone());
+            }
+        }
+        out
     }
 }
 
@@ -217,27 +224,11 @@ fn diff_for_judge(
     before: Option<&[u8]>,
 ) -> Option<String> {
     let after = shared.engine.ctx.workspace.read(&mutation.path).ok();
-    let before = String::from_utf8_lossy(before.unwrap_or_default()).into_owned();
-    let after = String::from_utf8_lossy(after.as_deref().unwrap_or_default()).into_owned();
-    let lines = pev_verify::diff_lines(&before, &after);
-    if lines.is_empty() {
-        return None;
-    }
-    let mut out = format!("--- {0}\n+++ {0}\n", mutation.path);
-    for line in lines.iter().take(MAX_DIFF_LINES) {
-        let mark = match line.tag {
-            DiffTag::Equal => ' ',
-            DiffTag::Insert => '+',
-            DiffTag::Delete => '-',
-        };
-        out.push(mark);
-        out.push_str(&line.text);
-        out.push('\n');
-    }
-    if lines.len() > MAX_DIFF_LINES {
-        out.push_str(&format!("… {} more diff lines\n", lines.len() - MAX_DIFF_LINES));
-    }
-    Some(out)
+    crate::unasserted::unified_diff(
+        &mutation.path,
+        before.unwrap_or_default(),
+        after.as_deref().unwrap_or_default(),
+    )
 }
 
 /// Runs the attempts of an instruction step.
@@ -255,7 +246,21 @@ pub(crate) async fn run(
         return Ok(());
     };
     let id = step.id.as_str();
-    let watched = watched_paths(step, None);
+    let workspace = &shared.engine.ctx.workspace;
+    // The files the step says it will change, taken before it runs: watched, so a change by any
+    // means (a shell command too) is seen, and held against what the step changed.
+    let intent = pev_verify::StepIntent::of(step);
+    let named = if models.executor.keeps_own_plan() {
+        Vec::new()
+    } else {
+        pev_verify::named_files(&intent, workspace)
+    };
+    let mut watched = watched_paths(step, None);
+    for path in &named {
+        if !watched.contains(path) {
+            watched.push(path.clone());
+        }
+    }
     let max_attempts = step.max_attempts.unwrap_or(3).max(1);
     let tools: Vec<pev_providers::ToolSpec> =
         offered_tools(shared).iter().map(pev_providers::ToolSpec::from).collect();
@@ -266,6 +271,7 @@ pub(crate) async fn run(
         report.slot.error = None;
         report.slot.by_assertion = false;
         report.slot.judge_rejected = false;
+        report.slot.mismatched = false;
         shared.recorder.record(pev_store::Record::StepState(
             report.slot.to_stored(shared.recorder.run_id(), id),
         ))?;
@@ -342,6 +348,21 @@ pub(crate) async fn run(
                     })),
                 };
                 crate::check::check_output(shared, &call, (&before, end), inputs, report).await?;
+            }
+        }
+        if report.slot.status == StepStatus::Done {
+            // Deterministic, so before the judge: no judge's yes can make up for it.
+            let changed: Vec<String> = report
+                .mutations
+                .iter()
+                .skip(mutations_before)
+                .filter(|m| !m.mutation.no_op)
+                .map(|m| m.mutation.path.clone())
+                .collect();
+            if let Some(found) = pev_verify::mismatch(&intent, &named, &changed, workspace) {
+                report.slot.status = StepStatus::Failed;
+                report.slot.mismatched = true;
+                report.slot.error = Some(found.message());
             }
         }
         if report.slot.status == StepStatus::Done {

@@ -35,6 +35,7 @@ mod scheduler;
 mod snapshot;
 mod state;
 mod step;
+mod unasserted;
 
 pub use finish::status_name;
 pub use scheduler::{ResumeInput, RunInput};

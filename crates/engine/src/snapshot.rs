@@ -32,6 +32,7 @@ pub fn snapshot(record: &RunRecord) -> RunResult {
             description: pc.description.clone(),
             satisfied: false,
             evidence: "not checked: the run has not finished".to_owned(),
+            judge: None,
         })
         .collect();
     let goal_actions_executed = record.tool_calls.iter().any(|c| {
@@ -55,6 +56,7 @@ pub fn snapshot(record: &RunRecord) -> RunResult {
         awaiting_approval: &awaiting,
         cancelled: false,
         judge_rejected: &[],
+        mismatched: &[],
         budget_exhausted: None,
         regressions: &[],
     });

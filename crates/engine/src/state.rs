@@ -26,6 +26,8 @@ pub(crate) struct Slot {
     pub goal_action: bool,
     /// The step failed because a judge model said no with confidence.
     pub judge_rejected: bool,
+    /// The step failed because it changed none of the files it named (plan-execution mismatch).
+    pub mismatched: bool,
     /// Path → sha256 (`None`: absent) before the step first ran, for the paths its
     /// `content_changed` assertions compare: the final re-check compares against these.
     pub baseline: HashMap<String, Option<String>>,
@@ -46,6 +48,7 @@ impl Default for Slot {
             awaiting_approval: false,
             goal_action: false,
             judge_rejected: false,
+            mismatched: false,
             baseline: HashMap::new(),
         }
     }
@@ -71,6 +74,9 @@ impl Slot {
             awaiting_approval: false,
             goal_action: false,
             judge_rejected: false,
+            // The rule's message is the harness's own, so a resumed run still knows it.
+            mismatched: state.status == StepStatus::Failed
+                && state.error.as_deref().is_some_and(|e| e.starts_with(pev_verify::MISMATCH)),
             baseline: HashMap::new(),
         }
     }

@@ -39,6 +39,11 @@ pub enum ReasonCode {
     /// Evidence that held when it was gathered fails against the workspace the run left (an
     /// addition to CONTRACTS.md §4: a later step or call undid what a step had verified).
     EvidenceRegressed,
+    /// A step that was to change files named in its description, `expected_outputs` or
+    /// parameters changed none of them (it changed other files, or nothing): the plan said one
+    /// thing and the execution did another. Decided by the harness, whatever a judge says (an
+    /// addition to CONTRACTS.md §4).
+    PlanExecutionMismatch,
 }
 
 /// One reason, with the step it is about.
@@ -90,6 +95,36 @@ pub struct PostconditionResult {
     pub description: String,
     pub satisfied: bool,
     pub evidence: String,
+    /// What the verifier model answered, when a postcondition without assertions was put to it
+    /// (an addition to CONTRACTS.md §4). Absent when no judge was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<PostconditionJudgment>,
+}
+
+/// A verifier model's answer about one postcondition: the decomposed questions with their
+/// answers, and the verdict the harness drew from them (a confident "no" to any question
+/// outweighs the model's overall "holds").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PostconditionJudgment {
+    /// The verifier's model.
+    pub model: String,
+    /// The verdict after the confidence rule: the postcondition holds.
+    pub holds: bool,
+    /// 0..1: how sure the verdict is.
+    pub confidence: f64,
+    pub answers: Vec<JudgeAnswer>,
+    /// The judge's words: what shows it holds, or what is missing.
+    #[serde(default)]
+    pub explanation: String,
+}
+
+/// One decomposed yes/no question a judge answered, phrased so that "yes" is the good answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct JudgeAnswer {
+    pub question: String,
+    pub yes: bool,
+    /// 0..1
+    pub confidence: f64,
 }
 
 /// A file the run changed (or tried to change without effect).

@@ -97,7 +97,12 @@ pub async fn check_postconditions(
         let satisfied = !results.is_empty() && results.iter().all(|r| r.passed);
         let evidence = postcondition_evidence(&results);
         out.push((
-            PostconditionResult { description: post.description.clone(), satisfied, evidence },
+            PostconditionResult {
+                description: post.description.clone(),
+                satisfied,
+                evidence,
+                judge: None,
+            },
             results,
         ));
     }

@@ -119,7 +119,8 @@ struct Sentence {
     question: bool,
 }
 
-/// The goal cut into sentences at `.;:!?()` and line breaks, each cut into words and commas.
+/// The goal cut into sentences at `.;:!?()` and line breaks, each cut into words and commas. A
+/// dot between word characters (`site/style.css`) is part of the word.
 fn sentences(goal: &str) -> Vec<Sentence> {
     let mut out = Vec::new();
     let mut tokens = Vec::new();
@@ -131,8 +132,14 @@ fn sentences(goal: &str) -> Vec<Sentence> {
         }
         word.clear();
     };
-    for c in goal.chars() {
+    let mut chars = goal.chars().peekable();
+    while let Some(c) = chars.next() {
         if c.is_alphanumeric() || c == '\'' || c == '’' {
+            word.push(c);
+            continue;
+        }
+        // A dot inside a word (`style.css`, `1.5`) does not end the sentence.
+        if c == '.' && !word.is_empty() && chars.peek().is_some_and(|n| n.is_alphanumeric()) {
             word.push(c);
             continue;
         }

@@ -80,6 +80,9 @@ fn goals_that_only_read() {
         "What is the latest update?",
         "List the files without changing anything",
         "Do not modify anything; report the size of style.css",
+        // A file name's dot does not end the sentence that a read verb leads.
+        "Check whether site/style.css is updated",
+        "Verify that config.toml was changed",
         "Do not ever modify files, only read them",
         "Never delete anything. Count the files.",
         "Report the settings",

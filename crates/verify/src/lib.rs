@@ -8,6 +8,8 @@
 //! - [`silent_failures`] scans a tool's output for failures that did not fail the call.
 //! - [`goal_asks_for_change`] and [`is_goal_action`] feed `goal_actions_executed` and the
 //!   `no_effects` reason.
+//! - [`named_files`] and [`mismatch`] are the plan-execution mismatch rule: a step that was to
+//!   change named files and changed none of them is not done.
 //! - [`recheck`] runs the evidence of a finished run again against the final workspace and
 //!   reports what no longer holds ([`regression_reason`] words it as a reason).
 //! - [`decide`] is the outcome rule of CONTRACTS.md §4: the status and the reasons for it.
@@ -24,6 +26,7 @@ mod assert_file;
 mod assert_net;
 mod assert_proc;
 mod goal;
+mod mismatch;
 mod mutation;
 mod outcome;
 mod recheck;
@@ -35,6 +38,7 @@ mod test_support;
 
 pub use assert::{check, check_postconditions};
 pub use goal::{goal_asks_for_change, is_goal_action};
+pub use mismatch::{MISMATCH, Mismatch, StepIntent, mismatch, named_files};
 pub use mutation::{DiffLine, DiffTag, diff_lines, mutation};
 pub use outcome::{OutcomeInput, decide};
 pub use recheck::{Claim, checked_once_warning, recheck, regression_reason};

@@ -4,9 +4,11 @@
 //! assertion, and no other reason.
 //!
 //! Reasons, in this order:
-//! - each failed step: `assertion_failed` when one of its assertions failed, else `step_failed`
-//!   (also `assertion_failed` for a step marked done with a failed assertion, which the engine
-//!   should never produce but must never become success);
+//! - each failed step: `assertion_failed` when one of its assertions failed, else
+//!   `plan_execution_mismatch` when it changed none of the files it named, `judge_rejected`
+//!   when a judge's confident "no" failed it, else `step_failed` (also `assertion_failed` for a
+//!   step marked done with a failed assertion, which the engine should never produce but must
+//!   never become success);
 //! - one `steps_not_run` for all steps left pending, in progress or blocked (or never reported)
 //!   that are not themselves waiting for approval; `skipped` steps are not a reason;
 //! - each postcondition not satisfied, not checked, or "satisfied" without evidence:
@@ -56,6 +58,8 @@ pub struct OutcomeInput<'a> {
     pub cancelled: bool,
     /// Failed steps whose failure is a judge model's confident "no".
     pub judge_rejected: &'a [String],
+    /// Failed steps that changed none of the files they named (see [`crate::mismatch`]).
+    pub mismatched: &'a [String],
     /// The run stopped because its budget could not pay for the next model call.
     pub budget_exhausted: Option<&'a str>,
     /// Evidence that held when it was gathered and fails on the final workspace.
@@ -154,6 +158,14 @@ fn step_reasons(input: &OutcomeInput<'_>, reasons: &mut Vec<Reason>) {
                     code: ReasonCode::AssertionFailed,
                     step: Some(step.id.clone()),
                     message: format!("{label}: {} failed: {}{more}", first.kind, first.detail),
+                }
+            }
+            (StepStatus::Failed, None) if input.mismatched.contains(&step.id) => {
+                let why = step.error.as_deref().unwrap_or("plan-execution mismatch");
+                Reason {
+                    code: ReasonCode::PlanExecutionMismatch,
+                    step: Some(step.id.clone()),
+                    message: format!("{label}: {}", clip(why, CLIP.saturating_mul(3))),
                 }
             }
             (StepStatus::Failed, None) if input.judge_rejected.contains(&step.id) => {

@@ -94,6 +94,52 @@ fn judge_rejected_is_only_for_failed_steps_without_a_failed_assertion() {
     expect(&c, RunStatus::Success, &[]);
 }
 
+const MISMATCH: &str = "plan-execution mismatch: the step was to change site/style.css, but it \
+                        changed site/theme.css instead";
+
+/// `patch-css` failed for changing another file than the one it named; a judge had said yes.
+fn mismatched() -> Case {
+    let mut c = judged();
+    let patch = c.step_mut("patch-css");
+    patch.error = Some(MISMATCH.into());
+    c.judge_rejected.clear();
+    c.mismatched = vec!["patch-css".into()];
+    c
+}
+
+#[test]
+fn a_step_that_changed_another_file_is_a_plan_execution_mismatch_naming_both() {
+    let c = mismatched();
+    expect(
+        &c,
+        RunStatus::Failed,
+        &[(
+            ReasonCode::PlanExecutionMismatch,
+            Some("patch-css"),
+            "step 'patch-css' (file.patch): plan-execution mismatch: the step was to change \
+             site/style.css, but it changed site/theme.css instead",
+        )],
+    );
+    // It outranks a judge's word: listed by both, the mismatch is the reason.
+    let mut c = mismatched();
+    c.judge_rejected = vec!["patch-css".into()];
+    let (_, reasons) = c.decide();
+    assert_eq!(
+        reasons.iter().map(|r| r.code).collect::<Vec<_>>(),
+        [ReasonCode::PlanExecutionMismatch]
+    );
+    // A failed assertion is still what the reason names first.
+    let mut c = mismatched();
+    c.step_mut("patch-css").assertions =
+        vec![fail("file_contains", "no #013220 in site/style.css")];
+    let (_, reasons) = c.decide();
+    assert_eq!(reasons.iter().map(|r| r.code).collect::<Vec<_>>(), [ReasonCode::AssertionFailed]);
+    // Listed but done (a later attempt changed the right file): no reason.
+    let mut c = Case::good();
+    c.mismatched = vec!["patch-css".into()];
+    expect(&c, RunStatus::Success, &[]);
+}
+
 /// A read-only goal whose run the budget stopped with `pending` steps not yet run (no
 /// mutations, no postconditions: only the budget and the steps left are reasons).
 fn stopped_by_the_budget(pending: &[&str]) -> Case {

@@ -15,6 +15,7 @@ fn success_only_with_evidence() {
         description: "The page looks right".into(),
         satisfied: false,
         evidence: "no assertion: needs a judge".into(),
+        judge: None,
     });
     expect(
         &c,
@@ -41,6 +42,7 @@ fn success_only_with_evidence() {
         description: "The page looks right".into(),
         satisfied: true,
         evidence: "  ".into(),
+        judge: None,
     });
     expect(
         &c,
@@ -63,6 +65,7 @@ fn postcondition_results_are_matched_by_description_when_out_of_order() {
         description: "first".into(),
         satisfied: false,
         evidence: "no assertion: needs a judge".into(),
+        judge: None,
     });
     expect(
         &c,
@@ -79,6 +82,7 @@ fn postcondition_results_are_matched_by_description_when_out_of_order() {
         description: "extra".into(),
         satisfied: false,
         evidence: "it failed".into(),
+        judge: None,
     });
     expect(
         &c,
@@ -106,11 +110,13 @@ fn one_result_answers_one_postcondition_even_when_two_share_a_description() {
             description: "other".into(),
             satisfied: true,
             evidence: "file_exists: yes".into(),
+            judge: None,
         },
         PostconditionResult {
             description: "same".into(),
             satisfied: false,
             evidence: "it failed".into(),
+            judge: None,
         },
     ];
     expect(
@@ -169,6 +175,7 @@ fn an_empty_plan_is_never_success_for_want_of_evidence() {
         awaiting_approval: &[],
         cancelled: false,
         judge_rejected: &[],
+        mismatched: &[],
         budget_exhausted: None,
         regressions: &[],
     };

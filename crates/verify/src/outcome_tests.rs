@@ -21,6 +21,7 @@ struct Case {
     awaiting: Vec<String>,
     cancelled: bool,
     judge_rejected: Vec<String>,
+    mismatched: Vec<String>,
     budget_exhausted: Option<String>,
 }
 
@@ -53,6 +54,7 @@ impl Case {
                 description: "CSS changed".into(),
                 satisfied: true,
                 evidence: "content_changed: site/style.css changed: sha256 a -> b".into(),
+                judge: None,
             }],
             mutations: vec![mutation("site/style.css", false)],
             mutation_steps: vec!["patch-css".into()],
@@ -60,6 +62,7 @@ impl Case {
             awaiting: vec![],
             cancelled: false,
             judge_rejected: vec![],
+            mismatched: vec![],
             budget_exhausted: None,
         }
     }
@@ -79,6 +82,7 @@ impl Case {
             awaiting_approval: &self.awaiting,
             cancelled: self.cancelled,
             judge_rejected: &self.judge_rejected,
+            mismatched: &self.mismatched,
             budget_exhausted: self.budget_exhausted.as_deref(),
             regressions: &[],
         })
@@ -263,6 +267,7 @@ fn the_outcome_table() {
         description: "The background is dark green".into(),
         satisfied: false,
         evidence: "no assertion: needs a judge".into(),
+        judge: None,
     };
     table.push((
         "discovery only",

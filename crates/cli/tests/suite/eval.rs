@@ -60,6 +60,7 @@ fn the_shipped_suite_holds_with_the_gate_and_shows_what_slips_without_it() {
         "forgets-verify",
         "stop-hook",
         "pev-mode",
+        "prose-postconditions",
     ];
     for r in rows.iter().filter(|r| r["gate"] != "off" && r["status"] == "success") {
         let name = r["scenario"].as_str().expect("name");
@@ -101,6 +102,16 @@ fn the_shipped_suite_holds_with_the_gate_and_shows_what_slips_without_it() {
         (blocked["status"].as_str(), blocked["slipped"].as_bool()),
         (Some("partial"), Some(false))
     );
+    // A step that changed another file than the one it was told to: never success, with the
+    // mismatch named, though a lenient judge was at hand.
+    let wrong = row(&doc, "wrong-file", &Value::Null);
+    assert_eq!(wrong["status"], "failed", "{wrong:#}");
+    assert!(
+        wrong["reasons"].as_array().expect("reasons").contains(&"plan_execution_mismatch".into()),
+        "{wrong:#}"
+    );
+    // Prose postconditions decided by the verifier: the honest run succeeds.
+    assert_eq!(row(&doc, "prose-postconditions", &Value::Null)["status"], "success");
     // Work verified and then undone: the gate has nothing to refuse (the plan is complete), the
     // final re-check does, with the gate on and off.
     for gate in ["on", "off"] {

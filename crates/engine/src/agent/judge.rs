@@ -8,29 +8,38 @@
 //! the verdict a fail with at least that confidence, whatever the model's overall `pass` says.
 //! A fail below the threshold is returned as it is; the engine records it as a warning.
 //!
+//! The same judge decides a run's postconditions that have no assertions
+//! (`judge_postconditions`, in `judge_post.rs`): the same rules, the same evidence sections and
+//! the same confidence rule, with questions about the workspace the run left instead of one
+//! step. The pieces both prompts share live here.
+//!
 //! Cost is counted by the [`super::budget::BudgetedClient`] the judge is given, so the verdict's
 //! `cost_usd` stays 0 here.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use pev_protocol::run::FileMutation;
 use pev_providers::structured::{StructuredOptions, request_json};
-use pev_providers::{ChatRequest, Message, ModelClient, ProviderError};
+use pev_providers::{ChatRequest, Message, ModelClient, ProviderError, TokenUsage};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::BoxFuture;
-use crate::instruct::{Interruption, Judge, JudgeAnswer, JudgeRequest, JudgeVerdict};
+use crate::instruct::{
+    Interruption, Judge, JudgeAnswer, JudgeRequest, JudgeVerdict, PostconditionRequest,
+    PostconditionVerdicts,
+};
 
 /// How much of the answer the judge may write.
 const MAX_TOKENS: u32 = 2048;
 /// Calls for one verdict, invalid answers included.
 const MAX_TRIES: u32 = 3;
 /// Caps on what goes into the prompt, in bytes (cut on a char boundary).
-const MAX_CLAIM: usize = 4 * 1024;
+pub(super) const MAX_CLAIM: usize = 4 * 1024;
 const MAX_DIFF: usize = 16 * 1024;
 const MAX_DIFFS_TOTAL: usize = 48 * 1024;
-const MAX_ITEM: usize = 2 * 1024;
+pub(super) const MAX_ITEM: usize = 2 * 1024;
 
 /// The questions every step is judged by, phrased so that "yes" is the good answer.
 pub const QUESTIONS: [&str; 4] = [
@@ -44,16 +53,19 @@ pub const QUESTIONS: [&str; 4] = [
 
 const SYSTEM: &str = "You are a skeptical reviewer in an automated harness. An executor model \
 was given one step of a plan and claims it has done it. Your job is to decide, from evidence, \
-whether the step is really done and done right.
+whether the step is really done and done right.";
 
-Rules:
+/// The rules every judge prompt gives, whatever is judged.
+pub(super) const RULES: &str = "Rules:
 - The executor's claim is not evidence. Models often say \"done\" after doing part of the work, \
 or none. Believe only the evidence the harness gathered itself: assertion results, the files \
 changed (with byte and line counts), diffs, and tool warnings.
 - If the evidence does not show something, assume it did not happen.
 - Answer each question below with yes or no and a confidence from 0 to 1. Every question is \
-phrased so that \"yes\" is the good answer. Add more questions (same form) when an acceptance \
-criterion needs its own check.
+phrased so that \"yes\" is the good answer.";
+
+const STEP_RULES: &str = "- Add more questions (same form) when an acceptance criterion needs \
+its own check.
 - \"pass\" is true only if every answer is yes. \"confidence\" is how sure you are of the \
 verdict as a whole.
 - \"feedback\" says specifically what is wrong or missing and how to fix it (file, content, \
@@ -81,11 +93,11 @@ pub struct ModelJudge {
 
 /// The verdict as the model writes it.
 #[derive(Debug, Deserialize)]
-struct RawVerdict {
-    answers: Vec<JudgeAnswer>,
-    pass: bool,
-    confidence: f64,
-    feedback: String,
+pub(super) struct RawVerdict {
+    pub(super) answers: Vec<JudgeAnswer>,
+    pub(super) pass: bool,
+    pub(super) confidence: f64,
+    pub(super) feedback: String,
 }
 
 impl ModelJudge {
@@ -97,15 +109,35 @@ impl ModelJudge {
         Self { client, model: model.into(), options }
     }
 
-    async fn run(&self, request: &JudgeRequest) -> Result<JudgeVerdict, Interruption> {
-        let mut chat = ChatRequest::new(self.model.clone(), vec![Message::user(prompt(request))]);
-        chat.system = Some(system_prompt());
+    /// The verifier's model name.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The threshold of the confidence rule, made sane (0..1; 0.7 if not a number).
+    pub(super) fn threshold(&self) -> f64 {
+        let t = self.options.fail_threshold;
+        if t.is_finite() { t.clamp(0.0, 1.0) } else { 0.7 }
+    }
+
+    /// One structured question to the verifier: the JSON that matches `schema`, with the usage
+    /// and calls it took.
+    pub(super) async fn ask(
+        &self,
+        system: String,
+        prompt: String,
+        schema: &Value,
+    ) -> Result<(Value, TokenUsage, u32), Interruption> {
+        let mut chat = ChatRequest::new(self.model.clone(), vec![Message::user(prompt)]);
+        chat.system = Some(system);
         chat.max_tokens = MAX_TOKENS;
         let options = StructuredOptions { max_tries: MAX_TRIES, what: "verdict".to_owned() };
+        request_json(self.client.as_ref(), chat, schema, options).await.map_err(interruption)
+    }
+
+    async fn run(&self, request: &JudgeRequest) -> Result<JudgeVerdict, Interruption> {
         let (value, usage, tries) =
-            request_json(self.client.as_ref(), chat, &verdict_schema(), options)
-                .await
-                .map_err(interruption)?;
+            self.ask(system_prompt(), prompt(request), &verdict_schema()).await?;
         let raw: RawVerdict = serde_json::from_value(value).map_err(|e| {
             Interruption::Provider(format!("the judge's verdict has the wrong shape: {e}"))
         })?;
@@ -123,42 +155,63 @@ impl Judge for ModelJudge {
     ) -> BoxFuture<'a, Result<JudgeVerdict, Interruption>> {
         Box::pin(self.run(request))
     }
+
+    fn judge_postconditions<'a>(
+        &'a self,
+        request: &'a PostconditionRequest,
+    ) -> BoxFuture<'a, Result<PostconditionVerdicts, Interruption>> {
+        Box::pin(super::judge_post::run(self, request))
+    }
+}
+
+/// The JSON Schema of a confidence (0..1).
+pub(super) fn confidence_schema() -> Value {
+    json!({"type": "number", "minimum": 0, "maximum": 1})
+}
+
+/// The JSON Schema of the decomposed answers (at least one).
+pub(super) fn answers_schema() -> Value {
+    json!({
+        "type": "array",
+        "minItems": 1,
+        "items": {
+            "type": "object",
+            "required": ["question", "yes", "confidence"],
+            "properties": {
+                "question": {"type": "string"},
+                "yes": {"type": "boolean"},
+                "confidence": confidence_schema(),
+            },
+        },
+    })
 }
 
 /// The JSON Schema of the verdict the model writes.
 pub fn verdict_schema() -> Value {
-    let confidence = json!({"type": "number", "minimum": 0, "maximum": 1});
     json!({
         "type": "object",
         "required": ["answers", "pass", "confidence", "feedback"],
         "properties": {
-            "answers": {
-                "type": "array",
-                "minItems": 1,
-                "items": {
-                    "type": "object",
-                    "required": ["question", "yes", "confidence"],
-                    "properties": {
-                        "question": {"type": "string"},
-                        "yes": {"type": "boolean"},
-                        "confidence": confidence,
-                    },
-                },
-            },
+            "answers": answers_schema(),
             "pass": {"type": "boolean"},
-            "confidence": confidence,
+            "confidence": confidence_schema(),
             "feedback": {"type": "string"},
         },
     })
 }
 
 fn system_prompt() -> String {
-    let mut system = SYSTEM.to_owned();
+    let mut system = format!("{SYSTEM}\n\n{RULES}\n{STEP_RULES}");
+    push_questions(&mut system, &QUESTIONS);
+    system
+}
+
+/// `Questions:` and the numbered questions, at the end of a system prompt.
+pub(super) fn push_questions(system: &mut String, questions: &[&str]) {
     system.push_str("\n\nQuestions:");
-    for (i, question) in QUESTIONS.iter().enumerate() {
+    for (i, question) in questions.iter().enumerate() {
         let _ = write!(system, "\n{}. {question}", i.saturating_add(1));
     }
-    system
 }
 
 /// A provider failure as the engine wants it: out of budget, or the model failed.
@@ -170,7 +223,7 @@ fn interruption(error: ProviderError) -> Interruption {
 }
 
 /// The verdict from the model's answer: a confident "no" fails the step whatever `pass` says.
-fn decide(raw: RawVerdict, fail_threshold: f64) -> JudgeVerdict {
+pub(super) fn decide(raw: RawVerdict, fail_threshold: f64) -> JudgeVerdict {
     let threshold = if fail_threshold.is_finite() { fail_threshold.clamp(0.0, 1.0) } else { 0.7 };
     let answers: Vec<JudgeAnswer> = raw
         .answers
@@ -222,7 +275,7 @@ fn unit(x: f64) -> f64 {
 }
 
 /// `s` cut to at most `max` bytes on a char boundary, with a note when cut.
-fn cap(s: &str, max: usize) -> String {
+pub(super) fn cap(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_owned();
     }
@@ -265,31 +318,8 @@ fn prompt(request: &JudgeRequest) -> String {
     }
 
     p.push_str("\n## Files the step changed (measured by the harness)\n");
-    if request.mutations.is_empty() {
-        p.push_str("None: the step changed no file.\n");
-    }
-    for m in &request.mutations {
-        let no_op = if m.no_op { " (no-op: the content is unchanged)" } else { "" };
-        let _ = writeln!(
-            p,
-            "- {}: {} -> {} bytes, +{} -{} lines{no_op}",
-            m.path, m.bytes_before, m.bytes_after, m.lines_added, m.lines_removed
-        );
-    }
-
-    if !request.diffs.is_empty() {
-        p.push_str("\n## Diffs\n");
-        let mut total = 0usize;
-        for diff in &request.diffs {
-            if total >= MAX_DIFFS_TOTAL {
-                p.push_str("[… more diffs left out]\n");
-                break;
-            }
-            let shown = cap(diff, MAX_DIFF.min(MAX_DIFFS_TOTAL.saturating_sub(total)));
-            total = total.saturating_add(shown.len());
-            let _ = writeln!(p, "```diff\n{}\n```", shown.trim_end());
-        }
-    }
+    push_mutations(&mut p, &request.mutations, "None: the step changed no file.");
+    push_diffs(&mut p, &request.diffs);
     let capped = |items: &[String]| items.iter().map(|e| cap(e, MAX_ITEM)).collect::<Vec<_>>();
     let evidence = capped(&request.evidence);
     section(&mut p, "Other evidence", evidence.iter().map(String::as_str));
@@ -308,8 +338,41 @@ fn prompt(request: &JudgeRequest) -> String {
     p
 }
 
+/// One line per file changed, with sizes and line counts, or `none` when there is none.
+pub(super) fn push_mutations(p: &mut String, mutations: &[FileMutation], none: &str) {
+    if mutations.is_empty() {
+        let _ = writeln!(p, "{none}");
+    }
+    for m in mutations {
+        let no_op = if m.no_op { " (no-op: the content is unchanged)" } else { "" };
+        let _ = writeln!(
+            p,
+            "- {}: {} -> {} bytes, +{} -{} lines{no_op}",
+            m.path, m.bytes_before, m.bytes_after, m.lines_added, m.lines_removed
+        );
+    }
+}
+
+/// `## Diffs`, each capped and all of them together capped; nothing when there are none.
+pub(super) fn push_diffs(p: &mut String, diffs: &[String]) {
+    if diffs.is_empty() {
+        return;
+    }
+    p.push_str("\n## Diffs\n");
+    let mut total = 0usize;
+    for diff in diffs {
+        if total >= MAX_DIFFS_TOTAL {
+            p.push_str("[… more diffs left out]\n");
+            break;
+        }
+        let shown = cap(diff, MAX_DIFF.min(MAX_DIFFS_TOTAL.saturating_sub(total)));
+        total = total.saturating_add(shown.len());
+        let _ = writeln!(p, "```diff\n{}\n```", shown.trim_end());
+    }
+}
+
 /// A `## title` list of `items`, or nothing when there are none.
-fn section<'i>(p: &mut String, title: &str, items: impl Iterator<Item = &'i str>) {
+pub(super) fn section<'i>(p: &mut String, title: &str, items: impl Iterator<Item = &'i str>) {
     let mut items = items.peekable();
     if items.peek().is_none() {
         return;

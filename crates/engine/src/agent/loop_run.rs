@@ -10,6 +10,7 @@
 //! workspace (`final_recheck`), and what no longer holds keeps the run from `success`, naming
 //! the calls made after the evidence was taken.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -25,6 +26,8 @@ use crate::agent::loop_mode::{
     VerifiedBy,
 };
 use crate::final_check::name_later_calls;
+use crate::instruct::{Judge, PostconditionRequest, StepEvidence};
+use crate::unasserted::{Verifier, decide};
 use crate::{Engine, EngineError, RunInput};
 
 /// The id of the one engine step that hosts the loop.
@@ -50,6 +53,9 @@ pub struct LoopRun<'a> {
     pub engine: &'a Engine,
     pub executor: Arc<LoopExecutor>,
     pub db: &'a Path,
+    /// The verifier that decides the postconditions the model declared without assertions, or
+    /// why there is none (they then stay unverified, and the reason says so).
+    pub verifier: Result<Arc<dyn Judge>, String>,
 }
 
 impl LoopRun<'_> {
@@ -66,7 +72,8 @@ impl LoopRun<'_> {
             .await?;
         let report = self.executor.report();
         journal_revisions(&journal, &run_id, goal, &report)?;
-        judge_loop(goal, &report, &mut result);
+        let judged = self.judge_postconditions(goal, &report, &result, &journal).await?;
+        judge_loop(goal, &report, &judged, &mut result);
         record_gate(&report, &mut result);
         let mut check = final_recheck(&self.engine.ctx, &report).await;
         journal.flush()?;
@@ -83,6 +90,146 @@ impl LoopRun<'_> {
         self.engine.announce(journal.clone(), next_seq, &result).await?;
         journal.close()?;
         Ok(result)
+    }
+}
+
+impl LoopRun<'_> {
+    /// The postconditions of the model's plan that have no assertions, decided by the verifier
+    /// when nothing else keeps the run from `success` (a judge's yes outweighs nothing), or
+    /// marked with why no verifier could decide them. Keyed by description.
+    async fn judge_postconditions(
+        &self,
+        goal: &str,
+        report: &LoopReport,
+        result: &RunResult,
+        journal: &Journal,
+    ) -> Result<Judged, EngineError> {
+        let Some(plan) = &report.plan else { return Ok(Judged::new()) };
+        let unasserted: Vec<String> = plan
+            .postconditions
+            .iter()
+            .filter(|p| p.assertions.is_empty())
+            .map(|p| p.description.clone())
+            .collect();
+        if unasserted.is_empty() {
+            return Ok(Judged::new());
+        }
+        // Work the model dropped from its plan is work nobody checked: a judge's yes about the
+        // outcome cannot stand in for it.
+        let dropped: Vec<String> = report
+            .revisions
+            .iter()
+            .flat_map(|r| &r.dropped)
+            .map(|d| format!("`{}` ({})", d.id, d.reason))
+            .collect();
+        let unavailable = match &self.verifier {
+            _ if !dropped.is_empty() => Some(format!(
+                "not put to a judge, because the model dropped step(s) {} from its plan",
+                dropped.join(", ")
+            )),
+            Err(why) => Some(format!("no verifier model: {why}")),
+            Ok(_) => None,
+        };
+        if let Some(why) = unavailable {
+            let request = PostconditionRequest { postconditions: unasserted, ..Default::default() };
+            let decided = decide(Verifier::Unavailable(why), &request).await;
+            return Ok(keyed(decided.results));
+        }
+        let Ok(judge) = &self.verifier else { return Ok(Judged::new()) };
+        // Would the run succeed if these held? If not, the judge could change nothing.
+        let assumed: Judged = unasserted
+            .iter()
+            .map(|d| {
+                let result = pev_protocol::run::PostconditionResult {
+                    description: d.clone(),
+                    satisfied: true,
+                    evidence: "assumed".to_owned(),
+                    judge: None,
+                };
+                (d.clone(), result)
+            })
+            .collect();
+        let mut probe = result.clone();
+        judge_loop(goal, report, &assumed, &mut probe);
+        if probe.status != RunStatus::Success {
+            return Ok(Judged::new());
+        }
+        journal.flush()?;
+        let store = Store::open_existing(self.db)?;
+        let record = store.load_run(&result.run_id)?;
+        let (diffs, calls) =
+            crate::unasserted::journal_evidence(&store, &record, &self.engine.ctx.workspace);
+        let marks = &report.evidence;
+        let mut claims: Vec<String> = plan
+            .steps
+            .iter()
+            .filter_map(|s| s.evidence.as_ref().map(|e| format!("step '{}': {e}", s.id)))
+            .collect();
+        claims.extend(plan.postconditions.iter().filter_map(|p| {
+            p.evidence.as_ref().map(|e| format!("postcondition '{}': {e}", p.description))
+        }));
+        claims.extend(report.final_answer.iter().map(|a| format!("final answer: {a}")));
+        let request = PostconditionRequest {
+            run_goal: goal.to_owned(),
+            postconditions: unasserted,
+            steps: plan
+                .steps
+                .iter()
+                .map(|s| StepEvidence {
+                    id: s.id.clone(),
+                    task: s.title.clone(),
+                    status: s.status.as_str().to_owned(),
+                    evidence: Vec::new(),
+                    assertions: marks.step_results.get(&s.id).cloned().unwrap_or_default(),
+                })
+                .collect(),
+            mutations: result.file_mutations.clone(),
+            diffs,
+            calls,
+            warnings: result.warnings.clone(),
+            claims,
+            budget_note: self.engine.config.models.as_ref().and_then(|m| (m.budget_note)()),
+        };
+        let decided = decide(Verifier::Judge(judge.as_ref()), &request).await;
+        Ok(keyed(decided.results))
+    }
+}
+
+/// Postcondition results by description.
+type Judged = HashMap<String, pev_protocol::run::PostconditionResult>;
+
+fn keyed(results: Vec<pev_protocol::run::PostconditionResult>) -> Judged {
+    results.into_iter().map(|r| (r.description.clone(), r)).collect()
+}
+
+/// What a postcondition of the model's plan comes to in the run result: verified by the harness
+/// (its assertions passed), decided by the judge, or only claimed.
+fn postcondition_result(
+    pc: &ModelPostcondition,
+    report: &LoopReport,
+    judged: &Judged,
+) -> pev_protocol::run::PostconditionResult {
+    if let Some(result) = judged.get(&pc.description).filter(|_| pc.assertions.is_empty()) {
+        return result.clone();
+    }
+    let evidence = if verified_by_harness(pc) {
+        let results = report.evidence.postcondition_results.get(&pc.description);
+        let checks: Vec<String> =
+            results.into_iter().flatten().map(|r| format!("{}: {}", r.kind, r.detail)).collect();
+        checks.join("; ")
+    } else if pc.assertions.is_empty() {
+        match &pc.evidence {
+            Some(e) => format!("no assertion; claimed by the model, not evidence: {e}"),
+            None => "no assertion, and not verified".to_owned(),
+        }
+    } else {
+        "its assertions were not run and passed by the harness".to_owned()
+    };
+    pev_protocol::run::PostconditionResult {
+        description: pc.description.clone(),
+        satisfied: verified_by_harness(pc),
+        evidence,
+        judge: None,
     }
 }
 
@@ -235,9 +382,11 @@ fn verified_by_harness(pc: &ModelPostcondition) -> bool {
     pc.verified && pc.verified_by == Some(VerifiedBy::Harness)
 }
 
-/// Adds what the model's plan says to the engine's result: its steps, and the reasons the run
-/// may not claim success.
-pub fn judge_loop(goal: &str, report: &LoopReport, result: &mut RunResult) {
+/// Adds what the model's plan says to the engine's result: its steps and postconditions, and
+/// the reasons the run may not claim success. `judged` holds what the verifier decided about
+/// the postconditions without assertions (by description); a postcondition counts when the
+/// harness verified it, or it has no assertion and the judge says it holds.
+pub(crate) fn judge_loop(goal: &str, report: &LoopReport, judged: &Judged, result: &mut RunResult) {
     let mut reasons: Vec<Reason> = Vec::new();
     match &report.plan {
         None if crate::agent::loop_mode::goal_is_multi_step(goal) => reasons.push(Reason {
@@ -270,22 +419,31 @@ pub fn judge_loop(goal: &str, report: &LoopReport, result: &mut RunResult) {
                 });
             }
             for pc in &plan.postconditions {
-                if !verified_by_harness(pc) {
-                    reasons.push(Reason {
-                        code: ReasonCode::PostconditionUnverified,
-                        step: None,
-                        message: format!(
-                            "postcondition '{}' was not verified by the harness{}",
-                            pc.description,
-                            if pc.assertions.is_empty() {
-                                " (it has no assertion; the model's word is not evidence)"
-                            } else {
-                                ""
-                            }
-                        ),
-                    });
+                let decided = judged.get(&pc.description).filter(|_| pc.assertions.is_empty());
+                if verified_by_harness(pc) || decided.is_some_and(|r| r.satisfied) {
+                    continue;
                 }
+                let why = match decided {
+                    Some(r) => format!(": {}", r.evidence),
+                    None if pc.assertions.is_empty() => {
+                        " (it has no assertion; the model's word is not evidence)".to_owned()
+                    }
+                    None => String::new(),
+                };
+                reasons.push(Reason {
+                    code: ReasonCode::PostconditionUnverified,
+                    step: None,
+                    message: format!(
+                        "postcondition '{}' was not verified by the harness{why}",
+                        pc.description
+                    ),
+                });
             }
+            result.postconditions = plan
+                .postconditions
+                .iter()
+                .map(|pc| postcondition_result(pc, report, judged))
+                .collect();
             for s in &plan.steps {
                 result.steps.push(StepResult {
                     id: format!("plan:{}", s.id),

@@ -7,6 +7,7 @@
 pub mod budget;
 pub mod executor;
 pub mod judge;
+pub mod judge_post;
 pub mod loop_mode;
 pub mod loop_run;
 pub mod planner;

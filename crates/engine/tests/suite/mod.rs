@@ -5,6 +5,8 @@ mod control;
 mod final_check;
 mod hooks;
 mod journal;
+mod judged;
+mod judged_loop;
 mod references;
 mod resume;
 mod schedule;

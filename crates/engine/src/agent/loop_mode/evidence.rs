@@ -1,6 +1,7 @@
 //! Checking the evidence of the plan tools: running a step's or a postcondition's assertions
 //! with `pev_verify::check` on the workspace, the before-hashes `content_changed` compares
-//! against, and the texts that tell the model what passed and what the harness saw fail.
+//! against, the texts that tell the model what passed and what the harness saw fail, and
+//! [`StepTargets`], the plan-execution mismatch rule over the files a step's title names.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -65,4 +66,79 @@ pub(crate) fn passes(results: &[AssertionResult]) -> String {
     }
     let each: Vec<String> = results.iter().map(|r| format!("{}: {}", r.kind, r.detail)).collect();
     format!(" Checked by the harness: {}.", each.join("; "))
+}
+
+/// The files each step's title names as what it changes, and what the loop changed: the
+/// plan-execution mismatch rule (`pev_verify::mismatch`) for loop-mode steps.
+#[derive(Debug, Default)]
+pub(crate) struct StepTargets {
+    /// Step id → the files its title names (empty: read-only, or none).
+    named: HashMap<String, Vec<String>>,
+    /// Step id → the hashes of those files at its baseline (plan creation, then when it first
+    /// goes in progress).
+    before: HashMap<String, HashMap<String, Option<String>>>,
+    /// The files the loop's journaled calls changed so far, in order.
+    changed: Vec<String>,
+    /// Step id → how many of `changed` there were when it first went in progress.
+    changed_at_start: HashMap<String, usize>,
+}
+
+impl StepTargets {
+    /// A plan names step `id` with `title`: its target files, and their baseline if it has
+    /// none yet.
+    pub(crate) fn on_plan(&mut self, id: &str, title: &str, ctx: &ToolContext) {
+        let named = pev_verify::named_files(&pev_verify::StepIntent::titled(title), &ctx.workspace);
+        if !self.before.contains_key(id) {
+            self.before.insert(id.to_owned(), hashes(&named, ctx));
+        }
+        self.named.insert(id.to_owned(), named);
+    }
+
+    /// Step `id` went in progress for the first time: its baseline is now.
+    pub(crate) fn on_start(&mut self, id: &str, ctx: &ToolContext) {
+        let named = self.named.get(id).map_or(&[][..], Vec::as_slice);
+        let now = hashes(named, ctx);
+        self.before.insert(id.to_owned(), now);
+        self.changed_at_start.insert(id.to_owned(), self.changed.len());
+    }
+
+    /// The files the loop's journaled calls have changed so far.
+    pub(crate) fn note_changes(&mut self, changed: Vec<String>) {
+        self.changed = changed;
+    }
+
+    /// The rule for step `id`. A target counts as changed when a journaled call of the loop
+    /// changed it, or its content differs from the step's baseline (a shell command may have
+    /// changed it). A mismatch names the files changed since the step went in progress.
+    pub(crate) fn mismatch(
+        &self,
+        id: &str,
+        title: &str,
+        ctx: &ToolContext,
+    ) -> Option<pev_verify::Mismatch> {
+        let named = self.named.get(id).filter(|t| !t.is_empty())?;
+        let before = self.before.get(id);
+        let mut changed = self.changed.clone();
+        for path in named {
+            let then = before.and_then(|b| b.get(path));
+            if then.is_some_and(|then| hash(ctx, path).as_ref() != Some(then)) {
+                changed.push(path.clone());
+            }
+        }
+        let intent = pev_verify::StepIntent::titled(title);
+        let mut found = pev_verify::mismatch(&intent, named, &changed, &ctx.workspace)?;
+        let start = self.changed_at_start.get(id).copied().unwrap_or(0);
+        found.changed = Vec::new();
+        for path in self.changed.iter().skip(start) {
+            if !found.changed.contains(path) {
+                found.changed.push(path.clone());
+            }
+        }
+        Some(found)
+    }
+}
+
+/// The hashes of `paths` now (those that may be read).
+fn hashes(paths: &[String], ctx: &ToolContext) -> HashMap<String, Option<String>> {
+    paths.iter().filter_map(|p| hash(ctx, p).map(|h| (p.clone(), h))).collect()
 }

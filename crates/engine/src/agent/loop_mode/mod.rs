@@ -12,7 +12,8 @@
 //!
 //! - `plan_tools`: the plan's types, the tools' argument structs and schemas, the rendering.
 //! - `plan_state`: what the plan tools do (creation, the rewrite rule, updates, verification).
-//! - `evidence`: the assertions run to check the evidence, and the before-hashes they need.
+//! - `evidence`: the assertions run to check the evidence, the before-hashes they need, and the
+//!   files a step names (the plan-execution mismatch rule).
 //! - `todo`: `todo_write`.
 //! - `gate`: the finalization gate, the multi-step heuristic and the reminder.
 
@@ -287,6 +288,7 @@ impl LoopExecutor {
                         todo::write(&mut run.todo, input)
                     } else {
                         run.book.note_position(tools.journal_position());
+                        run.book.note_changes(tools.changed_files());
                         run.book.call(&name, input, &self.ctx).await
                     }
                 } else if workspace.contains(name.as_str()) {
@@ -336,6 +338,10 @@ impl InstructionExecutor for LoopExecutor {
         tools: &'a mut dyn ToolGate,
     ) -> BoxFuture<'a, InstructionOutcome> {
         Box::pin(self.run(request, tools))
+    }
+
+    fn keeps_own_plan(&self) -> bool {
+        true
     }
 }
 

@@ -12,6 +12,11 @@
 //! postconditions, and of a step that is never marked in progress), and the hash when a step
 //! first goes `in_progress` (the baseline of that step's own assertions). A plan written after
 //! the work was done therefore cannot see its own changes as changes.
+//!
+//! A step whose title asks to change named files is held to them (the plan-execution mismatch
+//! rule, `pev_verify::mismatch`): marking it done is refused while none of those files has
+//! changed, by the loop's journaled calls or by their content since the step's baseline, and
+//! the refusal names the files expected and the files changed.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -21,7 +26,7 @@ use pev_tools::ToolContext;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::evidence::{changed_path, failures, hash, passes, run_checks};
+use super::evidence::{StepTargets, changed_path, failures, hash, passes, run_checks};
 use super::plan_tools::{
     DroppedStep, ModelPlan, ModelPostcondition, ModelStep, PLAN_CREATE, PLAN_SHOW,
     POSTCONDITION_VERIFY, PlanCreateArgs, PlanRevision, PostconditionRef, PostconditionVerifyArgs,
@@ -56,6 +61,8 @@ pub struct PlanBook {
     marks: EvidenceMarks,
     /// How many tool calls the journal held at the last plan tool call (see `note_position`).
     position: Option<u64>,
+    /// The files each step's title names, held against what the loop changed.
+    targets: StepTargets,
 }
 
 /// What the final re-check needs of the evidence the plan tools accepted: the before-hashes
@@ -99,6 +106,11 @@ impl PlanBook {
     /// tool call is marked with it.
     pub fn note_position(&mut self, position: Option<u64>) {
         self.position = position;
+    }
+
+    /// Records the files the loop's journaled calls have changed so far, in order.
+    pub fn note_changes(&mut self, changed: Vec<String>) {
+        self.targets.note_changes(changed);
     }
 
     /// The evidence marks, for the final re-check.
@@ -291,6 +303,10 @@ impl PlanBook {
             }
         }
 
+        for step in &plan.steps {
+            self.targets.on_plan(&step.id, &step.title, ctx);
+        }
+
         let number = u32::try_from(self.revisions.len()).unwrap_or(u32::MAX).saturating_add(1);
         let mut reply = if number == 1 {
             format!(
@@ -352,6 +368,7 @@ impl PlanBook {
                         .filter_map(|p| hash(ctx, p).map(|h| (p.to_owned(), h)))
                         .collect();
                     self.started.insert(id.to_owned(), hashes);
+                    self.targets.on_start(id, ctx);
                 }
                 format!("Step `{id}` is now in progress.")
             }
@@ -384,6 +401,16 @@ impl PlanBook {
                         "step_update refused: step `{id}` stays {}: {failed}\nFix the work, then \
                          mark the step done again.",
                         was.as_str()
+                    ));
+                }
+                let title = plan.steps.get(index).map_or("", |s| s.title.as_str());
+                if let Some(found) = self.targets.mismatch(id, title, ctx) {
+                    return Err(format!(
+                        "step_update refused: step `{id}` stays {}: {}\nChange the file the step \
+                         names; if the step should change another file, rewrite the plan \
+                         (plan_create) to say so, then mark the step done again.",
+                        was.as_str(),
+                        found.message()
                     ));
                 }
                 if let Some(at) = self.position {
@@ -539,3 +566,7 @@ fn find_postcondition(plan: &ModelPlan, wanted: &PostconditionRef) -> Option<usi
 #[cfg(test)]
 #[path = "plan_state_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "plan_state_mismatch_tests.rs"]
+mod mismatch_tests;
