@@ -28,6 +28,9 @@ use crate::run_cmd::{
 };
 use crate::scratch;
 
+/// The exit code of a run a person stopped before anything ran (the shell's code for SIGINT).
+const EXIT_INTERRUPTED: u8 = 130;
+
 /// `pev agent GOAL`.
 #[derive(Debug, Clone)]
 pub struct AgentRequest {
@@ -75,6 +78,22 @@ pub(crate) struct Models {
     pub state: Arc<BudgetState>,
 }
 
+/// `role`'s client, reporting on the terminal a call that waits long and each retry.
+fn client_for(config: &Config, role: Role) -> Result<Arc<dyn pev_providers::ModelClient>, Fail> {
+    config
+        .client_with_notice(role, Some(notice_sink(config, role)))
+        .map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))
+}
+
+/// Notices of `role`'s calls as lines on stderr: "pev: planner (claude-opus-4-6) has waited 30s
+/// for an answer (attempt 1 of 3)".
+fn notice_sink(config: &Config, role: Role) -> pev_providers::notice::NoticeSink {
+    let who = format!("{} ({})", role.name(), crate::style::clean(&config.role(role).model.value));
+    Arc::new(move |notice: pev_providers::notice::CallNotice| {
+        let _ = writeln!(std::io::stderr(), "pev: {}", notice.describe(&who));
+    })
+}
+
 /// Builds the planner, executor and judge from the workspace's `pev.toml` and the environment.
 pub(crate) fn build_models(
     workspace: &std::path::Path,
@@ -85,7 +104,7 @@ pub(crate) fn build_models(
     let prices = config.prices().clone();
     let state = Arc::new(BudgetState::new(budget, prices.clone()));
     let client = |role: Role| -> Result<Arc<dyn pev_providers::ModelClient>, Fail> {
-        let inner = config.client_for(role).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
+        let inner = client_for(&config, role)?;
         Ok(Arc::new(BudgetedClient::new(inner, role.name(), prices.clone(), Arc::clone(&state))))
     };
     let model = |role: Role| config.role(role).model.value.clone();
@@ -166,7 +185,19 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
     tools.retain(|d| policy.tool_allowed(d.name));
     let ctx = PlanContext { goal: &req.goal, workspace: &summary, tools: &tools, policy: &policy };
     let _ = writeln!(err, "pev: planning…");
-    let outcome = match session.block_on(models.planner.plan(&ctx)) {
+    // Nothing has been run yet: the first Ctrl-C ends the run here, whatever the planner is
+    // waiting for.
+    let planned = session.block_on(async {
+        tokio::select! {
+            planned = models.planner.plan(&ctx) => Some(planned),
+            _ = tokio::signal::ctrl_c() => None,
+        }
+    });
+    let Some(planned) = planned else {
+        let _ = writeln!(err, "pev: interrupted while planning; nothing was run");
+        return Ok(EXIT_INTERRUPTED);
+    };
+    let outcome = match planned {
         Ok(outcome) => outcome,
         Err(PlanError::Budget(why)) => {
             return Err(Fail(
@@ -314,15 +345,14 @@ fn run_loop(
     let config = Config::from_env(config_dir).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
     let prices = config.prices().clone();
     let state = Arc::new(BudgetState::new(budget, prices.clone()));
-    let inner =
-        config.client_for(Role::Executor).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
+    let inner = client_for(&config, Role::Executor)?;
     let client: Arc<dyn pev_providers::ModelClient> =
         Arc::new(BudgetedClient::new(inner, "executor", prices.clone(), Arc::clone(&state)));
     let model = config.role(Role::Executor).model.value.clone();
     // The verifier decides the postconditions the model declares without assertions; without
     // one they stay unverified, and the run's reason says why.
     let verifier = config
-        .client_for(Role::Verifier)
+        .client_with_notice(Role::Verifier, Some(notice_sink(&config, Role::Verifier)))
         .map(|inner| -> Arc<dyn pev_engine::instruct::Judge> {
             let client =
                 Arc::new(BudgetedClient::new(inner, "verifier", prices, Arc::clone(&state)));

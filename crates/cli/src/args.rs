@@ -292,7 +292,13 @@ pub(crate) struct AgentArgs {
     /// Make at most this many model calls
     #[arg(long, value_name = "N")]
     pub(crate) max_turns: Option<u32>,
-    /// Start no model call after this many seconds
+    /// End the run's model work after this many seconds, calls in flight included
+    ///
+    /// A call still waiting when the time is up is abandoned (and charged at its worst case); the
+    /// run ends with what is recorded, `budget_exhausted`. Without it, each model call has its own
+    /// limits (pev.toml `[providers.*]`): 300 s for an answer, 60 s of silence inside a stream,
+    /// 10 s to connect, 3 attempts with at most 60 s of waiting between them; a call that waits
+    /// is reported on the terminal after 15 s, 30 s, 1 min and then every 2 min.
     #[arg(long, value_name = "SECS")]
     pub(crate) timeout: Option<u64>,
     /// How many times the planner may rewrite the rest of the plan after a step fails

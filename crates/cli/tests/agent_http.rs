@@ -480,4 +480,73 @@ mod agent_http {
         assert_eq!(results.len(), 2);
         assert!(results[0].2.starts_with("Step `s1` is now in progress."), "{results:?}");
     }
+
+    /// A planner that takes the connection and never answers (the mock holds it for 30 s).
+    fn hung_planner(r: &Request) -> Reply {
+        std::thread::sleep(Duration::from_secs(30));
+        Reply::text(r.body["model"].as_str().unwrap_or_default(), "too late")
+    }
+
+    /// `--timeout` bounds the run, the call in flight included: against a server that never
+    /// answers, the run ends at the limit with a reason that names the role and the model.
+    #[test]
+    fn timeout_abandons_a_call_to_a_server_that_never_answers() {
+        let mock = MockModel::start(hung_planner);
+        let ws = Ws::new(&mock.base_url, &[("style.css", STYLE)]);
+        let started = std::time::Instant::now();
+        let out = ws.agent(DARK_GREEN, &["--timeout", "2"]);
+        let took = started.elapsed();
+        assert_eq!(out.code, 1, "{}", out.stderr);
+        assert!(took < Duration::from_secs(15), "took {took:?}");
+        assert!(
+            out.stderr.contains(
+                "the run's time limit (--timeout) ran out while the planner model \
+                 (claude-opus-4-6) was answering"
+            ),
+            "{}",
+            out.stderr
+        );
+        assert_eq!(mock.of(Role::Planner).len(), 1, "an abandoned call is not retried");
+    }
+
+    /// The first Ctrl-C while the planner waits ends the run at once: nothing has run yet.
+    #[test]
+    fn the_first_ctrl_c_while_planning_stops_the_run() {
+        use std::io::Read;
+        let mock = MockModel::start(hung_planner);
+        let ws = Ws::new(&mock.base_url, &[("style.css", STYLE)]);
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pev"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("ANTHROPIC_API_KEY", KEY)
+            .args(["agent", DARK_GREEN, "--workspace"])
+            .arg(ws.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("pev starts");
+        // Wait until the planner's request has reached the mock.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while mock.of(Role::Planner).is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(mock.of(Role::Planner).len(), 1, "the planner was never asked");
+        let sent = std::time::Instant::now();
+        let kill = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(kill.success());
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                break status;
+            }
+            assert!(sent.elapsed() < Duration::from_secs(10), "pev did not stop");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let mut stderr = String::new();
+        child.stderr.take().expect("stderr").read_to_string(&mut stderr).expect("read");
+        assert_eq!(status.code(), Some(130), "{stderr}");
+        assert!(stderr.contains("interrupted while planning; nothing was run"), "{stderr}");
+    }
 }

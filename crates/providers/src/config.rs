@@ -11,8 +11,8 @@
 //! [providers.openai]         # also anthropic; every key optional
 //! base_url = "http://localhost:11434/v1"
 //! api_key_env = "MY_KEY_VAR" # read the key from this variable instead of OPENAI_API_KEY
-//! request_timeout_secs = 600
-//! idle_timeout_secs = 90
+//! request_timeout_secs = 300  # one call, not streamed (default 300)
+//! idle_timeout_secs = 60      # silence allowed inside a stream (default 60)
 //!
 //! [prices."qwen2.5:7b"]      # USD per million tokens; cache prices default to the input price
 //! input_per_mtok = 0.0
@@ -21,10 +21,10 @@
 //! cache_write_per_mtok = 0.0
 //!
 //! [retry]                    # every key optional; see RetryPolicy
-//! max_attempts = 5
+//! max_attempts = 3          # defaults shown
 //! base_delay_ms = 500
 //! max_delay_secs = 30
-//! max_total_wait_secs = 120
+//! max_total_wait_secs = 60
 //!
 //! [hooks]                    # every key optional; see HooksConfig
 //! pre_tool_use = "./hooks/guard.sh"            # a command line (sh -c, in the workspace) …
@@ -416,6 +416,15 @@ impl Config {
     /// in the retry policy. No request is sent. Each call builds a new client (a script's turns
     /// start over).
     pub fn client_for(&self, role: Role) -> Result<Arc<dyn ModelClient>, ProviderError> {
+        self.client_with_notice(role, None)
+    }
+
+    /// [`Config::client_for`], reporting a call that waits long and each retry to `notice`.
+    pub fn client_with_notice(
+        &self,
+        role: Role,
+        notice: Option<crate::notice::NoticeSink>,
+    ) -> Result<Arc<dyn ModelClient>, ProviderError> {
         let rc = self.role(role);
         let base_url = rc.base_url.as_ref().map(|u| u.value.clone()).unwrap_or_default();
         let client: Arc<dyn ModelClient> = match &rc.provider.value {
@@ -446,7 +455,11 @@ impl Config {
             }
             Provider::Script(path) => Arc::new(ScriptedClient::load(path)?),
         };
-        Ok(Arc::new(Retrying::new(client, self.retry)))
+        let retrying = Retrying::new(client, self.retry);
+        Ok(Arc::new(match notice {
+            Some(notice) => retrying.with_notice(notice),
+            None => retrying,
+        }))
     }
 
     fn key(&self, rc: &RoleConfig) -> Option<String> {

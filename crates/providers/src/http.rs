@@ -20,7 +20,10 @@ pub struct Timeouts {
 
 impl Default for Timeouts {
     fn default() -> Self {
-        Self { request: Duration::from_secs(600), idle: Duration::from_secs(90) }
+        // Five minutes holds the longest answer pev asks for (an 8k-token plan from a large
+        // model, not streamed); a minute of silence inside a stream means it is stuck. A call
+        // that waits long is reported as it waits (`notice`), and `--timeout` bounds the run.
+        Self { request: Duration::from_secs(300), idle: Duration::from_secs(60) }
     }
 }
 

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
+use crate::notice::{CallNotice, NoticeSink, waiting_marks};
 use crate::{BoxFuture, ChatRequest, ChatResponse, ModelClient, ProviderError, StreamSink};
 
 /// When to try again and when to give up.
@@ -34,10 +35,12 @@ pub struct RetryPolicy {
 impl Default for RetryPolicy {
     fn default() -> Self {
         Self {
-            max_attempts: 5,
+            // An interactive tool: a provider that fails three times in a row is down for now,
+            // and a person is waiting; a minute of waiting in all, not minutes.
+            max_attempts: 3,
             base_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(30),
-            max_total_wait: Duration::from_secs(120),
+            max_total_wait: Duration::from_secs(60),
         }
     }
 }
@@ -110,6 +113,7 @@ pub struct Retrying {
     policy: RetryPolicy,
     sleeper: Arc<dyn Sleeper>,
     jitter: Jitter,
+    notice: Option<NoticeSink>,
 }
 
 impl std::fmt::Debug for Retrying {
@@ -124,7 +128,19 @@ impl std::fmt::Debug for Retrying {
 impl Retrying {
     /// Retries `inner`'s calls under `policy`, sleeping on the tokio timer.
     pub fn new(inner: Arc<dyn ModelClient>, policy: RetryPolicy) -> Self {
-        Self { inner, policy, sleeper: Arc::new(TokioSleeper), jitter: Jitter::from_entropy() }
+        Self {
+            inner,
+            policy,
+            sleeper: Arc::new(TokioSleeper),
+            jitter: Jitter::from_entropy(),
+            notice: None,
+        }
+    }
+
+    /// Reports a call that is still waiting for its answer, and each retry, to `notice`.
+    pub fn with_notice(mut self, notice: NoticeSink) -> Self {
+        self.notice = Some(notice);
+        self
     }
 
     /// Waits through `sleeper` instead (tests record the waits and return at once).
@@ -167,7 +183,11 @@ impl Retrying {
         let mut waited = Duration::ZERO;
         let mut retry = 0u32;
         loop {
-            let (result, may_retry) = attempt().await;
+            let number = retry.saturating_add(1);
+            let (result, may_retry) = match &self.notice {
+                Some(notice) => watched(attempt(), notice, number, attempts).await,
+                None => attempt().await,
+            };
             let error = match result {
                 Ok(response) => return Ok(response),
                 Err(error) => error,
@@ -179,11 +199,34 @@ impl Retrying {
             let Some(wait) = self.delay(&error, retry, left) else {
                 return Err(error);
             };
+            if let Some(notice) = &self.notice {
+                notice(CallNotice::Retrying {
+                    attempt: number.saturating_add(1),
+                    of: attempts,
+                    after: wait,
+                    error: error.to_string(),
+                });
+            }
             self.sleeper.sleep(wait).await;
             waited = waited.saturating_add(wait);
             retry = retry.saturating_add(1);
         }
     }
+}
+
+/// Runs one attempt, telling `notice` at each of [`waiting_marks`] that it is still waiting.
+async fn watched<T>(attempt: BoxFuture<'_, T>, notice: &NoticeSink, number: u32, of: u32) -> T {
+    let started = tokio::time::Instant::now();
+    let mut attempt = attempt;
+    for mark in waiting_marks() {
+        tokio::select! {
+            done = &mut attempt => return done,
+            () = tokio::time::sleep_until(started + mark) => {
+                notice(CallNotice::Waiting { waited: mark, attempt: number, of });
+            }
+        }
+    }
+    attempt.await
 }
 
 impl ModelClient for Retrying {

@@ -52,7 +52,7 @@ fn request() -> ChatRequest {
 }
 
 fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
-    tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+    tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(f)
 }
 
 fn fail(kind: FailureKind) -> ScriptTurn {
@@ -66,10 +66,10 @@ fn secs(s: u64) -> Duration {
 #[test]
 fn the_default_policy_is_the_documented_one() {
     let p = RetryPolicy::default();
-    assert_eq!(p.max_attempts, 5);
+    assert_eq!(p.max_attempts, 3);
     assert_eq!(p.base_delay, Duration::from_millis(500));
     assert_eq!(p.max_delay, secs(30));
-    assert_eq!(p.max_total_wait, secs(120));
+    assert_eq!(p.max_total_wait, secs(60));
 }
 
 #[test]
@@ -96,7 +96,8 @@ fn a_server_error_is_retried_after_a_jittered_backoff() {
 
 #[test]
 fn overload_five_times_gives_up_after_five_attempts() {
-    let s = Setup::new(vec![fail(FailureKind::Overloaded); 6], RetryPolicy::default());
+    let policy = RetryPolicy { max_attempts: 5, ..RetryPolicy::default() };
+    let s = Setup::new(vec![fail(FailureKind::Overloaded); 6], policy);
     let err = s.chat().unwrap_err();
     assert!(matches!(err, ProviderError::Overloaded { .. }), "{err:?}");
     assert_eq!(s.calls(), 5);
@@ -343,8 +344,12 @@ fn the_wrapper_keeps_the_provider_name() {
 fn a_retry_after_exactly_what_is_left_is_waited_for() {
     // Budget 10 s: waits of 3 s and 3 s leave 4 s, and the server asks for exactly 4 s. That
     // fits: the client waits it out and the next try succeeds.
-    let policy =
-        RetryPolicy { max_delay: secs(5), max_total_wait: secs(10), ..RetryPolicy::default() };
+    let policy = RetryPolicy {
+        max_attempts: 5,
+        max_delay: secs(5),
+        max_total_wait: secs(10),
+        ..RetryPolicy::default()
+    };
     let limited = |s| ScriptTurn::failure(FailureKind::RateLimited, Some(secs(s)));
     let s = Setup::new(vec![limited(3), limited(3), limited(4), ScriptTurn::text("ok")], policy);
     assert!(s.chat().is_ok());
@@ -357,4 +362,84 @@ fn the_client_keeps_the_policy_it_was_given() {
     let policy = RetryPolicy { max_attempts: 7, max_delay: secs(9), ..RetryPolicy::default() };
     let script = Arc::new(ScriptedClient::from_turns("policy", vec![ScriptTurn::text("ok")]));
     assert_eq!(Retrying::new(script, policy).policy(), &policy);
+}
+
+/// A client whose answer takes `delay` (on tokio's clock, which the test pauses).
+struct Slow(Duration);
+
+impl ModelClient for Slow {
+    fn provider(&self) -> &str {
+        "slow"
+    }
+
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(async move {
+            tokio::time::sleep(self.0).await;
+            Ok(ChatResponse {
+                id: String::new(),
+                model: request.model.clone(),
+                content: vec![ContentBlock::text("late")],
+                stop_reason: crate::StopReason::EndTurn,
+                usage: Default::default(),
+            })
+        })
+    }
+
+    fn chat_stream<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        _sink: StreamSink<'a>,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        self.chat(request)
+    }
+}
+
+fn collecting() -> (NoticeSink, Arc<Mutex<Vec<CallNotice>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    (Arc::new(move |n| sink.lock().unwrap().push(n)), seen)
+}
+
+/// A call that waits is reported at 15 s and 30 s, and not after it has answered.
+#[tokio::test(start_paused = true)]
+async fn a_call_that_waits_is_reported_as_it_waits() {
+    let (sink, seen) = collecting();
+    let client = Retrying::new(Arc::new(Slow(secs(40))), RetryPolicy::default()).with_notice(sink);
+    let response = client.chat(&request()).await.unwrap();
+    assert_eq!(response.text(), "late");
+    let waits: Vec<CallNotice> = seen.lock().unwrap().clone();
+    assert_eq!(
+        waits,
+        vec![
+            CallNotice::Waiting { waited: secs(15), attempt: 1, of: 3 },
+            CallNotice::Waiting { waited: secs(30), attempt: 1, of: 3 },
+        ]
+    );
+}
+
+/// Each retry is reported before its wait, with the attempt it starts and the error before it.
+#[test]
+fn each_retry_is_reported_with_its_attempt_and_the_error() {
+    let (sink, seen) = collecting();
+    let script = Arc::new(ScriptedClient::from_turns(
+        "retry",
+        vec![fail(FailureKind::Overloaded), fail(FailureKind::Server), ScriptTurn::text("ok")],
+    ));
+    let client = Retrying::new(script, RetryPolicy::default())
+        .with_sleeper(Arc::new(Recorder::default()))
+        .with_notice(sink);
+    assert_eq!(block_on(client.chat(&request())).unwrap().text(), "ok");
+    let notices = seen.lock().unwrap().clone();
+    assert_eq!(notices.len(), 2);
+    assert!(matches!(
+        &notices[0],
+        CallNotice::Retrying { attempt: 2, of: 3, error, .. } if error.contains("overloaded")
+    ));
+    assert!(matches!(
+        &notices[1],
+        CallNotice::Retrying { attempt: 3, of: 3, error, .. } if error.contains("server error 500")
+    ));
 }

@@ -372,6 +372,14 @@ impl Drop for Pending<'_> {
 
 /// How a failed call is charged. A provider that timed out or whose answer broke off may have
 /// billed the work done; the other failures are refusals before any work.
+/// What a finished call costs.
+fn charge_of(result: &Result<ChatResponse, ProviderError>) -> Charge {
+    match result {
+        Ok(response) => Charge::Actual(response.usage),
+        Err(error) => charge_for(error),
+    }
+}
+
 fn charge_for(error: &ProviderError) -> Charge {
     match error {
         ProviderError::Timeout { .. } | ProviderError::Malformed { .. } => Charge::WorstCase,
@@ -449,13 +457,34 @@ impl BudgetedClient {
         } else {
             request
         };
-        let result = match sink {
-            Some(sink) => self.inner.chat_stream(request, sink).await,
-            None => self.inner.chat(request).await,
+        let call = async {
+            match sink {
+                Some(sink) => self.inner.chat_stream(request, sink).await,
+                None => self.inner.chat(request).await,
+            }
         };
-        let charge = match &result {
-            Ok(response) => Charge::Actual(response.usage),
-            Err(error) => charge_for(error),
+        // The deadline bounds the call in flight too: a server that never answers cannot hold
+        // the run past it. The abandoned call may have been billed, so it costs its worst case.
+        let (result, charge) = match self.state.budget.deadline {
+            Some(deadline) => match tokio::time::timeout_at(deadline.into(), call).await {
+                Ok(result) => {
+                    let charge = charge_of(&result);
+                    (result, charge)
+                }
+                Err(_) => {
+                    let why = format!(
+                        "the run's time limit (--timeout) ran out while the {} model ({}) was \
+                         answering; the call was abandoned",
+                        self.role, request.model
+                    );
+                    (Err(ProviderError::BudgetExhausted(why)), Charge::WorstCase)
+                }
+            },
+            None => {
+                let result = call.await;
+                let charge = charge_of(&result);
+                (result, charge)
+            }
         };
         pending.finish(charge);
         result

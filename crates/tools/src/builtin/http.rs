@@ -212,6 +212,9 @@ pub fn build_client() -> Result<reqwest::Client, String> {
         .tls_backend_preconfigured(tls)
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
+        // A host that does not take the connection in 10 s is not there for an interactive tool;
+        // the rest of a request has its own limits.
+        .connect_timeout(std::time::Duration::from_secs(10))
         .user_agent(concat!("pev/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| chain(&e))
