@@ -132,8 +132,12 @@ pub(crate) async fn check_output(
 
     let mut outputs = inputs.clone();
     outputs.insert(id.to_owned(), output.clone());
-    let env =
-        CheckEnv { ctx: &engine.ctx, step: Some(id), outputs: &outputs, before: &before.hashes };
+    // `content_changed` asks whether the step changed the file: against the hash from before its
+    // first attempt (an earlier attempt's change, or one made before a stop or a crash and a
+    // resume, is the step's own), else from before this attempt.
+    let mut since = before.hashes.clone();
+    since.extend(slot.baseline.iter().map(|(path, sha)| (path.clone(), sha.clone())));
+    let env = CheckEnv { ctx: &engine.ctx, step: Some(id), outputs: &outputs, before: &since };
     let mut results = Vec::with_capacity(call.step.assertions.len());
     for assertion in &call.step.assertions {
         let result = pev_verify::check(assertion, &env).await;

@@ -44,6 +44,9 @@ pub enum Interruption {
     Budget(String),
     /// The model could not be reached or answered unusably (after retries).
     Provider(String),
+    /// A person stopped the run while the model was thinking: no tool call was in flight, and
+    /// the model call in flight was abandoned.
+    Stopped,
 }
 
 /// How an executor's attempt ended.
@@ -87,6 +90,13 @@ pub trait ToolGate: Send {
     /// order: what a step that names its files is held to. Empty when the gate records none.
     fn changed_files(&self) -> Vec<String> {
         Vec::new()
+    }
+
+    /// Resolves when a person stops the run. An executor races each model call with it (a model
+    /// call has no effect, so abandoning one loses nothing); tool calls always run to their end.
+    /// Never resolves when the gate cannot be stopped.
+    fn stopped(&self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::pending())
     }
 }
 

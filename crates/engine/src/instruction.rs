@@ -51,6 +51,10 @@ impl ToolGate for StepGate<'_> {
         Some(self.shared.recorder.calls_started())
     }
 
+    fn stopped(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.shared.engine.config.cancel.cancelled())
+    }
+
     fn changed_files(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for m in self.report.mutations.iter().filter(|m| !m.mutation.no_op) {
@@ -333,6 +337,14 @@ pub(crate) async fn run(
                 crate::step::fail(&mut report.slot, &format!("the executor model failed: {why}"));
                 return Ok(());
             }
+            // Not a failure: the step was interrupted between tool calls, and a resume runs it
+            // again. What its calls changed is recorded above.
+            Some(Interruption::Stopped) => {
+                report.cancelled = true;
+                report.slot.status = StepStatus::Pending;
+                report.slot.error = Some("stopped by a person before the step finished".into());
+                return Ok(());
+            }
             Some(Interruption::TurnLimit(n)) => {
                 crate::step::fail(
                     &mut report.slot,
@@ -487,6 +499,7 @@ pub(crate) async fn judge(
             let why = match other {
                 Interruption::Provider(w) | Interruption::Budget(w) => w,
                 Interruption::TurnLimit(n) => format!("turn limit {n}"),
+                Interruption::Stopped => "the run was stopped".to_owned(),
             };
             if step.acceptance_criteria.is_empty() {
                 // Only warnings were to be judged: they stay warnings.

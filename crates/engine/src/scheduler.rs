@@ -502,6 +502,7 @@ fn job_for(plan: &Plan, index: &HashMap<&str, usize>, state: &mut RunState, i: u
     StepJob {
         idx: i,
         attempts_before: state.slots[i].attempts,
+        baseline: state.slots[i].baseline.clone(),
         inputs,
         approved: state.approved.contains(step.id.as_str()),
         recovery: state.recoveries.remove(&i),

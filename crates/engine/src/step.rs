@@ -48,6 +48,9 @@ pub(crate) struct Shared {
 pub(crate) struct StepJob {
     pub idx: usize,
     pub attempts_before: u32,
+    /// The hashes from before the step's first attempt (an earlier session's, on resume): its
+    /// `content_changed` checks and the final re-check compare with them.
+    pub baseline: HashMap<String, Option<String>>,
     /// The outputs of the steps this one references or asserts on.
     pub inputs: HashMap<String, Value>,
     /// Approved already (journaled earlier, or `--yes`).
@@ -177,7 +180,11 @@ pub(crate) struct Call<'a> {
 pub(crate) async fn run_step(shared: Arc<Shared>, mut job: StepJob) -> StepReport {
     let mut report = StepReport {
         idx: job.idx,
-        slot: Slot { attempts: job.attempts_before, ..Slot::default() },
+        slot: Slot {
+            attempts: job.attempts_before,
+            baseline: std::mem::take(&mut job.baseline),
+            ..Slot::default()
+        },
         mutations: Vec::new(),
         tool_calls: 0,
         warnings: Vec::new(),

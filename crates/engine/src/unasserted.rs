@@ -76,6 +76,9 @@ pub(crate) async fn decide(verifier: Verifier<'_>, request: &PostconditionReques
         Err(Interruption::TurnLimit(n)) => {
             unverified(&format!("the judge could not be asked: turn limit {n}"))
         }
+        Err(Interruption::Stopped) => {
+            unverified("the judge could not be asked: the run was stopped")
+        }
     }
 }
 

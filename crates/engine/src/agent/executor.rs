@@ -92,7 +92,14 @@ impl ModelExecutor {
                 outcome.interrupted = Some(Interruption::TurnLimit(max_turns));
                 return outcome;
             }
-            let response = match self.client.chat(&chat).await {
+            let answer = tokio::select! {
+                answer = self.client.chat(&chat) => answer,
+                () = tools.stopped() => {
+                    outcome.interrupted = Some(Interruption::Stopped);
+                    return outcome;
+                }
+            };
+            let response = match answer {
                 Ok(response) => response,
                 // Refused before it was sent: not a model call.
                 Err(ProviderError::BudgetExhausted(why)) => {

@@ -10,5 +10,6 @@ mod judged_loop;
 mod references;
 mod resume;
 mod schedule;
+mod stop;
 mod support;
 mod wire_names;

@@ -36,7 +36,10 @@ fn offered(requests: &[ChatRequest]) -> Vec<String> {
     requests[0].tools.iter().map(|t| t.name.clone()).collect()
 }
 
-fn models(executor: Arc<dyn InstructionExecutor>, allowed_tools: &[&str]) -> EngineConfig {
+pub(super) fn models(
+    executor: Arc<dyn InstructionExecutor>,
+    allowed_tools: &[&str],
+) -> EngineConfig {
     let hooks = ModelHooks {
         executor,
         judge: None,
@@ -48,7 +51,7 @@ fn models(executor: Arc<dyn InstructionExecutor>, allowed_tools: &[&str]) -> Eng
     EngineConfig { models: Some(hooks), ..config(1) }
 }
 
-fn patch_call() -> ScriptTurn {
+pub(super) fn patch_call() -> ScriptTurn {
     ScriptTurn::blocks(vec![ContentBlock::ToolUse {
         id: "p1".into(),
         name: "file_patch".into(),
@@ -57,7 +60,7 @@ fn patch_call() -> ScriptTurn {
 }
 
 /// One instruction step that must leave `style.css` green.
-fn green_step() -> Value {
+pub(super) fn green_step() -> Value {
     plan(json!([{
         "id": "green",
         "description": "Make the page background dark green",

@@ -218,7 +218,11 @@ impl LoopExecutor {
             if outcome.turns >= self.options.max_rounds {
                 break Some(Interruption::TurnLimit(self.options.max_rounds));
             }
-            let response = match self.client.chat(&chat).await {
+            let answer = tokio::select! {
+                answer = self.client.chat(&chat) => answer,
+                () = tools.stopped() => break Some(Interruption::Stopped),
+            };
+            let response = match answer {
                 Ok(response) => response,
                 // Refused before it was sent: not a model call.
                 Err(ProviderError::BudgetExhausted(why)) => break Some(Interruption::Budget(why)),
