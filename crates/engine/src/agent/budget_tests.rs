@@ -332,6 +332,9 @@ async fn usage_and_cost_are_recorded_per_role() {
     assert_eq!(snapshot.input_tokens, 3000, "cached input counts as input");
     assert_eq!(snapshot.output_tokens, 400);
     assert!((snapshot.cost_usd - 2.0 * one).abs() < 1e-12, "{} vs {}", snapshot.cost_usd, one);
+    assert_eq!((snapshot.cache_read_tokens, snapshot.cache_write_tokens), (1000, 0));
+    // Each call read 500 tokens from the cache at $0.30 instead of $3 per MTok: 2 x $0.00135.
+    assert!((snapshot.cache_saved_usd - 0.0027).abs() < 1e-12, "{}", snapshot.cache_saved_usd);
     let summary = state.summary();
     assert_eq!(summary.roles["planner"].calls, 1);
     assert_eq!(summary.roles["executor"].usage.output_tokens, 200);
@@ -538,4 +541,24 @@ async fn a_refusal_names_the_ceiling_that_binds() {
         format!("the executor call to {SONNET} needs up to {needs} tokens, {left} of {left} left")
     );
     assert!(inner.requests().is_empty());
+}
+
+/// The deadline bounds a call in flight: a model that never answers is abandoned when the run's
+/// time is up, with a reason that names the role and the model, and charged its worst case.
+#[tokio::test]
+async fn the_deadline_abandons_a_call_in_flight() {
+    let deadline = Instant::now() + Duration::from_millis(50);
+    let state = new_state(Budget { deadline: Some(deadline), ..Budget::default() });
+    let client = budgeted(Arc::new(Hang), "planner", &state);
+    let hung = request(SONNET, "never answered", 1000);
+    let input = estimate_input_tokens(&hung).unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(10), client.chat(&hung)).await;
+    let message = refusal(answer.expect("abandoned at the deadline, not hung"));
+    assert_eq!(
+        message,
+        "the run's time limit (--timeout) ran out while the planner model (claude-sonnet-4-5) was \
+         answering; the call was abandoned"
+    );
+    let usage = state.snapshot();
+    assert_eq!((usage.llm_calls, usage.input_tokens, usage.output_tokens), (1, input, 1000));
 }
