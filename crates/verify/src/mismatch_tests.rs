@@ -147,13 +147,13 @@ fn rows() -> Vec<Row> {
         }
         .mismatch(&["site/style.css"], &["site/theme.css"]),
         Row {
-            title: Some("Write the report"),
+            title: Some("Update the report"),
             description: None,
             expected_outputs: &["out/report"],
             ..Row::new("expected output without extension", "", &["out/report"])
         },
         Row {
-            title: Some("Write the report"),
+            title: Some("Update the report"),
             description: None,
             expected_outputs: &["A summary of the changes"],
             ..Row::new("expected output in prose", "", &["notes.txt"])
@@ -259,4 +259,97 @@ fn a_step_of_a_plan_is_read_with_all_its_fields() {
     .unwrap();
     let named = named_files(&StepIntent::of(&step), &f.ctx.workspace);
     assert_eq!(named, ["site/style.css", "site/index.html"]);
+}
+
+/// What counts as a named file, case by case (the parts of the rule the table above reaches
+/// only through a verdict): expected outputs as paths or as prose, line suffixes and URLs,
+/// option-like and assignment-like tokens, nested parameters.
+#[test]
+fn named_files_reads_paths_from_every_field_and_nothing_else() {
+    let f = site();
+    let ws = &f.ctx.workspace;
+    type Case =
+        (&'static str, &'static str, &'static [&'static str], Value, &'static [&'static str]);
+    let cases: &[Case] = &[
+        // expected_outputs: one path each, existing or not, with a `/` or an extension.
+        (
+            "an output path with a slash",
+            "Update the bundle",
+            &["dist/app"],
+            json!({}),
+            &["dist/app"],
+        ),
+        (
+            "an output with an extension",
+            "Update the report",
+            &["report.txt"],
+            json!({}),
+            &["report.txt"],
+        ),
+        ("an output that is a bare word", "Update the build", &["build"], json!({}), &[]),
+        ("an existing directory is no file", "Update the site", &["site"], json!({}), &[]),
+        // An expected output written as prose is read word by word.
+        (
+            "an output in prose",
+            "Update the page styles",
+            &["the updated site/style.css file"],
+            json!({}),
+            &["site/style.css"],
+        ),
+        (
+            "an output naming a source",
+            "Update the page styles",
+            &["styles based on site/theme.css"],
+            json!({}),
+            &[],
+        ),
+        // A line suffix is not part of the name; a URL is not a path.
+        ("a line suffix", "Fix the rule at site/style.css:12", &[], json!({}), &["site/style.css"]),
+        (
+            "a URL",
+            "Change site/style.css to match http://example.com/a.css",
+            &[],
+            json!({}),
+            &["site/style.css"],
+        ),
+        // Tokens that are options, assignments or pipes are not file names.
+        (
+            "option-like tokens",
+            "Update site/style.css with --out=x.css and -o y.css",
+            &[],
+            json!({}),
+            &["site/style.css", "y.css"],
+        ),
+        (
+            "assignment-like tokens",
+            "Set out=x.css and fix site/style.css",
+            &[],
+            json!({}),
+            &["site/style.css"],
+        ),
+        // Parameters are read at any depth.
+        (
+            "nested parameters",
+            "Update the page with the edits",
+            &[],
+            json!({"edits": [{"target": {"path": "site/index.html"}}]}),
+            &["site/index.html"],
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (what, description, outputs, parameters, want) in cases {
+        let outputs: Vec<String> = outputs.iter().map(|s| (*s).to_owned()).collect();
+        let params = parameters.as_object().cloned().unwrap_or_default();
+        let intent = StepIntent {
+            title: None,
+            description: Some(description),
+            expected_outputs: &outputs,
+            parameters: Some(&params),
+        };
+        let got = named_files(&intent, ws);
+        if got != *want {
+            failures.push(format!("{what}: got {got:?}, want {want:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }
