@@ -327,6 +327,18 @@ fn named_files_reads_paths_from_every_field_and_nothing_else() {
             json!({}),
             &["site/style.css"],
         ),
+        // A scheme-like suffix is not cut off a name (`Makefile://x` is no Makefile).
+        ("a scheme after a name", "Update Makefile://x", &[], json!({}), &[]),
+        // An output with any extension is a path, known or not.
+        (
+            "an output with an unknown extension",
+            "Update the data",
+            &["data.xyz"],
+            json!({}),
+            &["data.xyz"],
+        ),
+        // A path with `..` in it is not held to the rule, even one that stays inside.
+        ("a dot-dot path", "Update site/../site/style.css", &[], json!({}), &[]),
         // Parameters are read at any depth.
         (
             "nested parameters",
