@@ -22,6 +22,7 @@ use pev_providers::config::{Config, Role};
 use pev_store::{NewRun, Store};
 use serde_json::json;
 
+use crate::call_notice::Notices;
 use crate::run_cmd::{
     Common, EXIT_BAD_INPUT, EXIT_FAILED, Fail, RunPolicy, Session, lock_run, store_path,
     workspace_dir,
@@ -78,25 +79,32 @@ pub(crate) struct Models {
     pub state: Arc<BudgetState>,
 }
 
-/// `role`'s client, reporting on the terminal a call that waits long and each retry.
-fn client_for(config: &Config, role: Role) -> Result<Arc<dyn pev_providers::ModelClient>, Fail> {
+/// `role`'s client, reporting through `notices` a call that waits long and each retry.
+fn client_for(
+    config: &Config,
+    role: Role,
+    notices: &Arc<Notices>,
+) -> Result<Arc<dyn pev_providers::ModelClient>, Fail> {
     config
-        .client_with_notice(role, Some(notice_sink(config, role)))
+        .client_with_notice(role, Some(notice_sink(config, role, notices)))
         .map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))
 }
 
-/// Notices of `role`'s calls as lines on stderr: "pev: planner (claude-opus-4-6) has waited 30s
-/// for an answer (attempt 1 of 3)".
-fn notice_sink(config: &Config, role: Role) -> pev_providers::notice::NoticeSink {
+/// Notices of `role`'s calls: "pev: planner (claude-opus-4-6) has waited 30s for an answer
+/// (attempt 1 of 3)".
+fn notice_sink(
+    config: &Config,
+    role: Role,
+    notices: &Arc<Notices>,
+) -> pev_providers::notice::NoticeSink {
     let who = format!("{} ({})", role.name(), crate::style::clean(&config.role(role).model.value));
-    Arc::new(move |notice: pev_providers::notice::CallNotice| {
-        let _ = writeln!(std::io::stderr(), "pev: {}", notice.describe(&who));
-    })
+    notices.sink(who)
 }
 
 /// Builds the planner, executor and judge from the workspace's `pev.toml` and the environment.
 pub(crate) fn build_models(
     workspace: &std::path::Path,
+    notices: &Arc<Notices>,
     budget: Budget,
     policy: &CompiledPolicy,
 ) -> Result<Models, Fail> {
@@ -104,7 +112,7 @@ pub(crate) fn build_models(
     let prices = config.prices().clone();
     let state = Arc::new(BudgetState::new(budget, prices.clone()));
     let client = |role: Role| -> Result<Arc<dyn pev_providers::ModelClient>, Fail> {
-        let inner = client_for(&config, role)?;
+        let inner = client_for(&config, role, notices)?;
         Ok(Arc::new(BudgetedClient::new(inner, role.name(), prices.clone(), Arc::clone(&state))))
     };
     let model = |role: Role| config.role(role).model.value.clone();
@@ -168,7 +176,8 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
     }
     // pev.toml is read from the workspace the user named (a scratch copy has it too, but a
     // script path in it is resolved against the original).
-    let models = build_models(&config_dir, budget, &policy)?;
+    let notices = Notices::new();
+    let models = build_models(&config_dir, &notices, budget, &policy)?;
     let db = store_path(&req.common, &workspace);
     let run_policy = RunPolicy {
         approve_tools: policy.policy.approve_tools.clone(),
@@ -176,6 +185,7 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
     };
     let session =
         Session::open(&req.common, &workspace, &db, run_policy, Some(models.hooks.clone()))?;
+    notices.attach(session.live());
 
     let summary = WorkspaceSummary::scan(&session.engine.ctx.workspace, 200)
         .map_err(|e| Fail(EXIT_FAILED, format!("cannot scan the workspace: {e}")))?;
@@ -345,14 +355,15 @@ fn run_loop(
     let config = Config::from_env(config_dir).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
     let prices = config.prices().clone();
     let state = Arc::new(BudgetState::new(budget, prices.clone()));
-    let inner = client_for(&config, Role::Executor)?;
+    let notices = Notices::new();
+    let inner = client_for(&config, Role::Executor, &notices)?;
     let client: Arc<dyn pev_providers::ModelClient> =
         Arc::new(BudgetedClient::new(inner, "executor", prices.clone(), Arc::clone(&state)));
     let model = config.role(Role::Executor).model.value.clone();
     // The verifier decides the postconditions the model declares without assertions; without
     // one they stay unverified, and the run's reason says why.
     let verifier = config
-        .client_with_notice(Role::Verifier, Some(notice_sink(&config, Role::Verifier)))
+        .client_with_notice(Role::Verifier, Some(notice_sink(&config, Role::Verifier, &notices)))
         .map(|inner| -> Arc<dyn pev_engine::instruct::Judge> {
             let client =
                 Arc::new(BudgetedClient::new(inner, "verifier", prices, Arc::clone(&state)));
@@ -366,6 +377,7 @@ fn run_loop(
         allow_hosts: policy.policy.allow_hosts.clone(),
     };
     let mut session = Session::open(&req.common, workspace, &db, run_policy, None)?;
+    notices.attach(session.live());
     let run_id = pev_store::new_run_id();
     let options = LoopOptions {
         gate: req.gate,

@@ -7,6 +7,7 @@
 mod agent_cmd;
 mod approve_tty;
 mod args;
+mod call_notice;
 mod doctor_cmd;
 mod eval_cmd;
 mod explain;

@@ -247,10 +247,16 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
         .get("steps")
         .and_then(Value::as_array)
         .is_some_and(|steps| steps.iter().any(|s| s.get("tool").is_none_or(Value::is_null)));
+    let notices = crate::call_notice::Notices::new();
     let models = if has_instructions {
         let budget = crate::agent_cmd::remaining_budget(&record.options, prior_usage.as_ref());
-        let mut hooks =
-            crate::agent_cmd::build_models(&workspace, budget, &CompiledPolicy::default())?.hooks;
+        let mut hooks = crate::agent_cmd::build_models(
+            &workspace,
+            &notices,
+            budget,
+            &CompiledPolicy::default(),
+        )?
+        .hooks;
         // The tools the run's policy allowed when it started.
         hooks.allowed_tools = strings("allowed_tools");
         Some(hooks)
@@ -259,6 +265,7 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     };
     let session =
         Session::open(common, &workspace, &db, RunPolicy { approve_tools, allow_hosts }, models)?;
+    notices.attach(session.live());
     let journal = session.journal()?;
     let input = ResumeInput { record, journal, blobs, warnings, prior_usage, revision: None };
     let outcome = session.block_on(session.engine.resume(input));
@@ -408,6 +415,11 @@ impl Session {
             live,
             color: common.color,
         })
+    }
+
+    /// The live view on the terminal, when the run draws one.
+    pub(crate) fn live(&self) -> Option<Arc<LiveView>> {
+        self.live.clone()
     }
 
     pub(crate) fn journal(&self) -> Result<Journal, Fail> {

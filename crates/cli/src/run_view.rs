@@ -317,6 +317,8 @@ struct LiveState {
     /// blocking the engine on indicatif's lock; they are drawn when the prompt is done.
     paused: u32,
     queued: Vec<Event>,
+    /// Lines ([`LiveView::note`]) that arrived while a prompt had the terminal.
+    queued_notes: Vec<String>,
 }
 
 /// indicatif's `{elapsed}` says "1 second"; a step line wants `1.2s`.
@@ -361,6 +363,7 @@ impl LiveView {
             ended: false,
             paused: 0,
             queued: Vec::new(),
+            queued_notes: Vec::new(),
         };
         LiveView { multi, state: Mutex::new(state) }
     }
@@ -375,11 +378,37 @@ impl LiveView {
         let state = &mut *guard;
         state.paused = state.paused.saturating_sub(1);
         if state.paused == 0 {
+            for line in std::mem::take(&mut state.queued_notes) {
+                self.print_note(state, &line);
+            }
             for event in std::mem::take(&mut state.queued) {
                 self.apply(state, &event);
             }
         }
         result
+    }
+
+    /// Prints `line` above the bars (a model call that keeps the run waiting), so it does not
+    /// garble them; queued while a prompt has the terminal, so the caller never waits on a
+    /// person.
+    pub fn note(&self, line: &str) {
+        let mut guard = lock(&self.state);
+        let state = &mut *guard;
+        if state.paused > 0 {
+            state.queued_notes.push(line.to_owned());
+        } else {
+            self.print_note(state, line);
+        }
+    }
+
+    fn print_note(&self, state: &LiveState, line: &str) {
+        if state.ended {
+            // No bars left to keep clear of.
+            let _ = writeln!(io::stderr().lock(), "{line}");
+        } else {
+            // A failed println loses one line of a display, nothing more.
+            let _ = self.multi.println(line);
+        }
     }
 
     /// Clears every bar (done on `run.finished`, on drop, or by the caller after an error).

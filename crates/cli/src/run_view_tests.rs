@@ -549,3 +549,22 @@ fn model_usage_shows_the_caches_share_and_saving_when_a_cache_was_used() {
     u.llm_calls = 0;
     assert_eq!(crate::run_summary::model_usage(&u), None);
 }
+
+/// A model call's notice is printed above the bars; one that arrives while a prompt has the
+/// terminal waits for the prompt, and the caller is not held up.
+#[test]
+fn live_view_notes_go_above_the_bars_and_wait_for_a_prompt() {
+    let screen = Screen::default();
+    let target = ProgressDrawTarget::term_like(Box::new(screen.clone()));
+    let view = LiveView::with_target(target, Style::plain());
+    view.note("pev: planner (m) has waited 15s for an answer (attempt 1 of 3)");
+    view.suspend(|| {
+        view.note("pev: executor (m) has waited 30s for an answer (attempt 1 of 3)");
+        let text = screen.0.lock().unwrap().clone();
+        assert!(!text.contains("executor (m) has waited 30s"), "{text}");
+    });
+    view.finish();
+    let text = screen.0.lock().unwrap().clone();
+    assert!(text.contains("planner (m) has waited 15s"), "{text}");
+    assert!(text.contains("executor (m) has waited 30s"), "{text}");
+}
