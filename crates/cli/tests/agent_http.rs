@@ -549,4 +549,63 @@ mod agent_http {
         assert_eq!(status.code(), Some(130), "{stderr}");
         assert!(stderr.contains("interrupted while planning; nothing was run"), "{stderr}");
     }
+
+    /// The first Ctrl-C while the planner rewrites the plan (after a step failed) abandons its
+    /// call: the run ends at once, `cancelled`, with the result recorded.
+    #[test]
+    fn the_first_ctrl_c_while_replanning_stops_the_run() {
+        use std::io::Read;
+        let mock = MockModel::start(|r: &Request| match (r.role, r.call) {
+            (Role::Planner, 0) => plan_reply(&dark_green_plan()),
+            (Role::Planner, _) => hung_planner(r),
+            // The executor claims the change without making it: the step fails, a replan follows.
+            (Role::Executor, _) => {
+                Reply::text(EXECUTOR_MODEL, "Done: the background is dark green.")
+            }
+            _ => verdict(true, 0.9, "looks right"),
+        });
+        let ws = Ws::new(&mock.base_url, &[("style.css", STYLE)]);
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pev"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("ANTHROPIC_API_KEY", KEY)
+            .args(["agent", DARK_GREEN, "--json", "--workspace"])
+            .arg(ws.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("pev starts");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while mock.of(Role::Planner).len() < 2 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(mock.of(Role::Planner).len(), 2, "the replan was never asked for");
+        let sent = std::time::Instant::now();
+        let kill = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(kill.success());
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                break status;
+            }
+            assert!(sent.elapsed() < Duration::from_secs(10), "pev did not stop");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let (mut stdout, mut stderr) = (String::new(), String::new());
+        child.stdout.take().expect("stdout").read_to_string(&mut stdout).expect("read");
+        child.stderr.take().expect("stderr").read_to_string(&mut stderr).expect("read");
+        assert_ne!(status.code(), Some(0), "{stderr}");
+        let finished = stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|e| e["event"] == "run.finished")
+            .unwrap_or_else(|| panic!("no run.finished event\n{stdout}\n{stderr}"));
+        let codes: Vec<&str> = finished["result"]["reasons"]
+            .as_array()
+            .map(|r| r.iter().filter_map(|x| x["code"].as_str()).collect())
+            .unwrap_or_default();
+        assert!(codes.contains(&"cancelled"), "{codes:?}\n{stderr}");
+    }
 }

@@ -457,9 +457,18 @@ pub(crate) async fn judge(
         warnings,
         budget_note: (models.budget_note)(),
     };
-    let verdict = judge.judge(&request).await;
+    // A person's stop abandons the judge's call too: it has no effect, and the step runs again.
+    let verdict = tokio::select! {
+        verdict = judge.judge(&request) => verdict,
+        () = shared.engine.config.cancel.cancelled() => Err(Interruption::Stopped),
+    };
     shared.recorder.emit(EventBody::Usage { usage: (models.usage)() })?;
     match verdict {
+        Err(Interruption::Stopped) => {
+            report.cancelled = true;
+            report.slot.status = StepStatus::Pending;
+            report.slot.error = Some("stopped by a person before the step was judged".into());
+        }
         Ok(verdict) if verdict.pass => {
             report.slot.evidence.push(format!(
                 "judge: passed (confidence {:.2}){}",

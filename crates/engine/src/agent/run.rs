@@ -84,7 +84,21 @@ impl AgentLoop<'_> {
                 tools: &tools,
                 policy: self.policy,
             };
-            let outcome = self.planner.replan(&ctx, &done, &failure, &current).await;
+            // A person's stop abandons the planner's call: nothing of the new plan has run.
+            let outcome = tokio::select! {
+                outcome = self.planner.replan(&ctx, &done, &failure, &current) => Some(outcome),
+                () = self.engine.config.cancel.cancelled() => None,
+            };
+            let Some(outcome) = outcome else {
+                let reason = Reason {
+                    code: ReasonCode::Cancelled,
+                    step: None,
+                    message: "stopped by a person while the planner was rewriting the plan"
+                        .to_owned(),
+                };
+                self.annotate(&mut result, Some(reason), String::new())?;
+                break;
+            };
             let remaining = match outcome {
                 Ok(outcome) => outcome.plan.steps,
                 Err(PlanError::Budget(why)) => {

@@ -116,3 +116,44 @@ async fn a_change_made_by_an_earlier_attempt_counts_for_content_changed() {
     assert_eq!(result.status, RunStatus::Success, "{:?}", result.reasons);
     assert_eq!(step(&result, "green").attempts, 2);
 }
+
+/// A judge that raises the stop itself as it is asked, and never answers.
+struct StopsWhileJudging(Arc<pev_engine::Cancel>);
+
+impl pev_engine::instruct::Judge for StopsWhileJudging {
+    fn judge<'a>(
+        &'a self,
+        _request: &'a pev_engine::instruct::JudgeRequest,
+    ) -> BoxFuture<'a, Result<pev_engine::instruct::JudgeVerdict, pev_engine::instruct::Interruption>>
+    {
+        self.0.cancel();
+        Box::pin(std::future::pending())
+    }
+}
+
+/// A stop while the judge thinks abandons the judge's call: the step is left to run again (not
+/// failed for want of a verdict), and the run ends `cancelled`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_while_the_judge_thinks_abandons_its_call() {
+    let h = Harness::new();
+    h.write("style.css", "body { background: white; }");
+    let client = Arc::new(ScriptedClient::from_turns(
+        "executor",
+        vec![patch_call(), ScriptTurn::text("The background is #006400.")],
+    ));
+    let mut cfg = models(Arc::new(executor(client)), &[]);
+    if let Some(models) = cfg.models.as_mut() {
+        models.judge = Some(Arc::new(StopsWhileJudging(Arc::clone(&cfg.cancel))));
+    }
+    let plan = plan(serde_json::json!([{
+        "id": "green",
+        "description": "Make the page background dark green",
+        "acceptance_criteria": ["the page looks dark green"],
+        "assertions": [{"type": "file_contains", "path": "style.css", "pattern": "#006400"}]
+    }]));
+    let result = tokio::time::timeout(Duration::from_secs(20), h.run(plan, cfg))
+        .await
+        .expect("the run ends although the judge never answers");
+    assert_eq!(step(&result, "green").status, StepStatus::Pending, "{:?}", result.reasons);
+    assert!(codes(&result).contains(&(ReasonCode::Cancelled, None)), "{:?}", result.reasons);
+}
