@@ -40,6 +40,9 @@ impl AgentLoop<'_> {
         let mut result = engine
             .run(RunInput { run_id: run_id.clone(), plan: plan.clone(), journal: journal.clone() })
             .await?;
+        // Every step id any version of the plan has had.
+        let mut used_ids: HashSet<String> =
+            plan.steps.iter().map(|s| s.id.as_str().to_owned()).collect();
         let mut current = plan;
         let mut version = 1u32;
         let mut replans = 0u32;
@@ -115,7 +118,8 @@ impl AgentLoop<'_> {
                     break;
                 }
             };
-            let next = revised_plan(&current, &result.steps, remaining, replans);
+            let next = revised_plan(&current, &result.steps, remaining, (replans, &used_ids));
+            used_ids.extend(next.steps.iter().map(|s| s.id.as_str().to_owned()));
             version += 1;
             let reason = format!(
                 "replan {replans}: step `{}` failed after {} attempt(s): {}",
@@ -256,10 +260,19 @@ fn failure_of(failed: &StepResult) -> Failure {
 /// remaining steps. A new step that reuses the id of a step that did not finish gets a fresh id
 /// (`<id>-r<n>`), and the new steps' dependencies on it follow, so a failed step's journaled
 /// state cannot be mistaken for the new step's.
-fn revised_plan(current: &Plan, steps: &[StepResult], remaining: Vec<Step>, replan: u32) -> Plan {
+/// `used` holds every step id of the run's earlier plan versions: the journal keeps their state,
+/// so a returned step that reuses one (not done) is renamed, or it would inherit that state and
+/// never run.
+fn revised_plan(
+    current: &Plan,
+    steps: &[StepResult],
+    remaining: Vec<Step>,
+    (replan, used): (u32, &HashSet<String>),
+) -> Plan {
     let done: HashSet<&str> =
         steps.iter().filter(|s| s.status == StepStatus::Done).map(|s| s.id.as_str()).collect();
-    let old_ids: HashSet<&str> = current.steps.iter().map(|s| s.id.as_str()).collect();
+    let mut old_ids: HashSet<&str> = current.steps.iter().map(|s| s.id.as_str()).collect();
+    old_ids.extend(used.iter().map(String::as_str));
     let mut renamed: HashMap<String, String> = HashMap::new();
     for step in &remaining {
         let id = step.id.as_str();
@@ -325,7 +338,7 @@ mod tests {
                 {"id":"c","description":"then this","depends_on":["b"]}]}"#,
         )
         .steps;
-        let next = revised_plan(&current, &steps, remaining, 1);
+        let next = revised_plan(&current, &steps, remaining, (1, &HashSet::new()));
         let ids: Vec<&str> = next.steps.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["a", "b-r1", "c"]);
         // The done step is the original one, not the planner's repetition.
@@ -333,6 +346,27 @@ mod tests {
         assert_eq!(next.steps[2].depends_on, [StepId::new("b-r1")]);
         assert_eq!(next.steps[1].depends_on, [StepId::new("a")]);
         assert_eq!(next.postconditions.len(), 1);
+    }
+
+    /// A replan that brings back an id from two versions ago (not in the current version) is
+    /// renamed too: the journal still holds that step's failed state.
+    #[test]
+    fn an_id_from_an_earlier_version_is_renamed_too() {
+        let current = plan(
+            r#"{"goal":"g","steps":[{"id":"a","tool":"file.read","parameters":{"path":"x"}},
+                {"id":"b-r1","description":"fix it","depends_on":["a"]}]}"#,
+        );
+        let steps = [result("a", StepStatus::Done), result("b-r1", StepStatus::Failed)];
+        let remaining = plan(
+            r#"{"goal":"g","steps":[{"id":"b","description":"fix it again","depends_on":["a"]},
+                {"id":"c","description":"then this","depends_on":["b"]}]}"#,
+        )
+        .steps;
+        let used: HashSet<String> = ["a", "b", "b-r1"].iter().map(|s| (*s).to_owned()).collect();
+        let next = revised_plan(&current, &steps, remaining, (2, &used));
+        let ids: Vec<&str> = next.steps.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b-r2", "c"]);
+        assert_eq!(next.steps[2].depends_on, [StepId::new("b-r2")]);
     }
 
     #[test]
