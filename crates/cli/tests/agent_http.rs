@@ -512,49 +512,22 @@ mod agent_http {
     /// The first Ctrl-C while the planner waits ends the run at once: nothing has run yet.
     #[test]
     fn the_first_ctrl_c_while_planning_stops_the_run() {
-        use std::io::Read;
         let mock = MockModel::start(hung_planner);
         let ws = Ws::new(&mock.base_url, &[("style.css", STYLE)]);
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pev"))
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("ANTHROPIC_API_KEY", KEY)
-            .args(["agent", DARK_GREEN, "--workspace"])
-            .arg(ws.path())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("pev starts");
-        // Wait until the planner's request has reached the mock.
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while mock.of(Role::Planner).is_empty() && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        assert_eq!(mock.of(Role::Planner).len(), 1, "the planner was never asked");
-        let sent = std::time::Instant::now();
-        let kill = std::process::Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(kill.success());
-        let status = loop {
-            if let Some(status) = child.try_wait().expect("wait") {
-                break status;
-            }
-            assert!(sent.elapsed() < Duration::from_secs(10), "pev did not stop");
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let mut stderr = String::new();
-        child.stderr.take().expect("stderr").read_to_string(&mut stderr).expect("read");
-        assert_eq!(status.code(), Some(130), "{stderr}");
-        assert!(stderr.contains("interrupted while planning; nothing was run"), "{stderr}");
+        let out = ws.agent_interrupted(DARK_GREEN, &[], || !mock.of(Role::Planner).is_empty());
+        assert_eq!(mock.of(Role::Planner).len(), 1);
+        assert_eq!(out.code, Some(130), "{}", out.stderr);
+        assert!(
+            out.stderr.contains("interrupted while planning; nothing was run"),
+            "{}",
+            out.stderr
+        );
     }
 
     /// The first Ctrl-C while the planner rewrites the plan (after a step failed) abandons its
     /// call: the run ends at once, `cancelled`, with the result recorded.
     #[test]
     fn the_first_ctrl_c_while_replanning_stops_the_run() {
-        use std::io::Read;
         let mock = MockModel::start(|r: &Request| match (r.role, r.call) {
             (Role::Planner, 0) => plan_reply(&dark_green_plan()),
             (Role::Planner, _) => hung_planner(r),
@@ -565,38 +538,10 @@ mod agent_http {
             _ => verdict(true, 0.9, "looks right"),
         });
         let ws = Ws::new(&mock.base_url, &[("style.css", STYLE)]);
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pev"))
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("ANTHROPIC_API_KEY", KEY)
-            .args(["agent", DARK_GREEN, "--json", "--workspace"])
-            .arg(ws.path())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("pev starts");
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while mock.of(Role::Planner).len() < 2 && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        assert_eq!(mock.of(Role::Planner).len(), 2, "the replan was never asked for");
-        let sent = std::time::Instant::now();
-        let kill = std::process::Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(kill.success());
-        let status = loop {
-            if let Some(status) = child.try_wait().expect("wait") {
-                break status;
-            }
-            assert!(sent.elapsed() < Duration::from_secs(10), "pev did not stop");
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let (mut stdout, mut stderr) = (String::new(), String::new());
-        child.stdout.take().expect("stdout").read_to_string(&mut stdout).expect("read");
-        child.stderr.take().expect("stderr").read_to_string(&mut stderr).expect("read");
-        assert_ne!(status.code(), Some(0), "{stderr}");
+        let out =
+            ws.agent_interrupted(DARK_GREEN, &["--json"], || mock.of(Role::Planner).len() >= 2);
+        let (stdout, stderr) = (&out.stdout, &out.stderr);
+        assert_ne!(out.code, Some(0), "{stderr}");
         let finished = stdout
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())

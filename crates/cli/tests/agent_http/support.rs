@@ -151,3 +151,60 @@ pub fn tool_use_ids(message: &Value) -> Vec<&str> {
     let blocks = message["content"].as_array().expect("content blocks");
     blocks.iter().filter(|b| b["type"] == "tool_use").filter_map(|b| b["id"].as_str()).collect()
 }
+
+/// How a `pev` stopped by a SIGINT ended.
+pub struct Interrupted {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Ws {
+    /// Starts `pev agent GOAL --workspace WS EXTRA…` (only PATH and the key in its
+    /// environment), waits until `ready` holds (at most 30 s), sends it one SIGINT, and waits (at
+    /// most 10 s) for it to end.
+    pub fn agent_interrupted(
+        &self,
+        goal: &str,
+        extra: &[&str],
+        ready: impl Fn() -> bool,
+    ) -> Interrupted {
+        use std::io::Read;
+        use std::process::{Command, Stdio};
+        use std::time::Instant;
+
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pev"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("ANTHROPIC_API_KEY", KEY)
+            .args(["agent", goal, "--workspace"])
+            .arg(self.path())
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("pev starts");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !ready() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(ready(), "pev never reached the point to interrupt");
+        let sent = Instant::now();
+        let kill = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(kill.success());
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                break status;
+            }
+            assert!(sent.elapsed() < Duration::from_secs(10), "pev did not stop");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let (mut stdout, mut stderr) = (String::new(), String::new());
+        child.stdout.take().expect("stdout").read_to_string(&mut stdout).expect("read");
+        child.stderr.take().expect("stderr").read_to_string(&mut stderr).expect("read");
+        Interrupted { code: status.code(), stdout, stderr }
+    }
+}
