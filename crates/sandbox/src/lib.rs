@@ -1,0 +1,383 @@
+//! pev's kernel sandbox: a spec in, a confined process out.
+//!
+//! A [`Sandbox`] is made once per run from [`Settings`] (mode, network, limits) and a probe of
+//! the machine; [`Sandbox::launch`] turns a command into a `std::process::Command` that, when
+//! spawned, runs it confined. The confinement happens in a re-executed helper (the embedding
+//! binary calls [`helper_main`] first thing), so pev needs no `unsafe` and no `pre_exec`:
+//!
+//! ```text
+//! pev ─► [bwrap: pid/mount(/net) namespaces, .pev read-only, secrets hidden]
+//!          └─► helper `supervise` (subreaper; reports the exit over a socket; kills the tree)
+//!                └─► helper `exec`: rlimits, capabilities dropped, no_new_privs,
+//!                                   Landlock (fs, tcp, signal scope), seccomp ─► exec command
+//! ```
+//!
+//! Landlock, seccomp and rlimits apply whenever the kernel has them; bubblewrap is layered on
+//! top when it is on PATH and works, for what Landlock cannot do (a read-only `.pev/` inside the
+//! writable workspace, a private process tree and network). [`Enforced`] says what a run got;
+//! nothing falls back silently. The same launcher can confine MCP servers and hooks.
+
+mod bwrap;
+mod confine;
+mod helper;
+mod probe;
+mod process;
+mod spec;
+mod supervise;
+
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use serde::{Deserialize, Serialize};
+
+pub use helper::{HELPER_ARG, helper_main};
+pub use probe::{Bubblewrap, Probe, probe};
+pub use spec::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PROCESSES, Layers, Limits, Mode, Network, Spec};
+
+/// What the user asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Settings {
+    pub mode: Mode,
+    pub network: Network,
+    pub limits: Limits,
+}
+
+/// How much of the sandbox is enforced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    /// No kernel confinement.
+    None,
+    /// Landlock and seccomp, without bubblewrap: writes outside the workspace are refused, but
+    /// `.pev/` is writable by commands and processes share pev's pid and network namespaces.
+    Partial,
+    /// Landlock, seccomp and bubblewrap.
+    Full,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Partial => "partial",
+            Self::Full => "full",
+        }
+    }
+}
+
+/// What a run's commands are confined by: journaled once per run, shown by `pev show`, and
+/// attached to every `shell.exec` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Enforced {
+    pub mode: Mode,
+    pub level: Level,
+    /// E.g. `landlock v7`, `seccomp`, `rlimits`, `bubblewrap 0.8.0`.
+    pub mechanisms: Vec<String>,
+    pub network: String,
+    /// `read-only` or `writable by commands`.
+    pub journal: String,
+    /// What is not enforced, and why.
+    pub gaps: Vec<String>,
+}
+
+impl Enforced {
+    /// One line: `full (landlock v7, seccomp, rlimits, bubblewrap 0.8.0); network closed; journal read-only`.
+    pub fn summary(&self) -> String {
+        let mechanisms = if self.mechanisms.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.mechanisms.join(", "))
+        };
+        format!(
+            "{}{mechanisms}; network {}; journal {}",
+            self.level.as_str(),
+            self.network,
+            self.journal
+        )
+    }
+
+    /// The sandbox is weaker than the strongest pev knows.
+    pub fn is_weaker_than_full(&self) -> bool {
+        self.level < Level::Full
+    }
+}
+
+/// Why a command was not started.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+/// A command ready to spawn, and pev's end of its control socket.
+#[derive(Debug)]
+pub struct Launch {
+    /// Spawn this (stdin is already the control socket; set stdout and stderr).
+    pub command: Command,
+    /// Read the command's exit from here (`exit <code>` / `signal <n>`); write `kill` (or drop
+    /// it) to end the command and everything it started.
+    pub control: UnixStream,
+}
+
+/// Secrets under `$HOME` a command may not read, where the mechanism can hide them.
+pub const HIDDEN_IN_HOME: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".azure",
+    ".config",
+    ".gnupg",
+    ".netrc",
+    ".docker",
+    ".kube",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".local/share/keyrings",
+    ".password-store",
+];
+
+/// The sandbox of one run.
+#[derive(Debug)]
+pub struct Sandbox {
+    settings: Settings,
+    helper: Option<PathBuf>,
+    probe: Probe,
+    enforced: Enforced,
+    hidden: Vec<PathBuf>,
+    tmp: Option<PathBuf>,
+    /// Supervisors still holding background processes; ended by [`Sandbox::shutdown`].
+    lingering: Mutex<Vec<Box<dyn Send + std::fmt::Debug>>>,
+}
+
+static NEXT_TMP: AtomicU64 = AtomicU64::new(0);
+
+impl Sandbox {
+    /// Probe the machine (with `helper`, the binary that runs [`helper_main`]) and decide.
+    pub fn new(settings: Settings, helper: Option<PathBuf>) -> Self {
+        let probe = if settings.mode == Mode::Off {
+            Probe::default()
+        } else {
+            probe::probe(helper.as_deref())
+        };
+        Self::with_probe(settings, helper, probe)
+    }
+
+    /// Decide from a given probe (tests, and callers that probe once for many runs).
+    pub fn with_probe(settings: Settings, helper: Option<PathBuf>, probe: Probe) -> Self {
+        let enforced = decide(&settings, helper.is_some(), &probe);
+        let tmp = (enforced.level > Level::None).then(make_tmp).flatten();
+        let hidden = hidden_paths();
+        Self {
+            settings,
+            helper,
+            probe,
+            enforced,
+            hidden,
+            tmp,
+            lingering: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A sandbox that confines nothing (`sandbox = "off"`).
+    pub fn off() -> Self {
+        Self::with_probe(
+            Settings { mode: Mode::Off, ..Settings::default() },
+            None,
+            Probe::default(),
+        )
+    }
+
+    pub fn enforced(&self) -> &Enforced {
+        &self.enforced
+    }
+
+    pub fn probe(&self) -> &Probe {
+        &self.probe
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Commands run unconfined (mode off, or nothing available in `auto`).
+    pub fn is_off(&self) -> bool {
+        self.enforced.level == Level::None
+    }
+
+    /// The per-run temporary directory (`TMPDIR` of every command), when confined.
+    pub fn tmp(&self) -> Option<&Path> {
+        self.tmp.as_deref()
+    }
+
+    /// Prepare `argv` to run confined in `workspace`, with exactly `env` (plus `TMPDIR`).
+    /// Refused under `require` when the sandbox is not full, and when there is nothing to
+    /// confine with (the caller runs the command itself when [`Self::is_off`]).
+    pub fn launch(
+        &self,
+        workspace: &Path,
+        argv: Vec<String>,
+        mut env: Vec<(String, String)>,
+    ) -> Result<Launch, Refused> {
+        if self.settings.mode == Mode::Require && self.enforced.level < Level::Full {
+            return Err(Refused(format!(
+                "sandbox = \"require\" but this machine cannot enforce the full sandbox: {}. The \
+                 command was not run. Install bubblewrap, or set sandbox = \"auto\" to run with \
+                 what is available.",
+                self.enforced.gaps.join("; ")
+            )));
+        }
+        let (Some(helper), Some(tmp)) = (&self.helper, &self.tmp) else {
+            return Err(Refused("the sandbox is off; run the command unconfined".into()));
+        };
+        env.retain(|(k, _)| k != "TMPDIR");
+        env.push(("TMPDIR".into(), tmp.display().to_string()));
+        let bubblewrap = self.probe.bubblewrap.as_ref().filter(|_| self.uses_bubblewrap());
+        let journal = workspace.join(".pev");
+        let spec = Spec {
+            argv,
+            cwd: workspace.to_path_buf(),
+            env: env.clone(),
+            writable: vec![workspace.to_path_buf(), tmp.clone()],
+            read_only: if journal.is_dir() { vec![journal] } else { Vec::new() },
+            hidden: self.hidden.iter().filter(|h| !workspace.starts_with(h)).cloned().collect(),
+            network: self.settings.network.clone(),
+            limits: self.settings.limits,
+            layers: Layers {
+                landlock: self.probe.landlock_abi.is_some(),
+                seccomp: self.probe.seccomp,
+                bubblewrap: bubblewrap.is_some(),
+                strict: self.settings.mode == Mode::Require,
+            },
+        };
+        let text = serde_json::to_string(&spec).map_err(|e| Refused(e.to_string()))?;
+        let mut command = match bubblewrap {
+            Some(bwrap) => {
+                let mut command = Command::new(&bwrap.path);
+                command.args(bwrap::args(&spec, self.probe.root));
+                command.arg("--").arg(helper);
+                command
+            }
+            None => Command::new(helper),
+        };
+        command.args([HELPER_ARG, "supervise"]).arg(&text);
+        let (ours, theirs) = UnixStream::pair().map_err(|e| Refused(format!("socketpair: {e}")))?;
+        command
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .current_dir(workspace)
+            .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)));
+        Ok(Launch { command, control: ours })
+    }
+
+    fn uses_bubblewrap(&self) -> bool {
+        self.enforced.mechanisms.iter().any(|m| m.starts_with("bubblewrap"))
+    }
+
+    /// Keep `handle` (a supervisor still holding background processes) until the run ends.
+    pub fn linger(&self, handle: Box<dyn Send + std::fmt::Debug>) {
+        self.lingering.lock().unwrap_or_else(PoisonError::into_inner).push(handle);
+    }
+
+    /// End every background process still running (dropping each handle closes its socket,
+    /// and the supervisor kills what it holds).
+    pub fn shutdown(&self) {
+        let handles = std::mem::take(&mut *self.lingering.lock().unwrap_or_else(PoisonError::into_inner));
+        drop(handles);
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        self.shutdown();
+        if let Some(tmp) = &self.tmp {
+            let _ = std::fs::remove_dir_all(tmp);
+        }
+    }
+}
+
+fn make_tmp() -> Option<PathBuf> {
+    let n = NEXT_TMP.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("pev-sandbox-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir)
+}
+
+fn hidden_paths() -> Vec<PathBuf> {
+    let Some(home) = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute())
+    else {
+        return Vec::new();
+    };
+    HIDDEN_IN_HOME.iter().map(|name| home.join(name)).filter(|p| p.exists()).collect()
+}
+
+/// The sandbox a run gets from the settings and the probe.
+pub fn decide(settings: &Settings, has_helper: bool, probe: &Probe) -> Enforced {
+    let network = settings.network.describe();
+    if settings.mode == Mode::Off {
+        return Enforced {
+            mode: Mode::Off,
+            level: Level::None,
+            mechanisms: Vec::new(),
+            network: "unrestricted".into(),
+            journal: "writable by commands".into(),
+            gaps: vec![
+                "sandbox = \"off\": commands run with the workspace as working directory, a \
+                 scrubbed environment and a process group, and no kernel confinement"
+                    .into(),
+            ],
+        };
+    }
+    let mut gaps = Vec::new();
+    let mut mechanisms = Vec::new();
+    if !has_helper {
+        gaps.push("no sandbox helper binary".into());
+    }
+    let landlock = has_helper && probe.landlock_abi.is_some();
+    let seccomp = has_helper && probe.seccomp;
+    if let Some(abi) = probe.landlock_abi.filter(|_| landlock) {
+        mechanisms.push(format!("landlock v{abi}"));
+        if abi < 4 && settings.network != Network::Open {
+            gaps.push(format!("Landlock ABI {abi} cannot filter TCP (needs 4)"));
+        }
+        if abi < 6 {
+            gaps.push(format!("Landlock ABI {abi} cannot scope signals (needs 6)"));
+        }
+    } else if has_helper {
+        gaps.push("Landlock is not available: writes outside the workspace are not refused".into());
+    }
+    if seccomp {
+        mechanisms.push("seccomp".into());
+    } else if has_helper {
+        gaps.push("seccomp is not available".into());
+    }
+    if has_helper {
+        mechanisms.push("rlimits".into());
+    }
+    let bubblewrap = has_helper && probe.bubblewrap.is_some();
+    if let Some(b) = probe.bubblewrap.as_ref().filter(|_| bubblewrap) {
+        mechanisms.push(b.version.clone());
+    } else {
+        gaps.push(
+            "bubblewrap is not available: .pev/ is writable by commands, and they share pev's \
+             process and network namespaces"
+                .into(),
+        );
+    }
+    let level = match (landlock && seccomp, bubblewrap) {
+        (true, true) => Level::Full,
+        (true, false) | (false, true) => Level::Partial,
+        (false, false) => Level::None,
+    };
+    let network = if level == Level::None { "unrestricted".into() } else { network };
+    Enforced {
+        mode: settings.mode,
+        level,
+        mechanisms,
+        network,
+        journal: if bubblewrap { "read-only".into() } else { "writable by commands".into() },
+        gaps,
+    }
+}
