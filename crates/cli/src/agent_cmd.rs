@@ -182,6 +182,7 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
     let run_policy = RunPolicy {
         approve_tools: policy.policy.approve_tools.clone(),
         allow_hosts: policy.policy.allow_hosts.clone(),
+        sandbox: crate::sandbox_setup::SandboxPolicy::from_policy(&policy.policy),
     };
     let session =
         Session::open(&req.common, &workspace, &db, run_policy, Some(models.hooks.clone()))?;
@@ -257,6 +258,7 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
                 },
                 "allowed_tools": models.hooks.allowed_tools,
                 "scratch": req.scratch,
+                "sandbox": session.sandbox_options(),
             }),
             created_at: now_rfc3339(),
         })
@@ -375,6 +377,7 @@ fn run_loop(
     let run_policy = RunPolicy {
         approve_tools: policy.policy.approve_tools.clone(),
         allow_hosts: policy.policy.allow_hosts.clone(),
+        sandbox: crate::sandbox_setup::SandboxPolicy::from_policy(&policy.policy),
     };
     let mut session = Session::open(&req.common, workspace, &db, run_policy, None)?;
     notices.attach(session.live());
@@ -429,6 +432,7 @@ fn run_loop(
                 "agent": true,
                 "mode": "loop",
                 "gate": req.gate,
+                "sandbox": session.sandbox_options(),
                 "budget": {
                     "max_usd": req.budget.max_usd,
                     "max_tokens": req.budget.max_tokens,

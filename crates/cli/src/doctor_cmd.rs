@@ -74,14 +74,27 @@ pub fn run(req: &DoctorRequest, out: &mut dyn Write) -> Result<u8, Fail> {
     };
     let checks: Vec<RoleCheck> =
         config.roles().iter().map(|rc| check(&config, rc, runtime.as_ref())).collect();
-    let ok = checks.iter().all(RoleCheck::ok);
+    // The sandbox this machine can enforce, probed in child processes; the policy is not
+    // known here, so the mode is pev.toml's.
+    let settings = crate::sandbox_setup::SandboxPolicy::default().resolve(config.sandbox());
+    let sandbox = crate::sandbox_setup::build(settings);
+    let sandbox_ok = sandbox.settings().mode != pev_sandbox::Mode::Require
+        || !sandbox.enforced().is_weaker_than_full();
+    let ok = checks.iter().all(RoleCheck::ok) && sandbox_ok;
     let written = if req.json {
-        let report = json_report(&workspace, &config, &checks, ok);
+        let mut report = json_report(&workspace, &config, &checks, ok);
+        if let Some(map) = report.as_object_mut() {
+            map.insert(
+                "sandbox".into(),
+                json!({"probe": sandbox.probe(), "enforced": sandbox.enforced()}),
+            );
+        }
         serde_json::to_string_pretty(&report)
             .map_err(std::io::Error::other)
             .and_then(|text| writeln!(out, "{text}"))
     } else {
         write_text(out, &workspace, &config, &checks)
+            .and_then(|()| write_sandbox(out, &sandbox))
     };
     match written {
         Ok(()) => {}
@@ -376,6 +389,34 @@ fn write_text(
         rows.push(vec![rc.role.name().to_owned(), status]);
     }
     table(out, "  ", &rows)
+}
+
+/// The sandbox section: what the probe found and what a run here gets.
+fn write_sandbox(out: &mut dyn Write, sandbox: &pev_sandbox::Sandbox) -> std::io::Result<()> {
+    let probe = sandbox.probe();
+    let enforced = sandbox.enforced();
+    writeln!(out, "\nSandbox (probed in child processes):")?;
+    let yes_no = |b: bool| if b { "yes" } else { "no" }.to_owned();
+    let landlock = probe.landlock_abi.map_or_else(|| "not available".to_owned(), |abi| {
+        format!("ABI {abi}")
+    });
+    let bubblewrap = probe.bubblewrap.as_ref().map_or_else(
+        || "not available".to_owned(),
+        |b| format!("{} ({})", b.version, b.path.display()),
+    );
+    let rows = vec![
+        vec!["landlock".to_owned(), landlock],
+        vec!["seccomp".to_owned(), yes_no(probe.seccomp)],
+        vec!["bubblewrap".to_owned(), bubblewrap],
+        vec!["user namespaces".to_owned(), yes_no(probe.user_namespaces)],
+        vec!["running as root".to_owned(), yes_no(probe.root)],
+        vec![format!("mode ({})", enforced.mode.as_str()), clean(&enforced.summary()).into_owned()],
+    ];
+    table(out, "  ", &rows)?;
+    for gap in enforced.gaps.iter().chain(&probe.notes) {
+        writeln!(out, "  ! {}", clean(gap))?;
+    }
+    Ok(())
 }
 
 fn json_report(workspace: &Path, config: &Config, checks: &[RoleCheck], ok: bool) -> Value {

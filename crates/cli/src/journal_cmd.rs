@@ -51,12 +51,37 @@ pub fn show(run: &str, common: &Common, out: &mut dyn Write) -> Result<u8, Fail>
     let store = open(common)?;
     let run_id = store.resolve_run(run).map_err(|e| Fail(2, e.to_string()))?;
     let record = store.load_run(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
-    let result = pev_engine::snapshot(&record);
+    let mut result = pev_engine::snapshot(&record);
+    let mut integrity =
+        store.integrity(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    // The chained events hold the result the run ended with; the `runs` row is a copy for
+    // quick reads. When they differ, the events are what happened.
+    if let pev_store::Integrity::Intact { events } = integrity
+        && let Some(finished) = last_result(&store, &run_id)
+        && record.result.as_ref() != Some(&finished)
+    {
+        integrity = pev_store::Integrity::Broken {
+            events,
+            problem: "the run's stored result differs from its chained run.finished event (shown \
+                      instead)"
+                .into(),
+        };
+        result = finished;
+    }
+    // A journal changed behind pev's back is said first, and makes `show` fail: what it shows
+    // is not evidence any more.
+    let code = if integrity.is_broken() {
+        result.warnings.insert(0, format!("journal {}", integrity.describe()));
+        EXIT_FAILED
+    } else {
+        EXIT_OK
+    };
+    let sandbox = sandbox_of(&store, &run_id);
     if common.json {
         let text =
             serde_json::to_string_pretty(&result).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
         let _ = writeln!(out, "{text}");
-        return Ok(EXIT_OK);
+        return Ok(code);
     }
     let plan: Plan = serde_json::from_value(record.plan.clone()).unwrap_or_default();
     let blob = |sha: &Option<String>| sha.as_ref().and_then(|s| store.blob(s).ok().flatten());
@@ -74,7 +99,34 @@ pub fn show(run: &str, common: &Common, out: &mut dyn Write) -> Result<u8, Fail>
     let _ = write!(out, "{}", render_show(&run_id, &record.status, &plan, &result, &diffs, &style));
     let versions = store.plan_versions(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     let _ = write!(out, "{}", render_revisions(&versions, &style));
-    Ok(EXIT_OK)
+    let _ = writeln!(out, "\n{} {}", style.bold("sandbox:"), sandbox);
+    let journal = integrity.describe();
+    let journal = if integrity.is_broken() { style.red(&journal) } else { style.dim(&journal) };
+    let _ = writeln!(out, "{} {journal}", style.bold("journal:"));
+    Ok(code)
+}
+
+/// The result of the run's last `run.finished` event.
+fn last_result(store: &Store, run_id: &str) -> Option<pev_protocol::run::RunResult> {
+    let events = store.events(run_id).ok()?;
+    events.into_iter().rev().find_map(|e| match e.body {
+        pev_protocol::event::EventBody::RunFinished { result } => Some(*result),
+        _ => None,
+    })
+}
+
+/// The sandbox the run's commands ran in, from its (last) `run.started` event.
+fn sandbox_of(store: &Store, run_id: &str) -> String {
+    let events = store.events(run_id).unwrap_or_default();
+    let last = events.iter().rev().find_map(|e| match &e.body {
+        pev_protocol::event::EventBody::RunStarted { sandbox, .. } => Some(sandbox.clone()),
+        _ => None,
+    });
+    match last.flatten().map(serde_json::from_value::<pev_sandbox::Enforced>) {
+        Some(Ok(enforced)) => enforced.summary(),
+        Some(Err(_)) => "unreadable in the journal".into(),
+        None => "not recorded (a run from before the sandbox existed)".into(),
+    }
 }
 
 /// The steps of a run that wait for approval.

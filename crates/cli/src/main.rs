@@ -19,6 +19,7 @@ mod locate_yaml;
 mod run_cmd;
 mod run_summary;
 mod run_view;
+mod sandbox_setup;
 mod sarif;
 mod scratch;
 mod show_view;
@@ -36,6 +37,10 @@ use crate::args::{Cli, Command, SchemaArg, ShowFormat};
 use crate::lint_cmd::{EXIT_BAD_INPUT, EXIT_OK, Env, LintRequest};
 
 fn main() -> ExitCode {
+    // `pev __sandbox …` is pev re-executing itself as the sandbox helper (see pev-sandbox).
+    if let Some(code) = pev_sandbox::helper_main() {
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

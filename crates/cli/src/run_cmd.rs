@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 
 use crate::approve_tty::TtyApprover;
 use crate::run_view::{JsonLines, LiveView, PlainView, render_summary};
+use crate::sandbox_setup::{self, SandboxPolicy};
 use crate::style::{ColorChoice, Style};
 use crate::{input, lint_cmd, scratch};
 
@@ -155,7 +156,11 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         &req.common,
         &workspace,
         &db,
-        RunPolicy { approve_tools: approve_tools.clone(), allow_hosts: allow_hosts.clone() },
+        RunPolicy {
+            approve_tools: approve_tools.clone(),
+            allow_hosts: allow_hosts.clone(),
+            sandbox: SandboxPolicy::from_policy(&policy.policy),
+        },
         None,
     )?;
     let store = Store::open(&db).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
@@ -167,6 +172,7 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         "approve_tools": approve_tools,
         "allow_hosts": allow_hosts,
         "scratch": req.scratch,
+        "sandbox": session.sandbox_options(),
     });
     store
         .create_run(&NewRun {
@@ -263,8 +269,14 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     } else {
         None
     };
-    let session =
-        Session::open(common, &workspace, &db, RunPolicy { approve_tools, allow_hosts }, models)?;
+    let sandbox = SandboxPolicy::from_options(&record.options);
+    let session = Session::open(
+        common,
+        &workspace,
+        &db,
+        RunPolicy { approve_tools, allow_hosts, sandbox },
+        models,
+    )?;
     notices.attach(session.live());
     let journal = session.journal()?;
     let input = ResumeInput { record, journal, blobs, warnings, prior_usage, revision: None };
@@ -309,28 +321,33 @@ pub(crate) struct Session {
     color: ColorChoice,
 }
 
-/// The `[hooks]` of the workspace's and the user's `pev.toml`, if any. Only the files count (the
-/// environment is read just to find the user's file), so a model setting in the environment
-/// cannot stop a run that uses no model. A file that cannot be read is an error: hooks that
-/// silently failed to load would let through what they guard.
-fn hooks_for(
-    workspace: &Path,
-    ctx: &Arc<ToolContext>,
-) -> Result<Option<Arc<pev_engine::hooks::Hooks>>, Fail> {
+/// The workspace's and the user's `pev.toml`, if any. Only the files count (the environment is
+/// read just to find the user's file), so a model setting in the environment cannot stop a run
+/// that uses no model. A file that cannot be read is an error: hooks that silently failed to
+/// load would let through what they guard, and a lost `sandbox = "require"` would loosen the
+/// sandbox.
+fn file_config(workspace: &Path) -> Result<pev_providers::config::Config, Fail> {
     let vars = |name: &str| {
         matches!(name, "XDG_CONFIG_HOME" | "HOME").then(|| std::env::var(name).ok()).flatten()
     };
-    let config = pev_providers::config::Config::load(workspace, &vars)
-        .map_err(|e| Fail::input(e.to_string()))?;
+    pev_providers::config::Config::load(workspace, &vars).map_err(|e| Fail::input(e.to_string()))
+}
+
+/// The `[hooks]` of the files, if any.
+fn hooks_for(
+    config: &pev_providers::config::Config,
+    ctx: &Arc<ToolContext>,
+) -> Option<Arc<pev_engine::hooks::Hooks>> {
     let hooks = config.hooks();
-    Ok((!hooks.is_empty())
-        .then(|| Arc::new(pev_engine::hooks::Hooks::new(hooks.clone(), Arc::clone(ctx)))))
+    (!hooks.is_empty())
+        .then(|| Arc::new(pev_engine::hooks::Hooks::new(hooks.clone(), Arc::clone(ctx))))
 }
 
 /// What of the policy applies while a run runs.
 pub(crate) struct RunPolicy {
     pub approve_tools: Vec<String>,
     pub allow_hosts: Vec<String>,
+    pub sandbox: SandboxPolicy,
 }
 
 impl Session {
@@ -338,15 +355,18 @@ impl Session {
         common: &Common,
         workspace: &Path,
         db: &Path,
-        RunPolicy { approve_tools, allow_hosts }: RunPolicy,
+        RunPolicy { approve_tools, allow_hosts, sandbox }: RunPolicy,
         models: Option<pev_engine::ModelHooks>,
     ) -> Result<Self, Fail> {
         let ws = Workspace::open(workspace).map_err(|e| Fail::input(e.to_string()))?;
+        let config = file_config(workspace)?;
+        let sandbox = sandbox_setup::build(sandbox.resolve(config.sandbox()));
         let ctx = Arc::new(ToolContext {
             workspace: ws,
             policy: ToolPolicy { allow_hosts, ..ToolPolicy::default() },
+            sandbox,
         });
-        let hooks = hooks_for(workspace, &ctx)?;
+        let hooks = hooks_for(&config, &ctx);
         let stderr_tty = std::io::stderr().is_terminal();
         let style = Style::for_stderr(common.color);
         let live = (!common.json && stderr_tty).then(|| Arc::new(LiveView::stderr(style)));
@@ -415,6 +435,11 @@ impl Session {
             live,
             color: common.color,
         })
+    }
+
+    /// The run options' `sandbox` entry: the settings this run's commands are confined by.
+    pub(crate) fn sandbox_options(&self) -> Value {
+        sandbox_setup::to_options(self.engine.ctx.sandbox.settings())
     }
 
     /// The live view on the terminal, when the run draws one.

@@ -34,6 +34,7 @@ fn events() -> Vec<Event> {
             goal: "Make it green".into(),
             workspace: "/w".into(),
             resumed: false,
+            sandbox: None,
         },
         EventBody::PlanCreated { version: 1, steps: 2 },
         EventBody::StepStarted { step: "read-css".into(), attempt: 1 },

@@ -60,6 +60,21 @@ pub(crate) async fn finish(
         Some(recheck(shared, state, &outputs).await?)
     };
 
+    // A sandbox weaker than asked is said in the result, not only in the journal.
+    let enforced = shared.engine.ctx.sandbox.enforced();
+    if enforced.mode != pev_tools::SandboxMode::Off && enforced.is_weaker_than_full() {
+        let message = format!(
+            "commands ran in a {} sandbox ({}): {}",
+            enforced.level.as_str(),
+            enforced.summary(),
+            enforced.gaps.join("; ")
+        );
+        if !state.warnings.contains(&message) {
+            shared.recorder.emit(EventBody::Warning { step: None, message: message.clone() })?;
+            state.warnings.push(message);
+        }
+    }
+
     // Acceptance criteria are for a judge model; tier 1 cannot check them and says so.
     let judged = shared.engine.config.models.as_ref().is_some_and(|m| m.judge.is_some());
     for step in plan.steps.iter().filter(|s| !judged && !s.acceptance_criteria.is_empty()) {

@@ -99,6 +99,7 @@ impl Engine {
             goal: plan.goal.clone(),
             workspace: self.ctx.workspace.root().display().to_string(),
             resumed: false,
+            sandbox: serde_json::to_value(self.ctx.sandbox.enforced()).ok(),
         })?;
         recorder.emit(EventBody::PlanCreated { version: 1, steps: n })?;
         let mut run_before = HashMap::new();
@@ -248,6 +249,7 @@ impl Engine {
                 goal: plan.goal.clone(),
                 workspace: self.ctx.workspace.root().display().to_string(),
                 resumed: true,
+                sandbox: serde_json::to_value(self.ctx.sandbox.enforced()).ok(),
             })?,
         }
         let state = RunState {

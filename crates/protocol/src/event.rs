@@ -37,6 +37,10 @@ pub enum EventBody {
         workspace: String,
         #[serde(default)]
         resumed: bool,
+        /// The sandbox commands run in (what `pev-sandbox` enforced: mode, level, mechanisms,
+        /// network, journal, gaps).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sandbox: Option<Value>,
     },
     /// The plan the run executes (version 1).
     #[serde(rename = "plan.created")]

@@ -73,6 +73,40 @@ pub struct Policy {
     /// Paths (relative to the policy file) of Rego policies whose `violations` add findings.
     #[serde(default)]
     pub rego: Vec<String>,
+    /// How `shell.exec` and `command_succeeds` are confined: `auto` (the strongest this machine
+    /// offers, recorded), `require` (refuse to run a command without the full sandbox), `off`.
+    /// Unset: `pev.toml`'s `sandbox`, else `auto`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxMode>,
+    /// TCP ports commands may bind and connect to (servers on loopback that a later step uses).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sandbox_ports: Vec<u16>,
+    /// `closed` (default) or `open`: whether commands reach the network at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_network: Option<SandboxNetwork>,
+    /// The largest file a command may write, in bytes (default 4 GiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_max_file_bytes: Option<u64>,
+    /// The most processes a (non-root) user's commands may have at once (default 4096).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_max_processes: Option<u64>,
+}
+
+/// The `sandbox` key of a policy or `pev.toml`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMode {
+    Off,
+    Auto,
+    Require,
+}
+
+/// The `sandbox_network` key of a policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxNetwork {
+    Closed,
+    Open,
 }
 
 impl Default for Policy {
@@ -92,6 +126,11 @@ impl Default for Policy {
             fail_risk_threshold: default_threshold(),
             severity: BTreeMap::new(),
             rego: Vec::new(),
+            sandbox: None,
+            sandbox_ports: Vec::new(),
+            sandbox_network: None,
+            sandbox_max_file_bytes: None,
+            sandbox_max_processes: None,
         }
     }
 }

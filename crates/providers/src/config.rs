@@ -342,6 +342,7 @@ pub struct Config {
     retry: RetryPolicy,
     hooks: HooksConfig,
     keys: BTreeMap<String, Option<Secret>>,
+    sandbox: Option<pev_protocol::policy::SandboxMode>,
 }
 
 impl Config {
@@ -389,6 +390,11 @@ impl Config {
     /// The retry policy: [`RetryPolicy::default`] with `[retry]`'s limits.
     pub fn retry(&self) -> RetryPolicy {
         self.retry
+    }
+
+    /// The `sandbox` key: the strictest of the files that set it.
+    pub fn sandbox(&self) -> Option<pev_protocol::policy::SandboxMode> {
+        self.sandbox
     }
 
     /// The hooks of the user's and the workspace's files, the user's first.

@@ -86,6 +86,9 @@ pub struct Enforced {
 impl Enforced {
     /// One line: `full (landlock v7, seccomp, rlimits, bubblewrap 0.8.0); network closed; journal read-only`.
     pub fn summary(&self) -> String {
+        if self.mode == Mode::Off {
+            return "off (sandbox = \"off\"): no kernel confinement".into();
+        }
         let mechanisms = if self.mechanisms.is_empty() {
             String::new()
         } else {

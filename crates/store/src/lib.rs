@@ -8,6 +8,7 @@
 //! file is in WAL mode with `synchronous=FULL`, so a `Store` in another process can read while a
 //! `Journal` writes, and a committed record survives `kill -9` and power loss alike.
 
+mod chain;
 mod error;
 mod journal;
 mod read;
@@ -22,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+pub use chain::Integrity;
 pub use error::StoreError;
 pub use journal::{Journal, MAX_BATCH};
 pub use records::{

@@ -22,10 +22,17 @@ const APPLICATION_ID: i64 = 0x7065_7631;
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
 
 /// One entry per schema version: entry `i` migrates version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The schema version this build writes.
 pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Version 2: the hash chain over events (see `chain.rs`). Rows of version 1 keep a NULL chain
+/// and are reported as not verifiable.
+const V2: &str = "
+ALTER TABLE events ADD COLUMN chain TEXT;
+ALTER TABLE runs ADD COLUMN chain_head TEXT;
+";
 
 /// Version 1. JSON columns hold serde_json text; timestamps are RFC 3339 UTC text, which sorts
 /// chronologically. `runs(created_at)` is indexed for "last" and `pev runs`.

@@ -4,6 +4,7 @@
 //! A `Store` may read while another process's [`crate::Journal`] writes: WAL gives the reader a
 //! consistent snapshot, and the busy timeout covers the moments a write needs the lock.
 
+use crate::chain::Integrity;
 use std::path::{Path, PathBuf};
 
 use pev_protocol::event::{Event, now_rfc3339};
@@ -161,6 +162,12 @@ impl Store {
                 Ok((version, plan, reason, at))
             })
             .collect()
+    }
+
+    /// Whether the run's events are as pev wrote them (see [`Integrity`]).
+    pub fn integrity(&self, run_id: &str) -> Result<Integrity, StoreError> {
+        let op = format!("check the hash chain of run {run_id}");
+        crate::chain::verify(&self.conn, run_id).map_err(|e| db_err(&self.path, &op, e))
     }
 
     /// The run's events in sequence order.

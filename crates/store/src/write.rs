@@ -29,11 +29,17 @@ pub(crate) fn apply(conn: &Connection, path: &Path, rec: &Record) -> Result<(), 
     match rec {
         Record::Event(e) => {
             let body = serde_json::to_string(e).map_err(json)?;
+            let prev = crate::chain::head(conn, &e.run_id).map_err(sql)?;
+            let chain = crate::chain::link(&prev, e.seq, &e.at, e.body.name(), &body);
             conn.prepare_cached(
-                "INSERT INTO events (run_id, seq, at, kind, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT INTO events (run_id, seq, at, kind, body, chain) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )
-            .and_then(|mut st| st.execute(params![e.run_id, e.seq, e.at, e.body.name(), body]))
+            .and_then(|mut st| {
+                st.execute(params![e.run_id, e.seq, e.at, e.body.name(), body, chain])
+            })
             .map_err(sql)?;
+            crate::chain::set_head(conn, &e.run_id, &chain).map_err(sql)?;
         }
         Record::StepState(s) => step_state(conn, s).map_err(|e| e.into_store(path, &op()))?,
         Record::ToolCallStarted(s) => {

@@ -12,6 +12,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use pev_protocol::tool::Effect;
@@ -30,6 +31,7 @@ pub use builtin::http::{build_client, chain as error_chain};
 pub use builtin::shell::{CommandOutput, CommandSpec, Program, run_command};
 pub use error::{SandboxError, ToolError};
 pub use listing::{Entry, ListOptions, Listing};
+pub use pev_sandbox::{Mode as SandboxMode, Sandbox};
 pub use names::{ToolNames, WireName, is_wire_name};
 pub use registry::{Registry, RegistryError, ToolDefinition};
 pub use sandbox::{EntryKind, FileInfo, Workspace, WriteReport};
@@ -93,11 +95,15 @@ impl Default for ToolPolicy {
 pub struct ToolContext {
     pub workspace: Workspace,
     pub policy: ToolPolicy,
+    /// The kernel sandbox every command runs in (shared by the run's tool calls; background
+    /// processes it holds end when the last clone is dropped or at [`Sandbox::shutdown`]).
+    pub sandbox: Arc<Sandbox>,
 }
 
 impl ToolContext {
-    /// A context with the default policy.
+    /// A context with the default policy and the sandbox off (an embedder that wants commands
+    /// confined builds a [`Sandbox`] with a helper binary and sets it).
     pub fn new(workspace: Workspace) -> Self {
-        Self { workspace, policy: ToolPolicy::default() }
+        Self { workspace, policy: ToolPolicy::default(), sandbox: Arc::new(Sandbox::off()) }
     }
 }

@@ -54,6 +54,7 @@ fn crash(h: &Harness, b_params: &Value, call: &Interrupted) -> String {
             goal: "engine test".into(),
             workspace: "ws".into(),
             resumed: false,
+            sandbox: None,
         },
         EventBody::PlanCreated { version: 1, steps: 3 },
         EventBody::StepStarted { step: "a".into(), attempt: 1 },

@@ -24,6 +24,8 @@ pub(super) struct FileConfig {
     pub retry: RetryTable,
     #[serde(default)]
     pub hooks: HooksTable,
+    /// `auto`, `require` or `off`: how commands are confined (a policy's `sandbox` wins).
+    pub sandbox: Option<pev_protocol::policy::SandboxMode>,
 }
 
 #[derive(Debug, Default, Deserialize)]

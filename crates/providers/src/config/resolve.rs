@@ -91,6 +91,9 @@ pub(super) fn load(
     let mut price_sources = BTreeMap::new();
     let mut retry = RetryPolicy::default();
     let mut hooks = HooksConfig::default();
+    // The strictest file wins: a workspace's pev.toml (which may come with the code) can make
+    // the sandbox stricter than the user's, never looser.
+    let sandbox = layers.iter().filter_map(|l| l.config.sandbox).max();
     for layer in &layers {
         add_hooks(&mut hooks, layer);
         for (model, entry) in &layer.config.prices {
@@ -120,7 +123,7 @@ pub(super) fn load(
         })
         .collect();
 
-    Ok(Config { roles, files, prices, price_sources, retry, hooks, keys })
+    Ok(Config { roles, files, prices, price_sources, retry, hooks, keys, sandbox })
 }
 
 /// Appends `layer`'s hooks (see [`HooksConfig`] for why they add up rather than override).

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::{Tool, ToolError};
 
+mod confined;
 pub mod file_list;
 pub mod file_patch;
 pub mod file_read;

@@ -12,6 +12,9 @@
 //! - A command that exits normally may leave background processes running (a test server for a
 //!   later step). If one of them still holds the output pipes, reading stops shortly after the
 //!   leader has exited instead of waiting for it.
+//! - Unless the run's sandbox is off, the command runs confined by `pev-sandbox` (see
+//!   `confined.rs`): there a timeout kills every descendant, `setsid` and double forks included,
+//!   and background processes live until the run ends, not past it.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -39,7 +42,7 @@ pub const FIXED_ENV: &[&str] = &["PATH", "LANG", "LC_ALL", "TERM", "TZ"];
 /// `PATH` when pev itself has none.
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// How long to keep reading output after the leader has exited (see the module comment).
-const PIPE_GRACE: Duration = Duration::from_millis(500);
+pub(crate) const PIPE_GRACE: Duration = Duration::from_millis(500);
 /// Bytes read from a pipe at a time.
 const PIPE_CHUNK: usize = 64 * 1024;
 
@@ -74,6 +77,9 @@ pub struct CommandOutput {
     pub stdout_truncated: bool,
     pub stderr_truncated: bool,
     pub duration_ms: u64,
+    /// The sandbox the command ran in: `full`, `partial`, `none` (nothing to confine with) or
+    /// `off` (sandbox = "off").
+    pub sandbox: &'static str,
 }
 
 impl CommandOutput {
@@ -155,6 +161,9 @@ pub async fn run_command(
     ctx: &ToolContext,
     spec: &CommandSpec,
 ) -> Result<CommandOutput, ToolError> {
+    if !ctx.sandbox.is_off() || ctx.sandbox.settings().mode == pev_sandbox::Mode::Require {
+        return super::confined::run(ctx, spec).await;
+    }
     let mut cmd = build(ctx, spec)?;
     let cap = ctx.policy.max_output_bytes;
     let started = Instant::now();
@@ -202,7 +211,17 @@ pub async fn run_command(
         stdout_truncated,
         stderr_truncated,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        sandbox: sandbox_label(ctx),
     })
+}
+
+/// What [`CommandOutput::sandbox`] says for `ctx`.
+pub(crate) fn sandbox_label(ctx: &ToolContext) -> &'static str {
+    let enforced = ctx.sandbox.enforced();
+    match (enforced.mode, enforced.level) {
+        (pev_sandbox::Mode::Off, _) => "off",
+        (_, level) => level.as_str(),
+    }
 }
 
 /// The command, with its environment, working directory, pipes and process group.
@@ -224,25 +243,7 @@ fn build(ctx: &ToolContext, spec: &CommandSpec) -> Result<Command, ToolError> {
     };
     let root = ctx.workspace.root();
     cmd.current_dir(root).env_clear();
-    let allowed = FIXED_ENV.iter().copied().chain(ctx.policy.env_allow.iter().map(String::as_str));
-    for name in allowed {
-        if let Some(value) = std::env::var_os(name) {
-            cmd.env(name, value);
-        }
-    }
-    if std::env::var_os("PATH").is_none() {
-        cmd.env("PATH", DEFAULT_PATH);
-    }
-    cmd.env("HOME", root);
-    for (name, value) in &spec.env {
-        if name.is_empty() || name.contains(['=', '\0']) || value.contains('\0') {
-            return Err(ToolError::RespondToModel(format!(
-                "shell.exec: invalid environment variable `{name}` (names may not be empty or \
-                 contain `=`; neither may contain a NUL byte)"
-            )));
-        }
-        cmd.env(name, value);
-    }
+    cmd.envs(environment(ctx, spec)?);
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -251,7 +252,40 @@ fn build(ctx: &ToolContext, spec: &CommandSpec) -> Result<Command, ToolError> {
     Ok(cmd)
 }
 
-fn spawn_error(program: &Program, err: &io::Error) -> ToolError {
+/// The whole environment of a command: the fixed and the policy's allowed variables from pev's
+/// own environment, `HOME` (the workspace), then the call's `env`.
+pub(crate) fn environment(
+    ctx: &ToolContext,
+    spec: &CommandSpec,
+) -> Result<Vec<(String, String)>, ToolError> {
+    let mut env: Vec<(String, String)> = Vec::new();
+    let mut set = |name: &str, value: String| {
+        env.retain(|(k, _)| k != name);
+        env.push((name.to_string(), value));
+    };
+    let allowed = FIXED_ENV.iter().copied().chain(ctx.policy.env_allow.iter().map(String::as_str));
+    for name in allowed {
+        if let Some(value) = std::env::var_os(name) {
+            set(name, value.to_string_lossy().into_owned());
+        }
+    }
+    if std::env::var_os("PATH").is_none() {
+        set("PATH", DEFAULT_PATH.to_string());
+    }
+    set("HOME", ctx.workspace.root().display().to_string());
+    for (name, value) in &spec.env {
+        if name.is_empty() || name.contains(['=', '\0']) || value.contains('\0') {
+            return Err(ToolError::RespondToModel(format!(
+                "shell.exec: invalid environment variable `{name}` (names may not be empty or \
+                 contain `=`; neither may contain a NUL byte)"
+            )));
+        }
+        set(name, value.clone());
+    }
+    Ok(env)
+}
+
+pub(crate) fn spawn_error(program: &Program, err: &io::Error) -> ToolError {
     let what = match program {
         Program::Shell(_) => "/bin/sh",
         Program::Argv(argv) => argv.first().map_or("", String::as_str),
@@ -291,13 +325,13 @@ impl Drop for GroupGuard {
 }
 
 #[derive(Debug, Default)]
-struct Captured {
+pub(crate) struct Captured {
     bytes: Vec<u8>,
     truncated: bool,
 }
 
 /// Read a pipe to its end, keeping at most `cap` bytes in `sink`.
-async fn capture(mut pipe: impl AsyncRead + Unpin, cap: usize, sink: Arc<Mutex<Captured>>) {
+pub(crate) async fn capture(mut pipe: impl AsyncRead + Unpin, cap: usize, sink: Arc<Mutex<Captured>>) {
     let mut buf = vec![0u8; PIPE_CHUNK];
     let mut full = false;
     loop {
@@ -320,13 +354,13 @@ async fn capture(mut pipe: impl AsyncRead + Unpin, cap: usize, sink: Arc<Mutex<C
 }
 
 /// Wait for a reader until `grace`, then stop it: what it captured so far stays in its sink.
-async fn finish_reader(mut reader: JoinHandle<()>, grace: tokio::time::Instant) {
+pub(crate) async fn finish_reader(mut reader: JoinHandle<()>, grace: tokio::time::Instant) {
     if tokio::time::timeout_at(grace, &mut reader).await.is_err() {
         reader.abort();
     }
 }
 
-fn take(sink: &Mutex<Captured>) -> (Vec<u8>, bool) {
+pub(crate) fn take(sink: &Mutex<Captured>) -> (Vec<u8>, bool) {
     let mut captured = sink.lock().unwrap_or_else(PoisonError::into_inner);
     (std::mem::take(&mut captured.bytes), captured.truncated)
 }

@@ -1,0 +1,123 @@
+//! The hash chain over a run's events: each event row stores the SHA-256 of the previous row's
+//! chain value and its own columns, and the run's row keeps the head. Changing, inserting or
+//! deleting an event (or its tail) breaks the chain, and `pev show` says so.
+//!
+//! The chain has no secret: it catches a journal edited behind pev's back (by a command of a run
+//! without bubblewrap, where `.pev/` is writable, or by hand), not a forger who recomputes it.
+//! Under bubblewrap `.pev/` is read-only to every command, which is the protection; the chain is
+//! how anyone can check afterwards.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use sha2::{Digest, Sha256};
+
+/// The chain value of one event after `prev` (empty for the first).
+pub(crate) fn link(prev: &str, seq: u64, at: &str, kind: &str, body: &str) -> String {
+    let mut h = Sha256::new();
+    for part in [prev, &seq.to_string(), at, kind, body] {
+        h.update(part.len().to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    let digest = h.finalize();
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The chain value of the run's last event, `""` before the first.
+pub(crate) fn head(conn: &Connection, run_id: &str) -> rusqlite::Result<String> {
+    let head: Option<Option<String>> = conn
+        .prepare_cached("SELECT chain_head FROM runs WHERE run_id = ?1")?
+        .query_row([run_id], |row| row.get(0))
+        .optional()?;
+    Ok(head.flatten().unwrap_or_default())
+}
+
+pub(crate) fn set_head(conn: &Connection, run_id: &str, head: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached("UPDATE runs SET chain_head = ?1 WHERE run_id = ?2")?
+        .execute(params![head, run_id])?;
+    Ok(())
+}
+
+/// What checking a run's chain found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Integrity {
+    /// Every event links to the one before and the last is the run's head.
+    Intact { events: usize },
+    /// The run was journaled before the chain existed (schema 1): nothing to check.
+    Unchained { events: usize },
+    /// The journal was changed outside pev: what is wrong, first.
+    Broken { events: usize, problem: String },
+}
+
+impl Integrity {
+    pub fn is_broken(&self) -> bool {
+        matches!(self, Self::Broken { .. })
+    }
+
+    /// One line for people.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Intact { events } => format!("intact ({events} events, hash chain verified)"),
+            Self::Unchained { events } => {
+                format!("not verifiable ({events} events journaled before the hash chain existed)")
+            }
+            Self::Broken { problem, .. } => {
+                format!("CHANGED OUTSIDE PEV: {problem}; this run's record is not evidence")
+            }
+        }
+    }
+}
+
+/// Recompute the chain of `run_id`.
+pub(crate) fn verify(conn: &Connection, run_id: &str) -> rusqlite::Result<Integrity> {
+    type Row = (u64, String, String, String, Option<String>);
+    let rows: Vec<Row> = conn
+        .prepare_cached(
+            "SELECT seq, at, kind, body, chain FROM events WHERE run_id = ?1 ORDER BY seq",
+        )?
+        .query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let stored_head: Option<Option<String>> = conn
+        .prepare_cached("SELECT chain_head FROM runs WHERE run_id = ?1")?
+        .query_row([run_id], |row| row.get(0))
+        .optional()?;
+    let stored_head = stored_head.flatten();
+    let events = rows.len();
+    if stored_head.is_none() && !rows.is_empty() && rows.iter().all(|r| r.4.is_none()) {
+        return Ok(Integrity::Unchained { events });
+    }
+    let broken = |problem: String| Ok(Integrity::Broken { events, problem });
+    let mut prev = String::new();
+    for (i, (seq, at, kind, body, chain)) in rows.iter().enumerate() {
+        if *seq != i as u64 {
+            return broken(format!("event #{i} is missing (the next one is #{seq})"));
+        }
+        let expected = link(&prev, *seq, at, kind, body);
+        if chain.as_deref() != Some(expected.as_str()) {
+            return broken(format!("event #{seq} ({kind}) does not match its hash"));
+        }
+        prev = expected;
+    }
+    if stored_head.as_deref().unwrap_or_default() != prev {
+        return broken(format!(
+            "the run's last recorded event is not its last event ({events} events remain)"
+        ));
+    }
+    Ok(Integrity::Intact { events })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::link;
+
+    #[test]
+    fn every_column_and_the_previous_link_change_the_hash() {
+        let base = link("", 0, "t", "k", "{}");
+        assert_ne!(base, link("x", 0, "t", "k", "{}"));
+        assert_ne!(base, link("", 1, "t", "k", "{}"));
+        assert_ne!(base, link("", 0, "u", "k", "{}"));
+        assert_ne!(base, link("", 0, "t", "j", "{}"));
+        assert_ne!(base, link("", 0, "t", "k", "{ }"));
+        // Boundaries are part of the hash: moving a byte between columns changes it.
+        assert_ne!(link("", 0, "ab", "c", ""), link("", 0, "a", "bc", ""));
+        assert_eq!(base.len(), 64);
+    }
+}
