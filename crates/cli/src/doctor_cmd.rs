@@ -93,8 +93,7 @@ pub fn run(req: &DoctorRequest, out: &mut dyn Write) -> Result<u8, Fail> {
             .map_err(std::io::Error::other)
             .and_then(|text| writeln!(out, "{text}"))
     } else {
-        write_text(out, &workspace, &config, &checks)
-            .and_then(|()| write_sandbox(out, &sandbox))
+        write_text(out, &workspace, &config, &checks).and_then(|()| write_sandbox(out, &sandbox))
     };
     match written {
         Ok(()) => {}
@@ -397,9 +396,8 @@ fn write_sandbox(out: &mut dyn Write, sandbox: &pev_sandbox::Sandbox) -> std::io
     let enforced = sandbox.enforced();
     writeln!(out, "\nSandbox (probed in child processes):")?;
     let yes_no = |b: bool| if b { "yes" } else { "no" }.to_owned();
-    let landlock = probe.landlock_abi.map_or_else(|| "not available".to_owned(), |abi| {
-        format!("ABI {abi}")
-    });
+    let landlock =
+        probe.landlock_abi.map_or_else(|| "not available".to_owned(), |abi| format!("ABI {abi}"));
     let bubblewrap = probe.bubblewrap.as_ref().map_or_else(
         || "not available".to_owned(),
         |b| format!("{} ({})", b.version, b.path.display()),

@@ -52,8 +52,7 @@ pub fn show(run: &str, common: &Common, out: &mut dyn Write) -> Result<u8, Fail>
     let run_id = store.resolve_run(run).map_err(|e| Fail(2, e.to_string()))?;
     let record = store.load_run(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     let mut result = pev_engine::snapshot(&record);
-    let mut integrity =
-        store.integrity(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    let mut integrity = store.integrity(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     // The chained events hold the result the run ended with; the `runs` row is a copy for
     // quick reads. When they differ, the events are what happened.
     if let pev_store::Integrity::Intact { events } = integrity

@@ -50,10 +50,14 @@ impl SandboxPolicy {
     pub(crate) fn from_options(options: &Value) -> Self {
         let Some(value) = options.get("sandbox") else { return Self::default() };
         let mode = value.get("mode").and_then(|m| serde_json::from_value(m.clone()).ok());
-        let network =
-            value.get("network").and_then(|n| serde_json::from_value(n.clone()).ok()).unwrap_or_default();
-        let limits =
-            value.get("limits").and_then(|l| serde_json::from_value(l.clone()).ok()).unwrap_or_default();
+        let network = value
+            .get("network")
+            .and_then(|n| serde_json::from_value(n.clone()).ok())
+            .unwrap_or_default();
+        let limits = value
+            .get("limits")
+            .and_then(|l| serde_json::from_value(l.clone()).ok())
+            .unwrap_or_default();
         Self { mode, network, limits }
     }
 }
@@ -84,7 +88,8 @@ mod tests {
         assert_eq!(settings.mode, Mode::Off);
         let settings = SandboxPolicy::from_policy(&Policy::default()).resolve(None);
         assert_eq!(settings.mode, Mode::Auto);
-        let settings = SandboxPolicy::from_policy(&Policy::default()).resolve(Some(SandboxMode::Require));
+        let settings =
+            SandboxPolicy::from_policy(&Policy::default()).resolve(Some(SandboxMode::Require));
         assert_eq!(settings.mode, Mode::Require);
     }
 
@@ -98,13 +103,21 @@ mod tests {
         let settings = SandboxPolicy::from_policy(&policy).resolve(None);
         assert_eq!(settings.network, Network::Ports { ports: vec![8080] });
         assert_eq!(settings.limits.file_bytes, 10);
-        let open = Policy { sandbox_network: Some(SandboxNetwork::Open), sandbox_ports: vec![1], ..Policy::default() };
+        let open = Policy {
+            sandbox_network: Some(SandboxNetwork::Open),
+            sandbox_ports: vec![1],
+            ..Policy::default()
+        };
         assert_eq!(SandboxPolicy::from_policy(&open).resolve(None).network, Network::Open);
     }
 
     #[test]
     fn options_round_trip() {
-        let policy = Policy { sandbox: Some(SandboxMode::Require), sandbox_ports: vec![9], ..Policy::default() };
+        let policy = Policy {
+            sandbox: Some(SandboxMode::Require),
+            sandbox_ports: vec![9],
+            ..Policy::default()
+        };
         let settings = SandboxPolicy::from_policy(&policy).resolve(None);
         let options = json!({ "sandbox": to_options(&settings) });
         let back = SandboxPolicy::from_options(&options).resolve(None);

@@ -131,7 +131,8 @@ fn landlock(spec: &Spec) -> Result<(Option<i32>, bool), landlock::RulesetError> 
         created = add(created, Path::new(device), AccessFs::ReadFile | AccessFs::WriteFile)?;
     }
     for port in net.unwrap_or_default() {
-        created = created.add_rule(NetPort::new(port, AccessNet::BindTcp | AccessNet::ConnectTcp))?;
+        created =
+            created.add_rule(NetPort::new(port, AccessNet::BindTcp | AccessNet::ConnectTcp))?;
     }
     let status = created.restrict_self()?;
     let abi = match status.landlock {
@@ -237,7 +238,8 @@ fn seccomp(network: &Network, private_net: bool) -> Result<(), String> {
     if filter_sockets {
         let mut socket_rules = Vec::new();
         let cond = |arg, op, value| {
-            SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(|e| e.to_string())
+            SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value)
+                .map_err(|e| e.to_string())
         };
         for family in [libc::AF_INET, libc::AF_INET6] {
             let family = family as u64;
@@ -287,7 +289,8 @@ fn seccomp(network: &Network, private_net: bool) -> Result<(), String> {
         arch,
     )
     .map_err(|e| e.to_string())?;
-    let program: BpfProgram = filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())?;
+    let program: BpfProgram =
+        filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())?;
     seccompiler::apply_filter(&program).map_err(|e| e.to_string())
 }
 
@@ -310,7 +313,8 @@ pub(crate) fn deny_landlock() -> Result<(), String> {
         arch,
     )
     .map_err(|e| e.to_string())?;
-    let program: BpfProgram = filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())?;
+    let program: BpfProgram =
+        filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())?;
     nix::sys::prctl::set_no_new_privs().map_err(|e| e.to_string())?;
     seccompiler::apply_filter(&program).map_err(|e| e.to_string())
 }

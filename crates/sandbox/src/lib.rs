@@ -35,7 +35,9 @@ use serde::{Deserialize, Serialize};
 
 pub use helper::{HELPER_ARG, helper_main};
 pub use probe::{Bubblewrap, Probe, probe};
-pub use spec::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PROCESSES, Layers, Limits, Mode, Network, Spec};
+pub use spec::{
+    DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PROCESSES, Layers, Limits, Mode, Network, Spec,
+};
 
 /// What the user asked for.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -173,15 +175,7 @@ impl Sandbox {
         let enforced = decide(&settings, helper.is_some(), &probe);
         let tmp = (enforced.level > Level::None).then(make_tmp).flatten();
         let hidden = hidden_paths();
-        Self {
-            settings,
-            helper,
-            probe,
-            enforced,
-            hidden,
-            tmp,
-            lingering: Mutex::new(Vec::new()),
-        }
+        Self { settings, helper, probe, enforced, hidden, tmp, lingering: Mutex::new(Vec::new()) }
     }
 
     /// A sandbox that confines nothing (`sandbox = "off"`).
@@ -287,7 +281,8 @@ impl Sandbox {
     /// End every background process still running (dropping each handle closes its socket,
     /// and the supervisor kills what it holds).
     pub fn shutdown(&self) {
-        let handles = std::mem::take(&mut *self.lingering.lock().unwrap_or_else(PoisonError::into_inner));
+        let handles =
+            std::mem::take(&mut *self.lingering.lock().unwrap_or_else(PoisonError::into_inner));
         drop(handles);
     }
 }
@@ -309,8 +304,7 @@ fn make_tmp() -> Option<PathBuf> {
 }
 
 fn hidden_paths() -> Vec<PathBuf> {
-    let Some(home) = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute())
-    else {
+    let Some(home) = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute()) else {
         return Vec::new();
     };
     HIDDEN_IN_HOME.iter().map(|name| home.join(name)).filter(|p| p.exists()).collect()

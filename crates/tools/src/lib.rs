@@ -31,8 +31,8 @@ pub use builtin::http::{build_client, chain as error_chain};
 pub use builtin::shell::{CommandOutput, CommandSpec, Program, run_command};
 pub use error::{SandboxError, ToolError};
 pub use listing::{Entry, ListOptions, Listing};
-pub use pev_sandbox::{Mode as SandboxMode, Sandbox};
 pub use names::{ToolNames, WireName, is_wire_name};
+pub use pev_sandbox::{Mode as SandboxMode, Sandbox};
 pub use registry::{Registry, RegistryError, ToolDefinition};
 pub use sandbox::{EntryKind, FileInfo, Workspace, WriteReport};
 

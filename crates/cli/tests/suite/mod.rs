@@ -23,6 +23,7 @@ mod run_outcome;
 mod run_sandbox;
 mod run_support;
 mod run_tools;
+mod sandbox_escape;
 mod sarif;
 mod schema;
 mod support;

@@ -34,7 +34,10 @@ fn a_journal_pev_wrote_is_intact() {
 #[test]
 fn every_kind_of_edit_is_caught() {
     let edits = [
-        ("UPDATE events SET body = replace(body, 's2', 'sX') WHERE run_id = 'r1' AND seq = 2", "event #2"),
+        (
+            "UPDATE events SET body = replace(body, 's2', 'sX') WHERE run_id = 'r1' AND seq = 2",
+            "event #2",
+        ),
         ("UPDATE events SET kind = 'x' WHERE run_id = 'r1' AND seq = 0", "event #0"),
         ("UPDATE events SET at = 'then' WHERE run_id = 'r1' AND seq = 4", "event #4"),
         ("DELETE FROM events WHERE run_id = 'r1' AND seq = 1", "event #1 is missing"),

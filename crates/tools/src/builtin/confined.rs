@@ -83,7 +83,11 @@ pub(crate) async fn run(ctx: &ToolContext, spec: &CommandSpec) -> Result<Command
         // there is.
         Some(_) => {
             let status = wait_bounded(&mut child, TEARDOWN).await;
-            (status.and_then(|s| s.code()), status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s)), false)
+            (
+                status.and_then(|s| s.code()),
+                status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s)),
+                false,
+            )
         }
         None => {
             let _ = control.get_mut().write_all(b"kill\n").await;

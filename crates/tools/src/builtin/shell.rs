@@ -331,7 +331,11 @@ pub(crate) struct Captured {
 }
 
 /// Read a pipe to its end, keeping at most `cap` bytes in `sink`.
-pub(crate) async fn capture(mut pipe: impl AsyncRead + Unpin, cap: usize, sink: Arc<Mutex<Captured>>) {
+pub(crate) async fn capture(
+    mut pipe: impl AsyncRead + Unpin,
+    cap: usize,
+    sink: Arc<Mutex<Captured>>,
+) {
     let mut buf = vec![0u8; PIPE_CHUNK];
     let mut full = false;
     loop {

@@ -25,7 +25,15 @@ impl Fixture {
         std::fs::create_dir(tmp.path().join("outside")).unwrap();
         std::fs::write(tmp.path().join("outside/secret.txt"), SECRET).unwrap();
         let workspace = Workspace::open(tmp.path().join("ws")).unwrap();
-        Self { tmp, ctx: ToolContext { workspace, policy, sandbox: std::sync::Arc::new(pev_tools::Sandbox::off()) }, registry: Registry::builtin() }
+        Self {
+            tmp,
+            ctx: ToolContext {
+                workspace,
+                policy,
+                sandbox: std::sync::Arc::new(pev_tools::Sandbox::off()),
+            },
+            registry: Registry::builtin(),
+        }
     }
 
     /// The real path of something in the workspace, for the test's own setup and checks.
