@@ -46,6 +46,7 @@ fn shell_steps(commands: &[(&str, String)]) -> Vec<Value> {
 }
 
 fn run_plan(ws: &Ws, steps: Vec<Value>, policy: Option<&str>) -> Outcome {
+    let steps = Value::Array(steps);
     let plan = json!({"goal": "Try to get out", "steps": steps});
     let mut extra = vec!["--jobs", "1", "--yes"];
     let path = ws.root.path().join("policy.yaml");
