@@ -333,14 +333,17 @@ fn file_config(workspace: &Path) -> Result<pev_providers::config::Config, Fail> 
     pev_providers::config::Config::load(workspace, &vars).map_err(|e| Fail::input(e.to_string()))
 }
 
-/// The `[hooks]` of the files, if any.
+/// The `[hooks]` of the files, if any. Hooks are the user's own commands (like git hooks, often
+/// scripts under `~/.config`, which the sandbox hides), so they run outside the kernel sandbox,
+/// in the workspace with the scrubbed environment and timeout of every command.
 fn hooks_for(
     config: &pev_providers::config::Config,
-    ctx: &Arc<ToolContext>,
+    ctx: &ToolContext,
 ) -> Option<Arc<pev_engine::hooks::Hooks>> {
     let hooks = config.hooks();
+    let ctx = ToolContext { sandbox: Arc::new(pev_tools::Sandbox::off()), ..ctx.clone() };
     (!hooks.is_empty())
-        .then(|| Arc::new(pev_engine::hooks::Hooks::new(hooks.clone(), Arc::clone(ctx))))
+        .then(|| Arc::new(pev_engine::hooks::Hooks::new(hooks.clone(), Arc::new(ctx))))
 }
 
 /// What of the policy applies while a run runs.
