@@ -2,7 +2,7 @@
 //! alone (bubblewrap left out on purpose, as on a machine without it) and by the full stack, and
 //! the supervisor's protocol (the exit line, `kill`, the socket closing).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -145,12 +145,8 @@ fn the_level_follows_what_the_probe_found() {
         path: "/usr/bin/bwrap".into(),
         version: "bubblewrap 0.8.0".into(),
     });
-    let full = Probe {
-        landlock_abi: Some(7),
-        seccomp: true,
-        bubblewrap: bwrap.clone(),
-        ..Probe::default()
-    };
+    let full =
+        Probe { landlock_abi: Some(7), seccomp: true, bubblewrap: bwrap, ..Probe::default() };
     let settings = Settings::default();
     assert_eq!(decide(&settings, true, &full).level, Level::Full);
     assert_eq!(decide(&settings, true, &full).journal, "read-only");

@@ -229,3 +229,39 @@ fn ping_asks_each_role_once_offline_with_a_script() {
         ws.path().join("empty.json").display().to_string()
     );
 }
+
+#[test]
+fn the_sandbox_this_machine_can_enforce_is_reported_from_a_probe() {
+    let ws = dir_with(&[]);
+    let path = std::env::var("PATH").unwrap_or_default();
+    let r = doctor(ws.path(), &[("PATH", &path), ("ANTHROPIC_API_KEY", FAKE_KEY)], &["--json"]);
+    let report: Value = serde_json::from_str(&r.stdout).expect("json");
+    let sandbox = &report["sandbox"];
+    assert_eq!(sandbox["enforced"]["mode"], "auto", "{sandbox}");
+    let level = sandbox["enforced"]["level"].as_str().expect("level");
+    assert!(["full", "partial", "none"].contains(&level), "{level}");
+    // The level follows the probe: Landlock and seccomp and bubblewrap make `full`.
+    let probe = &sandbox["probe"];
+    let full = probe["landlock_abi"].is_number()
+        && probe["seccomp"] == true
+        && probe["bubblewrap"].is_object();
+    assert_eq!(level == "full", full, "{sandbox}");
+    let text = doctor(ws.path(), &[("PATH", &path), ("ANTHROPIC_API_KEY", FAKE_KEY)], &[]);
+    assert!(text.stdout.contains("Sandbox (probed in child processes):"), "{}", text.stdout);
+    assert!(text.stdout.contains(&format!("mode (auto)      {level}")), "{}", text.stdout);
+}
+
+#[test]
+fn require_in_pev_toml_fails_doctor_when_the_sandbox_is_not_full() {
+    let ws = dir_with(&[("pev.toml", "sandbox = \"require\"\n")]);
+    // A PATH without bubblewrap: at most the partial sandbox.
+    let r = doctor(
+        ws.path(),
+        &[("PATH", "/nonexistent"), ("ANTHROPIC_API_KEY", FAKE_KEY)],
+        &["--json"],
+    );
+    let report: Value = serde_json::from_str(&r.stdout).expect("json");
+    assert_eq!(report["sandbox"]["enforced"]["mode"], "require");
+    assert_ne!(report["sandbox"]["enforced"]["level"], "full");
+    assert_eq!(r.code, 1, "{r:?}");
+}
