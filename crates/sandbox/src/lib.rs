@@ -226,8 +226,15 @@ impl Sandbox {
                 self.enforced.gaps.join("; ")
             )));
         }
-        let (Some(helper), Some(tmp)) = (&self.helper, &self.tmp) else {
+        let Some(helper) = &self.helper else {
             return Err(Refused("the sandbox is off; run the command unconfined".into()));
+        };
+        let Some(tmp) = &self.tmp else {
+            return Err(Refused(format!(
+                "cannot create the run's private temporary directory in {}; the command was not \
+                 run",
+                std::env::temp_dir().display()
+            )));
         };
         env.retain(|(k, _)| k != "TMPDIR");
         env.push(("TMPDIR".into(), tmp.display().to_string()));
@@ -296,11 +303,24 @@ impl Drop for Sandbox {
     }
 }
 
+/// A new private directory for the run's `TMPDIR`: created (never reused: an existing path, a
+/// symlink planted by someone else included, makes it try another name), mode 0700.
 fn make_tmp() -> Option<PathBuf> {
-    let n = NEXT_TMP.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("pev-sandbox-{}-{n}", std::process::id()));
-    std::fs::create_dir_all(&dir).ok()?;
-    Some(dir)
+    use std::os::unix::fs::DirBuilderExt;
+    let base = std::env::temp_dir();
+    for _ in 0..16 {
+        let n = NEXT_TMP.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir = base.join(format!("pev-sandbox-{}-{n}-{nanos:08x}", std::process::id()));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Some(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(_) => return None,
+        }
+    }
+    None
 }
 
 fn hidden_paths() -> Vec<PathBuf> {
