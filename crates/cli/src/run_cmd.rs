@@ -60,6 +60,28 @@ impl Fail {
     }
 }
 
+/// The stored result of a run that has nothing left to do: it ended (not interrupted, not
+/// stopped by Ctrl-C, not waiting for approval or out of budget, which `resume` continues).
+fn finished(record: &pev_store::RunRecord) -> Option<&RunResult> {
+    use pev_protocol::run::ReasonCode;
+    let result = record.result.as_ref()?;
+    let resumable = result.status == RunStatus::AwaitingApproval
+        || result
+            .reasons
+            .iter()
+            .any(|r| matches!(r.code, ReasonCode::Cancelled | ReasonCode::BudgetExhausted));
+    (record.status != "running" && !resumable).then_some(result)
+}
+
+fn status_word(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Success => "success",
+        RunStatus::Partial => "partial",
+        RunStatus::Failed => "failed",
+        RunStatus::AwaitingApproval => "awaiting approval",
+    }
+}
+
 pub fn exit_code(status: RunStatus) -> u8 {
     match status {
         RunStatus::Success => EXIT_OK,
@@ -199,6 +221,21 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     let run_id = store.resolve_run(run).map_err(|e| Fail::input(e.to_string()))?;
     let _lock = lock_run(&db, &run_id)?;
     let record = store.load_run(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    if let Some(result) = finished(&record) {
+        // Nothing to resume: say so with the outcome it ended with, and write nothing.
+        let _ = writeln!(
+            err,
+            "pev: run {run_id} already finished: {} (nothing to resume; `pev show {run_id}` \
+             explains it)",
+            status_word(result.status)
+        );
+        if common.json {
+            let line = json!({"run_id": run_id, "event": "run.finished", "result": result});
+            let mut out = std::io::stdout();
+            let _ = writeln!(out, "{line}");
+        }
+        return Ok(exit_code(result.status));
+    }
     if record.options.get("mode").and_then(Value::as_str) == Some("loop") {
         return Err(Fail::input(format!(
             "run {run_id} is a loop-mode agent run: its one model's conversation is not \

@@ -23,6 +23,7 @@ use pev_protocol::run::StepStatus;
 use serde_json::Value;
 
 use crate::style::{Style, clean, duration, truncate};
+use crate::text::plural;
 
 pub use crate::run_summary::render_summary;
 pub(crate) use crate::run_summary::{mutation_line, reason_name, status_name};
@@ -138,6 +139,15 @@ impl Tracker {
         (self.finished.len() as u64, self.total)
     }
 
+    /// `[3/12]`; `[3 finished]` when the number of steps is not known (a resumed run: steps
+    /// finished before it are not counted, so no total is claimed).
+    pub(crate) fn count_label(&self) -> String {
+        match self.counts() {
+            (done, 0) => format!("[{done} finished]"),
+            (done, total) => format!("[{done}/{total}]"),
+        }
+    }
+
     pub(crate) fn apply(&mut self, event: &Event, now: Instant) -> Vec<Note> {
         let s = self.style;
         match &event.body {
@@ -152,7 +162,11 @@ impl Tracker {
             }
             EventBody::PlanRevised { version, steps, reason } => {
                 self.total = *steps as u64;
-                let line = format!("plan revised (v{version}, {steps} steps): {}", clean(reason));
+                let line = format!(
+                    "plan revised (v{version}, {}): {}",
+                    plural(*steps, "step"),
+                    clean(reason)
+                );
                 vec![Note::Total(*steps as u64), Note::Line(s.yellow(&line))]
             }
             EventBody::StepStarted { step, attempt } => {
@@ -311,7 +325,10 @@ struct LiveState {
     tracker: Tracker,
     spinner: ProgressStyle,
     bars: HashMap<String, ProgressBar>,
-    overall: ProgressBar,
+    /// The `3/12 steps` line: drawn from the first count of steps on (a resumed run has none:
+    /// its lines carry the count of steps finished in this session instead).
+    overall: Option<ProgressBar>,
+    overall_style: ProgressStyle,
     ended: bool,
     /// While a prompt has the terminal ([`LiveView::suspend`]), events wait here instead of
     /// blocking the engine on indicatif's lock; they are drawn when the prompt is done.
@@ -353,13 +370,12 @@ impl LiveView {
         } else {
             (SPINNER_PLAIN, OVERALL_PLAIN)
         };
-        let overall = multi.add(ProgressBar::new(0).with_style(template(total)));
-        overall.enable_steady_tick(Duration::from_millis(250));
         let state = LiveState {
             tracker: Tracker::new(style),
             spinner: template(spin),
             bars: HashMap::new(),
-            overall,
+            overall: None,
+            overall_style: template(total),
             ended: false,
             paused: 0,
             queued: Vec::new(),
@@ -426,8 +442,10 @@ impl LiveView {
             bar.finish_and_clear();
             self.multi.remove(&bar);
         }
-        state.overall.finish_and_clear();
-        self.multi.remove(&state.overall);
+        if let Some(overall) = state.overall.take() {
+            overall.finish_and_clear();
+            self.multi.remove(&overall);
+        }
     }
 }
 
@@ -458,7 +476,10 @@ impl LiveView {
                         let bar = ProgressBar::new_spinner()
                             .with_style(state.spinner.clone())
                             .with_prefix(clean(&step).into_owned());
-                        let bar = self.multi.insert_before(&state.overall, bar);
+                        let bar = match &state.overall {
+                            Some(overall) => self.multi.insert_before(overall, bar),
+                            None => self.multi.add(bar),
+                        };
                         bar.enable_steady_tick(Duration::from_millis(100));
                         state.bars.insert(step, bar);
                     }
@@ -475,8 +496,20 @@ impl LiveView {
                     }
                     drop(self.multi.println(line));
                 }
-                Note::Total(n) => state.overall.set_length(n),
-                Note::Progress(n) => state.overall.set_position(n),
+                Note::Total(n) => match &state.overall {
+                    Some(overall) => overall.set_length(n),
+                    None => {
+                        let bar = ProgressBar::new(n).with_style(state.overall_style.clone());
+                        let bar = self.multi.add(bar);
+                        bar.enable_steady_tick(Duration::from_millis(250));
+                        state.overall = Some(bar);
+                    }
+                },
+                Note::Progress(n) => {
+                    if let Some(overall) = &state.overall {
+                        overall.set_position(n);
+                    }
+                }
                 Note::End => self.end(state),
             }
         }
@@ -536,8 +569,7 @@ impl<W: Write + Send> Observer for PlainView<W> {
                     let _ = writeln!(text, "▸ {}  {what}", clean(&step));
                 }
                 Note::Stopped { line, .. } => {
-                    let (done, total) = state.tracker.counts();
-                    let _ = writeln!(text, "{line}  [{done}/{total}]");
+                    let _ = writeln!(text, "{line}  {}", state.tracker.count_label());
                 }
                 Note::Started { .. } | Note::Total(_) | Note::Progress(_) | Note::End => {}
             }

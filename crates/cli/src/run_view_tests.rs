@@ -569,3 +569,46 @@ fn live_view_notes_go_above_the_bars_and_wait_for_a_prompt() {
     assert!(text.contains("planner (m) has waited 15s"), "{text}");
     assert!(text.contains("executor (m) has waited 30s"), "{text}");
 }
+
+#[test]
+fn live_view_draws_no_count_before_the_plan_is_known() {
+    let screen = Screen::default();
+    let target = ProgressDrawTarget::term_like(Box::new(screen.clone()));
+    let view = LiveView::with_target(target, Style::plain());
+    // The first steady tick of the old overall bar drew `0/0 steps  0ms` before any event.
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    view.on_event(&events()[0]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let before = screen.0.lock().unwrap().clone();
+    assert!(!before.contains("0/0 steps"), "{before}");
+    for e in &events()[1..] {
+        view.on_event(e);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    view.finish();
+    let text = screen.0.lock().unwrap().clone();
+    assert!(!text.contains("0/0 steps"), "{text}");
+    assert!(text.contains("/2 steps"), "the count appears once the plan is known: {text}");
+}
+
+#[test]
+fn a_resumed_run_counts_finished_steps_without_claiming_a_total() {
+    let view = PlainView::new(Vec::new(), Style::plain());
+    let resumed = ev(
+        0,
+        EventBody::RunStarted {
+            goal: "Make it green".into(),
+            workspace: "/w".into(),
+            resumed: true,
+            sandbox: None,
+        },
+    );
+    view.on_event(&resumed);
+    for e in events().into_iter().skip(2) {
+        view.on_event(&e);
+    }
+    let text = String::from_utf8(view.into_inner()).unwrap();
+    assert!(text.starts_with("resuming run RUN1: Make it green"), "{text}");
+    assert!(!text.contains("/0]"), "{text}");
+    assert!(text.contains("[1 finished]"), "{text}");
+}

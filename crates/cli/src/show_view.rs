@@ -60,7 +60,8 @@ pub fn render_show(
     let _ = writeln!(out, "{} {}: {}", s.bold("run"), clean(run_id), s.status(stored_status));
     let _ = writeln!(out, "{} {}", s.dim("goal:"), clean(&plan.goal));
 
-    let _ = writeln!(out, "\n{} ({} steps)", s.bold("plan"), plan.steps.len());
+    let _ =
+        writeln!(out, "\n{} ({})", s.bold("plan"), crate::text::plural(plan.steps.len(), "step"));
     for (i, step) in plan.steps.iter().enumerate() {
         let _ = write!(out, "  {:>2}. {}", i + 1, s.bold(&clean(step.id.as_str())));
         if let Some(title) = &step.title {

@@ -91,7 +91,8 @@ impl Report<'_> {
     }
 }
 
-fn plural(n: usize, word: &str) -> String {
+/// `1 step`, `2 steps`.
+pub(crate) fn plural(n: usize, word: &str) -> String {
     if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
 }
 

@@ -13,6 +13,7 @@ mod examples;
 mod exit_codes;
 mod explain;
 mod final_check;
+mod first_hour;
 mod output;
 mod run_approval;
 mod run_assertions;
