@@ -18,7 +18,7 @@ use pev_tools::{Registry, ToolContext, ToolPolicy, Workspace};
 use serde_json::{Value, json};
 
 use crate::approve_tty::TtyApprover;
-use crate::run_view::{JsonLines, LiveView, PlainView, render_summary};
+use crate::run_view::{JsonLines, LiveView, PlainView};
 use crate::sandbox_setup::{self, SandboxPolicy};
 use crate::style::{ColorChoice, Style};
 use crate::{input, lint_cmd, scratch};
@@ -522,7 +522,8 @@ impl Session {
         if !self.json {
             let mut out = std::io::stdout().lock();
             let style = Style::for_stdout(self.color);
-            let _ = write!(out, "{}", render_summary(&result, &style));
+            let at = crate::run_summary::location_args(self.engine.ctx.workspace.root(), &self.db);
+            let _ = write!(out, "{}", crate::run_summary::render_summary_at(&result, &style, &at));
             let _ = out.flush();
         }
         let _ = err.flush();

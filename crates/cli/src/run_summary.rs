@@ -9,7 +9,14 @@ use crate::style::{Style, clean, duration, truncate};
 
 /// The summary printed when `pev run` ends: the outcome, why, what ran and changed, and what
 /// to do next. Long lists (warnings, files) are capped; `pev show` has everything.
+#[cfg(test)]
 pub fn render_summary(result: &RunResult, style: &Style) -> String {
+    render_summary_at(result, style, "")
+}
+
+/// [`render_summary`] whose `next:` commands carry `at` (`--workspace DIR`, `--store FILE`) so
+/// that they work as printed from where the run was started.
+pub fn render_summary_at(result: &RunResult, style: &Style, at: &str) -> String {
     let s = style;
     let mut out = String::new();
     let id = clean(&result.run_id);
@@ -89,9 +96,9 @@ pub fn render_summary(result: &RunResult, style: &Style) -> String {
     }
     let _ = writeln!(out, "{} {usage} in {}", s.dim("usage:"), duration(result.duration_ms));
     let next = match result.status {
-        RunStatus::AwaitingApproval => format!("pev approve {id} && pev resume {id}"),
-        RunStatus::Success => format!("pev show {id}  (steps, evidence and diffs)"),
-        RunStatus::Partial | RunStatus::Failed => format!("pev show {id}"),
+        RunStatus::AwaitingApproval => format!("pev approve {id}{at} && pev resume {id}{at}"),
+        RunStatus::Success => format!("pev show {id}{at}  (steps, evidence and diffs)"),
+        RunStatus::Partial | RunStatus::Failed => format!("pev show {id}{at}"),
     };
     let _ = writeln!(out, "{} {}", s.dim("next:"), s.bold(&next));
     out
@@ -192,4 +199,27 @@ pub(crate) fn model_usage(u: &pev_protocol::run::Usage) -> Option<String> {
         "{} {calls} ({} in{cache} / {} out tokens, ${:.4}{saved})",
         u.llm_calls, u.input_tokens, u.output_tokens, u.cost_usd
     ))
+}
+
+/// The arguments that point a later `pev` command at this run's journal from the current
+/// directory: `--workspace` unless it is the current directory, `--store` unless it is the
+/// workspace's default journal. Paths are quoted for a POSIX shell when they need it.
+pub fn location_args(workspace: &std::path::Path, db: &std::path::Path) -> String {
+    let mut out = String::new();
+    let canonical = |p: &std::path::Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let here = std::env::current_dir().ok().map(|d| canonical(&d));
+    if here.as_deref() != Some(canonical(workspace).as_path()) {
+        let _ = write!(out, " --workspace {}", shell_quote(&workspace.display().to_string()));
+    }
+    if db != pev_store::default_path(workspace) {
+        let _ = write!(out, " --store {}", shell_quote(&db.display().to_string()));
+    }
+    out
+}
+
+/// `text` as one POSIX shell word.
+pub fn shell_quote(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:,@%=".contains(c));
+    if plain { text.to_owned() } else { format!("'{}'", text.replace('\'', "'\\''")) }
 }

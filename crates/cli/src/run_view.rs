@@ -25,6 +25,7 @@ use serde_json::Value;
 use crate::style::{Style, clean, duration, truncate};
 use crate::text::plural;
 
+#[cfg(test)]
 pub use crate::run_summary::render_summary;
 pub(crate) use crate::run_summary::{mutation_line, reason_name, status_name};
 

@@ -55,3 +55,70 @@ fn counts_are_singular_when_they_are_one() {
     assert!(show.stdout.contains("plan (1 step)"), "{}", show.stdout);
     assert!(!show.stdout.contains("1 steps"), "{}", show.stdout);
 }
+
+/// The `next:` line of a run's summary, run as printed by `sh` from `cwd` with this build's `pev`
+/// first on PATH.
+fn run_next_hint(stdout: &str, cwd: &std::path::Path) -> std::process::Output {
+    let next = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("next: "))
+        .unwrap_or_else(|| panic!("no next: line in {stdout}"));
+    // The hint may end with a parenthesised explanation after two spaces.
+    let command = next.split("  (").next().unwrap_or(next);
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_pev")).parent().expect("bin dir").to_owned();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    std::process::Command::new("sh")
+        .args(["-c", command])
+        .current_dir(cwd)
+        .env("PATH", path)
+        .output()
+        .expect("sh")
+}
+
+#[test]
+fn the_next_hint_of_a_scratch_run_works_as_printed() {
+    let ws = Ws::new();
+    ws.file("a.txt", "old\n");
+    let plan = json!({"goal": "Change a file", "steps": [
+        {"id": "write", "tool": "file.write", "args": {"path": "a.txt", "content": "new\n"},
+         "assertions": [{"type": "file_contains", "path": "a.txt", "pattern": "new"}]}]});
+    let plan_path = ws.plan_file(&plan);
+    let cwd = ws.root.path();
+    let r = super::support::run(
+        super::support::pev().current_dir(cwd),
+        &["run", plan_path.to_str().expect("utf-8"), "--workspace", "ws", "--scratch", "--yes"],
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    let shown = run_next_hint(&r.stdout, cwd);
+    assert!(shown.status.success(), "{}\n{}", r.stdout, String::from_utf8_lossy(&shown.stderr));
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("success"));
+    // The original workspace was not touched.
+    assert_eq!(ws.read("a.txt"), "old\n");
+}
+
+#[test]
+fn the_next_hint_of_a_run_waiting_for_approval_works_as_printed() {
+    let ws = Ws::new();
+    let plan = json!({"goal": "Write a file", "steps": [
+        {"id": "write", "tool": "file.write", "args": {"path": "a.txt", "content": "a\n"},
+         "assertions": [{"type": "file_exists", "path": "a.txt"}]}]});
+    let plan_path = ws.plan_file(&plan);
+    let policy = ws.root.path().join("approve.yaml");
+    std::fs::write(&policy, "approve_tools: [file.write]\n").expect("policy");
+    let cwd = ws.root.path();
+    let r = super::support::run(
+        super::support::pev().current_dir(cwd),
+        &[
+            "run",
+            plan_path.to_str().expect("utf-8"),
+            "--workspace",
+            "ws",
+            "--policy",
+            policy.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(r.code, 4, "{r:?}");
+    let resumed = run_next_hint(&r.stdout, cwd);
+    assert!(resumed.status.success(), "{}\n{}", r.stdout, String::from_utf8_lossy(&resumed.stderr));
+    assert_eq!(ws.read("a.txt"), "a\n");
+}
