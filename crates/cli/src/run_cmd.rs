@@ -306,7 +306,7 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     } else {
         None
     };
-    let sandbox = SandboxPolicy::from_options(&record.options);
+    let sandbox = SandboxPolicy::from_options(&record.options, file_config(&workspace)?.sandbox());
     let session = Session::open(
         common,
         &workspace,
@@ -370,17 +370,14 @@ fn file_config(workspace: &Path) -> Result<pev_providers::config::Config, Fail> 
     pev_providers::config::Config::load(workspace, &vars).map_err(|e| Fail::input(e.to_string()))
 }
 
-/// The `[hooks]` of the files, if any. Hooks are the user's own commands (like git hooks, often
-/// scripts under `~/.config`, which the sandbox hides), so they run outside the kernel sandbox,
-/// in the workspace with the scrubbed environment and timeout of every command.
+/// The `[hooks]` of the files, if any (see `pev_engine::hooks` for which run confined).
 fn hooks_for(
     config: &pev_providers::config::Config,
-    ctx: &ToolContext,
+    ctx: &Arc<ToolContext>,
 ) -> Option<Arc<pev_engine::hooks::Hooks>> {
     let hooks = config.hooks();
-    let ctx = ToolContext { sandbox: Arc::new(pev_tools::Sandbox::off()), ..ctx.clone() };
     (!hooks.is_empty())
-        .then(|| Arc::new(pev_engine::hooks::Hooks::new(hooks.clone(), Arc::new(ctx))))
+        .then(|| Arc::new(pev_engine::hooks::Hooks::new(hooks.clone(), Arc::clone(ctx))))
 }
 
 /// What of the policy applies while a run runs.
@@ -400,7 +397,8 @@ impl Session {
     ) -> Result<Self, Fail> {
         let ws = Workspace::open(workspace).map_err(|e| Fail::input(e.to_string()))?;
         let config = file_config(workspace)?;
-        let sandbox = sandbox_setup::build(sandbox.resolve(config.sandbox()));
+        let sandbox =
+            sandbox_setup::build(sandbox.resolve(config.sandbox()), Some((workspace, db)));
         let ctx = Arc::new(ToolContext {
             workspace: ws,
             policy: ToolPolicy { allow_hosts, ..ToolPolicy::default() },

@@ -2,6 +2,7 @@
 //! options so a resumed run is confined the same way, and the [`Sandbox`] built from them with
 //! this binary as the helper (`main` hands `pev __sandbox …` to `pev_sandbox::helper_main`).
 
+use std::path::Path;
 use std::sync::Arc;
 
 use pev_protocol::Policy;
@@ -46,10 +47,17 @@ impl SandboxPolicy {
     }
 
     /// The settings a run started with, from its options (`auto` for runs from before the
-    /// sandbox existed).
-    pub(crate) fn from_options(options: &Value) -> Self {
-        let Some(value) = options.get("sandbox") else { return Self::default() };
-        let mode = value.get("mode").and_then(|m| serde_json::from_value(m.clone()).ok());
+    /// sandbox existed). The options row is not hash-chained and a command of a run without
+    /// bubblewrap can write it, so on resume the mode is never looser than `pev.toml`'s (or
+    /// `auto`): a run started with `sandbox: off` resumes confined.
+    pub(crate) fn from_options(options: &Value, file_mode: Option<SandboxMode>) -> Self {
+        let floor = file_mode.unwrap_or(SandboxMode::Auto);
+        let Some(value) = options.get("sandbox") else {
+            return Self { mode: Some(floor), ..Self::default() };
+        };
+        let stored: Option<SandboxMode> =
+            value.get("mode").and_then(|m| serde_json::from_value(m.clone()).ok());
+        let mode = Some(stored.map_or(floor, |m| m.max(floor)));
         let network = value
             .get("network")
             .and_then(|n| serde_json::from_value(n.clone()).ok())
@@ -71,10 +79,27 @@ pub(crate) fn to_options(settings: &Settings) -> Value {
     })
 }
 
-/// The sandbox of a run, probed now.
-pub(crate) fn build(settings: Settings) -> Arc<Sandbox> {
+/// The sandbox of a run, probed now; the run's journal `db` is kept out of every command's
+/// reach: its directory, or, when that directory holds the workspace, the journal's files.
+pub(crate) fn build(settings: Settings, journal: Option<(&Path, &Path)>) -> Arc<Sandbox> {
     let helper = std::env::current_exe().ok();
-    Arc::new(Sandbox::new(settings, helper))
+    let mut sandbox = Sandbox::new(settings, helper);
+    if let Some((workspace, db)) = journal {
+        let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        let ws = canonical(workspace);
+        match db.parent().map(canonical) {
+            Some(dir) if !ws.starts_with(&dir) => sandbox.protect(dir),
+            Some(dir) => {
+                let name =
+                    db.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                for suffix in ["", "-wal", "-shm", "-journal"] {
+                    sandbox.protect(dir.join(format!("{name}{suffix}")));
+                }
+            }
+            None => {}
+        }
+    }
+    Arc::new(sandbox)
 }
 
 #[cfg(test)]
@@ -120,8 +145,20 @@ mod tests {
         };
         let settings = SandboxPolicy::from_policy(&policy).resolve(None);
         let options = json!({ "sandbox": to_options(&settings) });
-        let back = SandboxPolicy::from_options(&options).resolve(None);
+        let back = SandboxPolicy::from_options(&options, None).resolve(None);
         assert_eq!(back, settings);
-        assert_eq!(SandboxPolicy::from_options(&json!({})).resolve(None).mode, Mode::Auto);
+        assert_eq!(SandboxPolicy::from_options(&json!({}), None).resolve(None).mode, Mode::Auto);
+    }
+
+    #[test]
+    fn a_resumed_run_is_never_confined_less_than_the_files_say() {
+        let off = Policy { sandbox: Some(SandboxMode::Off), ..Policy::default() };
+        let options =
+            json!({ "sandbox": to_options(&SandboxPolicy::from_policy(&off).resolve(None)) });
+        let resumed = SandboxPolicy::from_options(&options, None).resolve(None);
+        assert_eq!(resumed.mode, Mode::Auto, "an `off` in the options is raised to auto");
+        let resumed =
+            SandboxPolicy::from_options(&options, Some(SandboxMode::Require)).resolve(None);
+        assert_eq!(resumed.mode, Mode::Require);
     }
 }

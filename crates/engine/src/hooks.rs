@@ -45,7 +45,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use pev_protocol::Step;
 use pev_protocol::event::EventBody;
-use pev_providers::config::{HookCommand, HooksConfig};
+use pev_providers::config::{HookCommand, HooksConfig, Source};
 use pev_store::StoreError;
 use pev_tools::{CommandSpec, Program, ToolContext, run_command};
 use serde::{Deserialize, Serialize};
@@ -225,7 +225,10 @@ struct Answer {
 #[derive(Debug)]
 pub struct Hooks {
     config: HooksConfig,
+    /// The run's context: the workspace's hooks run confined by its sandbox.
     ctx: Arc<ToolContext>,
+    /// The same without the sandbox, for the user's own hooks.
+    unconfined: Arc<ToolContext>,
 }
 
 /// How much of a failing command's stderr or stdout a failure message quotes.
@@ -235,7 +238,11 @@ impl Hooks {
     /// Hooks from `pev.toml` ([`pev_providers::config::Config::hooks`]), run in `ctx`'s workspace
     /// under its policy.
     pub fn new(config: HooksConfig, ctx: Arc<ToolContext>) -> Self {
-        Self { config, ctx }
+        let unconfined = Arc::new(ToolContext {
+            sandbox: Arc::new(pev_tools::Sandbox::off()),
+            ..(*ctx).clone()
+        });
+        Self { config, ctx, unconfined }
     }
 
     /// Whether any command is configured for `kind`.
@@ -315,7 +322,17 @@ impl Hooks {
         command: &HookCommand,
         input: &[u8],
     ) -> Result<Answer, String> {
-        let file = EventFile::write(input).map_err(|e| format!("cannot pass it the event: {e}"))?;
+        // A hook from the user's own pev.toml is the user's command and runs outside the
+        // sandbox (often a script under ~/.config, which the sandbox hides); one from the
+        // workspace's file came with the code, or was written by a command of an earlier run,
+        // and runs confined like any command.
+        let ctx = match command.source {
+            Source::User(_) | Source::Env(_) | Source::Default => &self.unconfined,
+            Source::Workspace(_) => &self.ctx,
+        };
+        let dir = ctx.sandbox.tmp().map_or_else(std::env::temp_dir, std::path::Path::to_path_buf);
+        let file =
+            EventFile::write(&dir, input).map_err(|e| format!("cannot pass it the event: {e}"))?;
         // `sh -c 'exec sh -c "$1" <"$2"' pev-hook CMD FILE`: the command line is passed as an
         // argument, so no quoting of it is needed.
         let program = Program::Argv(vec![
@@ -328,7 +345,7 @@ impl Hooks {
         ]);
         let env = BTreeMap::from([("PEV_HOOK".to_owned(), kind.name().to_owned())]);
         let spec = CommandSpec { program, timeout: command.timeout, env };
-        let output = run_command(&self.ctx, &spec).await.map_err(|e| e.to_string())?;
+        let output = run_command(ctx, &spec).await.map_err(|e| e.to_string())?;
         drop(file);
         if output.timed_out {
             return Err(format!("timed out after {} ms", command.timeout.as_millis()));
@@ -389,13 +406,13 @@ struct EventFile {
 }
 
 impl EventFile {
-    fn write(content: &[u8]) -> std::io::Result<Self> {
+    fn write(dir: &std::path::Path, content: &[u8]) -> std::io::Result<Self> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let mut tries = 0;
         loop {
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
             let name = format!("pev-hook-{}-{n}.json", std::process::id());
-            let path = std::env::temp_dir().join(name);
+            let path = dir.join(name);
             // A file left by an earlier process with the same id is skipped, never reused.
             let opened =
                 std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path);

@@ -109,7 +109,7 @@ impl Role {
         }
     }
 
-    fn env_prefix(self) -> &'static str {
+    pub(crate) fn env_prefix(self) -> &'static str {
         match self {
             Self::Planner => "PEV_PLANNER",
             Self::Executor => "PEV_EXECUTOR",
@@ -444,6 +444,19 @@ impl Config {
                 })?)
             }
             Provider::OpenAi => {
+                if rc.model.source == Source::Default {
+                    // The built-in models are Anthropic's: sending `claude-…` to an
+                    // OpenAI-compatible server fails later with a less helpful error.
+                    return Err(ProviderError::Config(format!(
+                        "the {} role uses openai, but its model is the built-in Anthropic \
+                         default `{}`: set {}_MODEL (or `model` under [roles.{}] in pev.toml) to a \
+                         model your server serves",
+                        rc.role.name(),
+                        rc.model.value,
+                        rc.role.env_prefix(),
+                        rc.role.name()
+                    )));
+                }
                 let api_key = self.key(rc);
                 let hosted =
                     base_url.trim().trim_end_matches('/') == crate::openai::DEFAULT_BASE_URL;

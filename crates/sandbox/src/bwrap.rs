@@ -1,18 +1,36 @@
 //! The bubblewrap layer: the arguments that build the namespaces a command runs in.
 //!
-//! The whole file system read-only, the writable roots bound read-write on top, `.pev/` bound
-//! read-only again on top of that (a mount point cannot be renamed or removed either), secrets
-//! covered by an empty tmpfs (directories) or `/dev/null` (files), a fresh `/dev` and `/proc`, a
-//! private pid namespace (the command sees only its own processes, and all die with it), and a
-//! private network namespace unless the policy opens ports or the network.
+//! The whole file system read-only; an empty `/tmp` (and, unless the network is open, an empty
+//! `/run`: no host sockets such as docker's or D-Bus's); the writable roots bound read-write on
+//! top; each protected directory (the journal's) replaced by an empty read-only tmpfs, so a
+//! command can neither read, lock nor change it, and a mount point cannot be renamed or removed
+//! either; secrets covered by an empty tmpfs (directories) or `/dev/null` (files); a fresh
+//! `/dev` and `/proc`; private pid and IPC namespaces (the command sees only its own processes,
+//! which all die with it, and no host System V IPC); and a private network namespace unless the
+//! policy opens ports or the network.
+
+use std::path::Path;
 
 use crate::spec::{Network, Spec};
 
+/// Host sockets hidden when the network is open (and `/run` therefore stays visible for DNS).
+const HOST_SOCKETS: &[&str] = &[
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/containerd",
+    "/run/podman",
+    "/run/dbus",
+    "/run/user",
+    "/run/systemd/private",
+    "/run/snapd.socket",
+];
+
 pub(crate) fn args(spec: &Spec, root: bool) -> Vec<String> {
-    let mut out: Vec<String> = ["--die-with-parent", "--unshare-pid", "--new-session"]
-        .into_iter()
-        .map(String::from)
-        .collect();
+    let mut out: Vec<String> =
+        ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--new-session"]
+            .into_iter()
+            .map(String::from)
+            .collect();
     if spec.network == Network::Closed {
         out.push("--unshare-net".into());
     }
@@ -21,24 +39,41 @@ pub(crate) fn args(spec: &Spec, root: bool) -> Vec<String> {
         out.extend(["--cap-drop".into(), "ALL".into()]);
     }
     out.extend(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"].map(String::from));
+    out.extend(["--tmpfs".into(), "/tmp".into()]);
+    if spec.network == Network::Open {
+        for path in HOST_SOCKETS.iter().map(Path::new).filter(|p| p.exists()) {
+            cover(&mut out, path);
+        }
+    } else if Path::new("/run").is_dir() {
+        out.extend(["--tmpfs".into(), "/run".into()]);
+    }
     for path in &spec.writable {
         let p = path.display().to_string();
         out.extend(["--bind".into(), p.clone(), p]);
     }
     for path in &spec.read_only {
         let p = path.display().to_string();
-        out.extend(["--ro-bind".into(), p.clone(), p]);
-    }
-    for path in &spec.hidden {
-        let p = path.display().to_string();
         if path.is_dir() {
-            out.extend(["--tmpfs".into(), p]);
+            out.extend(["--tmpfs".into(), p.clone(), "--remount-ro".into(), p]);
         } else {
             out.extend(["--ro-bind".into(), "/dev/null".into(), p]);
         }
     }
+    for path in &spec.hidden {
+        cover(&mut out, path);
+    }
     out.extend(["--chdir".into(), spec.cwd.display().to_string()]);
     out
+}
+
+/// Hide `path`: an empty tmpfs over a directory, `/dev/null` over anything else.
+fn cover(out: &mut Vec<String>, path: &Path) {
+    let p = path.display().to_string();
+    if path.is_dir() {
+        out.extend(["--tmpfs".into(), p]);
+    } else {
+        out.extend(["--ro-bind".into(), "/dev/null".into(), p]);
+    }
 }
 
 #[cfg(test)]
@@ -63,12 +98,13 @@ mod tests {
     }
 
     #[test]
-    fn the_journal_is_bound_read_only_after_the_workspace_read_write() {
+    fn the_journal_is_hidden_read_only_after_the_workspace_is_bound() {
         let args = args(&spec(Network::Closed), false).join(" ");
+        let tmp = args.find("--tmpfs /tmp ").unwrap_or(usize::MAX);
         let ws = args.find("--bind /ws /ws").unwrap_or(usize::MAX);
-        let journal = args.find("--ro-bind /ws/.pev /ws/.pev").unwrap_or(0);
-        assert!(ws < journal, "{args}");
-        assert!(args.contains("--unshare-net"), "{args}");
+        let journal = args.find("--tmpfs /ws/.pev --remount-ro /ws/.pev").unwrap_or(0);
+        assert!(tmp < ws && ws < journal, "{args}");
+        assert!(args.contains("--unshare-net") && args.contains("--unshare-ipc"), "{args}");
         assert!(!args.contains("--cap-drop"), "{args}");
     }
 

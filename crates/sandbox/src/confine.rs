@@ -196,12 +196,42 @@ fn hidden_ancestors(hidden: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
+/// Namespace flags of `clone`: a new namespace is a way around the rules (and kernel attack
+/// surface with capabilities inside it).
+const CLONE_NEW: &[u64] = &[
+    0x0000_0080, // CLONE_NEWTIME
+    0x0002_0000, // CLONE_NEWNS
+    0x0200_0000, // CLONE_NEWCGROUP
+    0x0400_0000, // CLONE_NEWUTS
+    0x0800_0000, // CLONE_NEWIPC
+    0x1000_0000, // CLONE_NEWUSER
+    0x2000_0000, // CLONE_NEWPID
+    0x4000_0000, // CLONE_NEWNET
+];
+
+fn rule(conds: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
+    SeccompRule::new(conds).map_err(|e| e.to_string())
+}
+
+fn cond(
+    arg: u8,
+    len: SeccompCmpArgLen,
+    op: SeccompCmpOp,
+    value: u64,
+) -> Result<SeccompCondition, String> {
+    SeccompCondition::new(arg, len, op, value).map_err(|e| e.to_string())
+}
+
 /// System calls refused with `EPERM`: debugging other processes, kernel and mount
-/// administration, new namespaces (a way around the rules), and, unless the network is open,
-/// sockets Landlock does not filter (UDP, raw, SCTP, packet).
-fn seccomp(network: &Network, private_net: bool) -> Result<(), String> {
+/// administration, new namespaces (`unshare`, `setns`, `clone` with a `CLONE_NEW*` flag), System
+/// V and POSIX message IPC when there is no private IPC namespace, and, unless the network is
+/// open, sockets Landlock does not filter (UDP, raw, SCTP, and every family but unix, IPv4, IPv6
+/// and netlink). `clone3`, whose flags a filter cannot read, fails with `ENOSYS` so that libc
+/// falls back to `clone`.
+fn seccomp(network: &Network, bubblewrap: bool) -> Result<(), String> {
+    use SeccompCmpArgLen::{Dword, Qword};
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    let always = [
+    let mut always = vec![
         libc::SYS_ptrace,
         libc::SYS_process_vm_readv,
         libc::SYS_process_vm_writev,
@@ -226,69 +256,69 @@ fn seccomp(network: &Network, private_net: bool) -> Result<(), String> {
         libc::SYS_setns,
         libc::SYS_open_by_handle_at,
         libc::SYS_io_uring_setup,
+        libc::SYS_fsopen,
+        libc::SYS_fsmount,
+        libc::SYS_open_tree,
+        libc::SYS_move_mount,
     ];
+    if !bubblewrap {
+        always.extend([libc::SYS_shmget, libc::SYS_msgget, libc::SYS_semget, libc::SYS_mq_open]);
+    }
     for call in always {
         rules.insert(call, Vec::new());
     }
-    let filter_sockets = match network {
-        Network::Open => false,
-        Network::Closed => !private_net,
-        Network::Ports { .. } => true,
-    };
-    if filter_sockets {
+    let mut clone_rules = Vec::new();
+    for flag in CLONE_NEW {
+        clone_rules.push(rule(vec![cond(0, Qword, SeccompCmpOp::MaskedEq(*flag), *flag)?])?);
+    }
+    rules.insert(libc::SYS_clone, clone_rules);
+    // In bubblewrap's private network namespace IP goes nowhere, but other families (vsock to
+    // the hypervisor) are not namespaced: they are refused whenever the network is not open.
+    let private_net = bubblewrap && *network == Network::Closed;
+    if *network != Network::Open {
         let mut socket_rules = Vec::new();
-        let cond = |arg, op, value| {
-            SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value)
-                .map_err(|e| e.to_string())
-        };
-        for family in [libc::AF_INET, libc::AF_INET6] {
+        let ip_families: &[i32] = if private_net { &[] } else { &[libc::AF_INET, libc::AF_INET6] };
+        for &family in ip_families {
             let family = family as u64;
             // Any type but SOCK_STREAM (the low 4 bits are the type; flags sit above).
-            socket_rules.push(
-                SeccompRule::new(vec![
-                    cond(0, SeccompCmpOp::Eq, family)?,
-                    cond(1, SeccompCmpOp::MaskedEq(0xf), libc::SOCK_DGRAM as u64)?,
-                ])
-                .map_err(|e| e.to_string())?,
-            );
-            socket_rules.push(
-                SeccompRule::new(vec![
-                    cond(0, SeccompCmpOp::Eq, family)?,
-                    cond(1, SeccompCmpOp::MaskedEq(0xf), libc::SOCK_RAW as u64)?,
-                ])
-                .map_err(|e| e.to_string())?,
-            );
-            socket_rules.push(
-                SeccompRule::new(vec![
-                    cond(0, SeccompCmpOp::Eq, family)?,
-                    cond(1, SeccompCmpOp::MaskedEq(0xf), libc::SOCK_SEQPACKET as u64)?,
-                ])
-                .map_err(|e| e.to_string())?,
-            );
+            for kind in [libc::SOCK_DGRAM, libc::SOCK_RAW, libc::SOCK_SEQPACKET] {
+                socket_rules.push(rule(vec![
+                    cond(0, Dword, SeccompCmpOp::Eq, family)?,
+                    cond(1, Dword, SeccompCmpOp::MaskedEq(0xf), kind as u64)?,
+                ])?);
+            }
             // A stream socket of another protocol than TCP (SCTP, MPTCP) escapes Landlock's
             // TCP rules.
-            socket_rules.push(
-                SeccompRule::new(vec![
-                    cond(0, SeccompCmpOp::Eq, family)?,
-                    cond(2, SeccompCmpOp::Gt, libc::IPPROTO_TCP as u64)?,
-                ])
-                .map_err(|e| e.to_string())?,
-            );
+            socket_rules.push(rule(vec![
+                cond(0, Dword, SeccompCmpOp::Eq, family)?,
+                cond(2, Dword, SeccompCmpOp::Gt, libc::IPPROTO_TCP as u64)?,
+            ])?);
         }
-        socket_rules.push(
-            SeccompRule::new(vec![cond(0, SeccompCmpOp::Eq, libc::AF_PACKET as u64)?])
-                .map_err(|e| e.to_string())?,
-        );
+        // Families other than unix (1), inet (2), inet6 (10) and netlink (16): vsock to a
+        // hypervisor, packet, bluetooth, can, alg, xdp, ….
+        socket_rules.push(rule(vec![
+            cond(0, Dword, SeccompCmpOp::Ge, 3)?,
+            cond(0, Dword, SeccompCmpOp::Le, 9)?,
+        ])?);
+        socket_rules.push(rule(vec![
+            cond(0, Dword, SeccompCmpOp::Ge, 11)?,
+            cond(0, Dword, SeccompCmpOp::Le, 15)?,
+        ])?);
+        socket_rules.push(rule(vec![cond(0, Dword, SeccompCmpOp::Ge, 17)?])?);
         rules.insert(libc::SYS_socket, socket_rules);
     }
+    install(rules, libc::EPERM)?;
+    let mut enosys = BTreeMap::new();
+    enosys.insert(libc::SYS_clone3, Vec::new());
+    install(enosys, libc::ENOSYS)
+}
+
+/// Compile and apply one filter whose matches fail with `errno`.
+fn install(rules: BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Result<(), String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        arch,
-    )
-    .map_err(|e| e.to_string())?;
+    let filter =
+        SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(errno as u32), arch)
+            .map_err(|e| e.to_string())?;
     let program: BpfProgram =
         filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())?;
     seccompiler::apply_filter(&program).map_err(|e| e.to_string())
@@ -305,16 +335,6 @@ pub(crate) fn deny_landlock() -> Result<(), String> {
     ] {
         rules.insert(call, Vec::new());
     }
-    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::ENOSYS as u32),
-        arch,
-    )
-    .map_err(|e| e.to_string())?;
-    let program: BpfProgram =
-        filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())?;
     nix::sys::prctl::set_no_new_privs().map_err(|e| e.to_string())?;
-    seccompiler::apply_filter(&program).map_err(|e| e.to_string())
+    install(rules, libc::ENOSYS)
 }

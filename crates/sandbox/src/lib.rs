@@ -86,7 +86,7 @@ pub struct Enforced {
 }
 
 impl Enforced {
-    /// One line: `full (landlock v7, seccomp, rlimits, bubblewrap 0.8.0); network closed; journal read-only`.
+    /// One line: `full (landlock v7, seccomp, rlimits, bubblewrap 0.8.0); network closed; journal hidden from commands`.
     pub fn summary(&self) -> String {
         if self.mode == Mode::Off {
             return "off (sandbox = \"off\"): no kernel confinement".into();
@@ -142,6 +142,21 @@ pub const HIDDEN_IN_HOME: &[&str] = &[
     ".cargo/credentials.toml",
     ".local/share/keyrings",
     ".password-store",
+    // Shell and REPL histories and start-up files, where keys are pasted or exported.
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+    ".psql_history",
+    ".mysql_history",
+    ".sqlite_history",
+    ".node_repl_history",
+    ".lesshst",
+    ".viminfo",
+    ".bashrc",
+    ".bash_profile",
+    ".profile",
+    ".zshrc",
+    ".zprofile",
 ];
 
 /// The sandbox of one run.
@@ -152,7 +167,13 @@ pub struct Sandbox {
     probe: Probe,
     enforced: Enforced,
     hidden: Vec<PathBuf>,
+    /// Directories no command may read or change (the journal's, besides `WORKSPACE/.pev`).
+    protected: Vec<PathBuf>,
     tmp: Option<PathBuf>,
+    /// A private copy of the helper, made when the helper binary lies in a writable root (a pev
+    /// built inside the workspace): a command must not be able to replace what the next
+    /// command's confinement runs.
+    helper_copy: Mutex<Option<PathBuf>>,
     /// Supervisors still holding background processes; ended by [`Sandbox::shutdown`].
     lingering: Mutex<Vec<Box<dyn Send + std::fmt::Debug>>>,
 }
@@ -175,7 +196,17 @@ impl Sandbox {
         let enforced = decide(&settings, helper.is_some(), &probe);
         let tmp = (enforced.level > Level::None).then(make_tmp).flatten();
         let hidden = hidden_paths();
-        Self { settings, helper, probe, enforced, hidden, tmp, lingering: Mutex::new(Vec::new()) }
+        Self {
+            settings,
+            helper,
+            probe,
+            enforced,
+            hidden,
+            protected: Vec::new(),
+            tmp,
+            helper_copy: Mutex::new(None),
+            lingering: Mutex::new(Vec::new()),
+        }
     }
 
     /// A sandbox that confines nothing (`sandbox = "off"`).
@@ -197,6 +228,14 @@ impl Sandbox {
 
     pub fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// Keep `dir` (or a file) out of every command's reach (a journal given with `--store`):
+    /// hidden under bubblewrap.
+    pub fn protect(&mut self, dir: PathBuf) {
+        if !self.protected.contains(&dir) {
+            self.protected.push(dir);
+        }
     }
 
     /// Commands run unconfined (mode off, or nothing available in `auto`).
@@ -239,13 +278,18 @@ impl Sandbox {
         env.retain(|(k, _)| k != "TMPDIR");
         env.push(("TMPDIR".into(), tmp.display().to_string()));
         let bubblewrap = self.probe.bubblewrap.as_ref().filter(|_| self.uses_bubblewrap());
-        let journal = workspace.join(".pev");
+        let writable = vec![workspace.to_path_buf(), tmp.clone()];
+        let helper = self.safe_helper(helper, &writable)?;
+        let read_only: Vec<PathBuf> = std::iter::once(workspace.join(".pev"))
+            .chain(self.protected.iter().cloned())
+            .filter(|path| path.exists() && writable.iter().any(|w| path.starts_with(w)))
+            .collect();
         let spec = Spec {
             argv,
             cwd: workspace.to_path_buf(),
             env: env.clone(),
-            writable: vec![workspace.to_path_buf(), tmp.clone()],
-            read_only: if journal.is_dir() { vec![journal] } else { Vec::new() },
+            writable,
+            read_only,
             hidden: self.hidden.iter().filter(|h| !workspace.starts_with(h)).cloned().collect(),
             network: self.settings.network.clone(),
             limits: self.settings.limits,
@@ -261,10 +305,10 @@ impl Sandbox {
             Some(bwrap) => {
                 let mut command = Command::new(&bwrap.path);
                 command.args(bwrap::args(&spec, self.probe.root));
-                command.arg("--").arg(helper);
+                command.arg("--").arg(&helper);
                 command
             }
-            None => Command::new(helper),
+            None => Command::new(&helper),
         };
         command.args([HELPER_ARG, "supervise"]).arg(&text);
         let (ours, theirs) = UnixStream::pair().map_err(|e| Refused(format!("socketpair: {e}")))?;
@@ -274,6 +318,30 @@ impl Sandbox {
             .current_dir(workspace)
             .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)));
         Ok(Launch { command, control: ours })
+    }
+
+    /// The helper to run: itself, or a private copy when it lies beneath a writable root.
+    fn safe_helper(&self, helper: &Path, writable: &[PathBuf]) -> Result<PathBuf, Refused> {
+        let canonical = helper.canonicalize().unwrap_or_else(|_| helper.to_path_buf());
+        if !writable.iter().any(|w| canonical.starts_with(w.canonicalize().unwrap_or(w.clone()))) {
+            return Ok(helper.to_path_buf());
+        }
+        let mut copy = self.helper_copy.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(path) = copy.as_ref() {
+            return Ok(path.clone());
+        }
+        let dir = make_private_dir("pev-helper")
+            .ok_or_else(|| Refused("cannot create a private directory for the helper".into()))?;
+        let path = dir.join("pev-sandbox-helper");
+        std::fs::copy(&canonical, &path).map_err(|e| {
+            Refused(format!(
+                "the sandbox helper {} is inside the workspace and cannot be copied out of a \
+                 command's reach: {e}",
+                helper.display()
+            ))
+        })?;
+        *copy = Some(path.clone());
+        Ok(path)
     }
 
     fn uses_bubblewrap(&self) -> bool {
@@ -300,12 +368,21 @@ impl Drop for Sandbox {
         if let Some(tmp) = &self.tmp {
             let _ = std::fs::remove_dir_all(tmp);
         }
+        let copy = self.helper_copy.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(dir) = copy.as_ref().and_then(|p| p.parent()) {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
-/// A new private directory for the run's `TMPDIR`: created (never reused: an existing path, a
-/// symlink planted by someone else included, makes it try another name), mode 0700.
+/// A new private directory for the run's `TMPDIR`.
 fn make_tmp() -> Option<PathBuf> {
+    make_private_dir("pev-sandbox")
+}
+
+/// A new directory in the system temp dir, mode 0700, created (never reused: an existing path,
+/// a symlink planted by someone else included, makes it try another name).
+fn make_private_dir(prefix: &str) -> Option<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
     let base = std::env::temp_dir();
     for _ in 0..16 {
@@ -313,7 +390,7 @@ fn make_tmp() -> Option<PathBuf> {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let dir = base.join(format!("pev-sandbox-{}-{n}-{nanos:08x}", std::process::id()));
+        let dir = base.join(format!("{prefix}-{}-{n}-{nanos:08x}", std::process::id()));
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
             Ok(()) => return Some(dir),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -394,7 +471,11 @@ pub fn decide(settings: &Settings, has_helper: bool, probe: &Probe) -> Enforced 
         level,
         mechanisms,
         network,
-        journal: if bubblewrap { "read-only".into() } else { "writable by commands".into() },
+        journal: if bubblewrap {
+            "hidden from commands".into()
+        } else {
+            "writable by commands".into()
+        },
         gaps,
     }
 }

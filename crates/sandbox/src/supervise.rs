@@ -29,8 +29,10 @@ use nix::unistd::Pid;
 
 use crate::process::descendants;
 
-/// How many rounds of SIGKILL a teardown tries before giving up on a process that keeps forking.
-const KILL_ROUNDS: usize = 200;
+/// How long a teardown keeps killing a tree that keeps forking before it gives up (and says so
+/// on stderr). Without a pid namespace (bubblewrap) a process that forks and exits in a tight
+/// loop can outrun a scan of `/proc`; killing whole process groups catches most of them.
+const KILL_FOR: Duration = Duration::from_secs(10);
 
 /// Run the supervisor; `spec_json` is passed on to stage 2. Returns the helper's exit code.
 pub(crate) fn run(spec_json: &str) -> i32 {
@@ -94,22 +96,37 @@ pub(crate) fn run(spec_json: &str) -> i32 {
     i32::from(stopping.load(Ordering::SeqCst))
 }
 
-/// SIGKILL every descendant until none is left (or the rounds run out).
+/// SIGKILL every descendant until none is left (or [`KILL_FOR`] runs out).
 fn kill_all() {
     let me = Pid::this();
-    for _ in 0..KILL_ROUNDS {
+    let start = std::time::Instant::now();
+    while start.elapsed() < KILL_FOR {
         let pids = descendants(me);
         if pids.is_empty() {
             return;
         }
-        // Stop them all first so that none forks a replacement while the others die.
+        // Stop them all first so that none forks a replacement while the others die; a whole
+        // process group at once catches the children a member forked since the scan.
         for pid in &pids {
             let _ = kill(*pid, Signal::SIGSTOP);
         }
         for pid in &pids {
+            if let Ok(group) = nix::unistd::getpgid(Some(*pid))
+                && group != nix::unistd::getpgrp()
+            {
+                let _ = nix::sys::signal::killpg(group, Signal::SIGKILL);
+            }
             let _ = kill(*pid, Signal::SIGKILL);
         }
-        std::thread::sleep(Duration::from_millis(5));
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let left = descendants(me).len();
+    if left > 0 {
+        let mut err = std::io::stderr();
+        let _ = writeln!(
+            err,
+            "pev sandbox: {left} processes were still alive after {KILL_FOR:?} of killing"
+        );
     }
 }
 

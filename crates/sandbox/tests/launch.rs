@@ -149,7 +149,7 @@ fn the_level_follows_what_the_probe_found() {
         Probe { landlock_abi: Some(7), seccomp: true, bubblewrap: bwrap, ..Probe::default() };
     let settings = Settings::default();
     assert_eq!(decide(&settings, true, &full).level, Level::Full);
-    assert_eq!(decide(&settings, true, &full).journal, "read-only");
+    assert_eq!(decide(&settings, true, &full).journal, "hidden from commands");
     let no_landlock = Probe { landlock_abi: None, ..full.clone() };
     let d = decide(&settings, true, &no_landlock);
     assert_eq!(d.level, Level::Partial);

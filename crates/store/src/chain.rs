@@ -82,6 +82,15 @@ pub(crate) fn verify(conn: &Connection, run_id: &str) -> rusqlite::Result<Integr
     let stored_head = stored_head.flatten();
     let events = rows.len();
     if stored_head.is_none() && !rows.is_empty() && rows.iter().all(|r| r.4.is_none()) {
+        // A pev that chains also journals the sandbox in `run.started`: such a run without a
+        // chain had it removed.
+        let chained_era = rows.iter().any(|r| r.2 == "run.started" && r.3.contains("\"sandbox\""));
+        if chained_era {
+            return Ok(Integrity::Broken {
+                events,
+                problem: "the hash chain was removed from a run journaled with one".into(),
+            });
+        }
         return Ok(Integrity::Unchained { events });
     }
     let broken = |problem: String| Ok(Integrity::Broken { events, problem });

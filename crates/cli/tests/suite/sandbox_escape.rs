@@ -84,7 +84,11 @@ fn writes_outside_the_workspace_are_refused_by_every_route() {
         return;
     }
     let ws = Ws::new();
-    let out_dir = ws.outside();
+    // Outside, and not under /tmp (which is an empty tmpfs inside bubblewrap): the read-only
+    // root and Landlock must be what refuses.
+    let holder =
+        tempfile::Builder::new().prefix("pev-escape-").tempdir_in("/var/tmp").expect("dir");
+    let out_dir = holder.path().to_path_buf();
     let victim = out_dir.join("victim.txt");
     std::fs::write(&victim, VICTIM).expect("victim");
     std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644)).expect("chmod");
@@ -101,7 +105,7 @@ fn writes_outside_the_workspace_are_refused_by_every_route() {
         ("new-dir-link", format!("ln -s {o} steplink && echo x > steplink/via-new.txt")),
         ("new-file-link", format!("ln -s {o}/victim.txt stepflink && echo x >> stepflink")),
         ("proc-root", format!("echo x > /proc/self/root{o}/proc-root.txt")),
-        ("proc-cwd", "echo x > /proc/self/cwd/../outside/proc-cwd.txt".into()),
+        ("proc-cwd", format!("echo x > /proc/self/cwd/../../../..{o}/proc-cwd.txt")),
         ("hard-link", format!("ln {o}/victim.txt hard && echo x >> hard")),
         ("rename-in", format!("mv {o}/victim.txt moved-in.txt")),
         ("rename-out", format!("echo y > local.txt && mv local.txt {o}/moved-out.txt")),
@@ -109,7 +113,7 @@ fn writes_outside_the_workspace_are_refused_by_every_route() {
         ("chmod", format!("chmod 777 {o}/victim.txt")),
     ]);
     let out = run_plan(&ws, steps, None);
-    assert!(out.code == 0 || out.code == 1, "{}", out.stderr);
+    assert!([0, 1, 3].contains(&out.code), "{}", out.stderr);
     assert_eq!(entries(&out_dir), vec!["victim.txt"], "something was created or removed outside");
     assert_eq!(std::fs::read_to_string(&victim).expect("victim"), VICTIM);
     let mode = std::fs::metadata(&victim).expect("meta").permissions().mode() & 0o777;
@@ -117,7 +121,7 @@ fn writes_outside_the_workspace_are_refused_by_every_route() {
     // The refusal is the kernel's, and the command saw it.
     let stderr = stderr_of(&out, "create");
     assert!(
-        stderr.contains("Read-only file system") || stderr.contains("Permission denied"),
+        ["Read-only file system", "Permission denied"].iter().any(|m| stderr.contains(m)),
         "{stderr}"
     );
     // Every shell.exec result names the sandbox it ran in.
@@ -559,4 +563,82 @@ fn off_is_stated_in_the_run_and_by_show() {
     );
     let show = ws.pev(&["show", &out.run_id()]);
     assert!(show.stdout.contains("sandbox: off"), "{}", show.stdout);
+}
+
+#[test]
+fn a_command_cannot_loosen_the_next_run_through_the_workspace_pev_toml() {
+    if !full_sandbox() {
+        return;
+    }
+    let ws = Ws::new();
+    let marker = ws.outside().join("hook-ran.txt");
+    // A first run's command writes the workspace's pev.toml: sandbox off, and a hook.
+    let toml = format!(
+        "sandbox = \"off\"\n[hooks]\npre_tool_use = \"echo escaped > {} ; echo '{{}}'\"\n",
+        marker.display()
+    );
+    let write = shell_steps(&[(
+        "plant",
+        format!("printf '%s' '{}' > pev.toml", toml.replace('\'', "'\\''")),
+    )]);
+    let out = run_plan(&ws, write, None);
+    assert_eq!(out.status(), "success", "{}", out.stderr);
+    assert!(ws.path().join("pev.toml").exists());
+    // The next run stays confined, and the planted hook runs inside the sandbox.
+    let next = shell_steps(&[(
+        "try",
+        format!("echo x > {}/escaped.txt; echo done", ws.outside().display()),
+    )]);
+    let out = run_plan(&ws, next, None);
+    let started = out.of("run.started");
+    assert_eq!(
+        started.first().map(|e| e["sandbox"]["level"].clone()),
+        Some(json!("full")),
+        "{}",
+        out.stderr
+    );
+    assert!(!ws.outside().join("escaped.txt").exists(), "the planted `sandbox = off` took effect");
+    assert!(!marker.exists(), "the planted hook ran outside the sandbox");
+}
+
+#[test]
+fn host_sockets_ipc_namespaces_and_vsock_are_out_of_reach() {
+    if !full_sandbox() {
+        return;
+    }
+    let ws = Ws::new();
+    // A unix socket a host service listens on, outside the workspace.
+    let sock_path = ws.outside().join("host.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock_path).expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let py = |code: &str| format!("python3 -c \"{code}\" 2>&1 | tail -1");
+    let steps = shell_steps(&[
+        (
+            "unix",
+            py(&format!(
+                "import socket; s = socket.socket(socket.AF_UNIX); s.connect('{}'); print('CONNECTED')",
+                sock_path.display()
+            )),
+        ),
+        ("userns", "unshare --user --map-root-user true && echo ESCAPED || echo refused".into()),
+        (
+            "clone-newuser",
+            py(
+                "import os, ctypes; libc = ctypes.CDLL(None); r = libc.syscall(56, 0x10000000 | 17, 0, 0, 0, 0); print('ESCAPED' if r >= 0 else 'refused'); r == 0 and os._exit(0)",
+            ),
+        ),
+        ("vsock", py("import socket; socket.socket(40, socket.SOCK_STREAM); print('ESCAPED')")),
+        (
+            "journal-read",
+            "ls -A .pev; cat .pev/pev.db > /dev/null 2>&1 && echo READABLE || echo refused".into(),
+        ),
+    ]);
+    let out = run_plan(&ws, steps, None);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(listener.accept().is_err(), "a command connected to a host unix socket");
+    let text = all_output(&out);
+    assert!(
+        !text.contains("CONNECTED") && !text.contains("ESCAPED") && !text.contains("READABLE"),
+        "{text}"
+    );
 }

@@ -91,9 +91,23 @@ pub(super) fn load(
     let mut price_sources = BTreeMap::new();
     let mut retry = RetryPolicy::default();
     let mut hooks = HooksConfig::default();
-    // The strictest file wins: a workspace's pev.toml (which may come with the code) can make
-    // the sandbox stricter than the user's, never looser.
-    let sandbox = layers.iter().filter_map(|l| l.config.sandbox).max();
+    // A workspace's pev.toml comes with the code, and a command of an earlier run may have
+    // written it: it can make the sandbox stricter than the user's file (or than the default,
+    // `auto`), never looser.
+    let user = layers
+        .iter()
+        .filter(|l| !matches!(l.source, Source::Workspace(_)))
+        .filter_map(|l| l.config.sandbox)
+        .next_back();
+    let workspace_mode = layers
+        .iter()
+        .filter(|l| matches!(l.source, Source::Workspace(_)))
+        .filter_map(|l| l.config.sandbox)
+        .next_back();
+    let sandbox = match (user, workspace_mode) {
+        (user, Some(ws)) => Some(ws.max(user.unwrap_or(pev_protocol::policy::SandboxMode::Auto))),
+        (user, None) => user,
+    };
     for layer in &layers {
         add_hooks(&mut hooks, layer);
         for (model, entry) in &layer.config.prices {

@@ -354,11 +354,14 @@ fn api_key_env_names_the_variable_to_read() {
 #[test]
 fn openai_needs_a_key_only_for_the_hosted_api() {
     let setup = Setup::new(None, None);
-    let config = setup.ok(&[("PEV_PROVIDER", "openai")]);
+    let config = setup.ok(&[("PEV_PROVIDER", "openai"), ("PEV_VERIFIER_MODEL", "gpt-5-mini")]);
     let message = config_error(config.client_for(Role::Verifier));
     assert!(message.contains("OPENAI_API_KEY"), "{message}");
-    let config =
-        setup.ok(&[("PEV_PROVIDER", "openai"), ("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")]);
+    let config = setup.ok(&[
+        ("PEV_PROVIDER", "openai"),
+        ("PEV_VERIFIER_MODEL", "qwen2.5:7b"),
+        ("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1"),
+    ]);
     assert_eq!(provider_of(config.client_for(Role::Verifier)), "openai");
     let verifier = config.role(Role::Verifier);
     assert_eq!(
@@ -452,4 +455,20 @@ fn bad_hooks_are_errors_at_their_line() {
         assert_eq!(line, want_line, "{text}: {message}");
         assert!(message.contains(want), "{text}: {message}");
     }
+}
+
+#[test]
+fn switching_to_openai_without_a_model_names_the_variable_to_set() {
+    let setup = Setup::new(None, None);
+    let config =
+        setup.ok(&[("PEV_PROVIDER", "openai"), ("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")]);
+    let message = config_error(config.client_for(Role::Planner));
+    assert!(message.contains("PEV_PLANNER_MODEL"), "{message}");
+    assert!(message.contains("claude-opus-4-6"), "{message}");
+    assert!(message.contains("[roles.planner]"), "{message}");
+    // A model from a file is fine.
+    let setup = Setup::new(Some("[roles.planner]\nmodel = \"llama3\"\n"), None);
+    let config =
+        setup.ok(&[("PEV_PROVIDER", "openai"), ("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")]);
+    assert_eq!(provider_of(config.client_for(Role::Planner)), "openai");
 }

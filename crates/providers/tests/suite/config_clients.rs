@@ -98,7 +98,11 @@ async fn an_openai_role_speaks_chat_completions_to_its_base_url() {
     let server = MockServer::start(vec![Reply::json(200, &fixture("openai", "text.json"))]).await;
     let base = format!("{}/v1", server.base_url);
     let setup = Setup::new(None);
-    let config = setup.config(&[("PEV_PROVIDER", "openai"), ("OPENAI_BASE_URL", base.as_str())]);
+    let config = setup.config(&[
+        ("PEV_PROVIDER", "openai"),
+        ("PEV_VERIFIER_MODEL", "qwen2.5:7b"),
+        ("OPENAI_BASE_URL", base.as_str()),
+    ]);
     let client = config.client_for(Role::Verifier).expect("builds");
     assert_eq!(client.provider(), "openai");
     let (text, sent) = one_turn(&config, Role::Verifier, &server).await;
@@ -113,6 +117,7 @@ async fn an_openai_role_speaks_chat_completions_to_its_base_url() {
     let base = format!("{}/v1", server.base_url);
     let config = setup.config(&[
         ("PEV_PROVIDER", "openai"),
+        ("PEV_VERIFIER_MODEL", "gpt-5-mini"),
         ("OPENAI_BASE_URL", base.as_str()),
         ("OPENAI_API_KEY", "sk-openai-config-test-3"),
     ]);

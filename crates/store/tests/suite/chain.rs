@@ -72,3 +72,26 @@ fn a_run_from_before_the_chain_is_not_verifiable_rather_than_broken() {
     tamper(&db.path, "UPDATE events SET chain = NULL; UPDATE runs SET chain_head = NULL");
     assert_eq!(store.integrity("r1").unwrap(), Integrity::Unchained { events: 2 });
 }
+
+#[test]
+fn a_chain_removed_from_a_run_that_journaled_its_sandbox_is_broken_not_old() {
+    let db = db();
+    let store = Store::open(&db.path).unwrap();
+    create(&store, "r1", "2026-01-01T00:00:00Z");
+    let started = pev_protocol::event::Event {
+        run_id: "r1".into(),
+        seq: 0,
+        at: "2026-01-01T00:00:00.000Z".into(),
+        body: pev_protocol::event::EventBody::RunStarted {
+            goal: "g".into(),
+            workspace: "/ws".into(),
+            resumed: false,
+            sandbox: Some(serde_json::json!({"mode": "auto"})),
+        },
+    };
+    store.write(&pev_store::Record::Event(started)).unwrap();
+    store.write(&event_rec("r1", 1)).unwrap();
+    tamper(&db.path, "UPDATE events SET chain = NULL; UPDATE runs SET chain_head = NULL");
+    let found = store.integrity("r1").unwrap();
+    assert!(found.describe().contains("hash chain was removed"), "{found:?}");
+}
