@@ -642,3 +642,65 @@ fn host_sockets_ipc_namespaces_and_vsock_are_out_of_reach() {
         "{text}"
     );
 }
+
+/// A PATH with everything of this one but `bwrap` (symlinks in a temp dir): pev then gets the
+/// Landlock and seccomp sandbox without bubblewrap.
+fn path_without_bwrap(dir: &Path) -> String {
+    let path = std::env::var("PATH").unwrap_or_default();
+    for entry in
+        std::env::split_paths(&path).filter_map(|d| std::fs::read_dir(d).ok()).flatten().flatten()
+    {
+        let name = entry.file_name();
+        if name != "bwrap" && !dir.join(&name).exists() {
+            let _ = symlink(entry.path(), dir.join(&name));
+        }
+    }
+    dir.display().to_string()
+}
+
+#[test]
+fn without_bubblewrap_landlock_still_refuses_writes_signals_and_outliving_a_timeout() {
+    let ws = Ws::new();
+    let bin = ws.root.path().join("bin");
+    std::fs::create_dir(&bin).expect("mkdir");
+    let path = path_without_bwrap(&bin);
+    let holder =
+        tempfile::Builder::new().prefix("pev-escape-").tempdir_in("/var/tmp").expect("dir");
+    let o = holder.path().display().to_string();
+    let marker = unique_marker();
+    let steps = vec![
+        json!({"id": "write", "tool": "shell.exec", "args": {"command": format!("echo x > {o}/new.txt")}, "on_fail": "continue"}),
+        json!({"id": "kill", "tool": "shell.exec", "args": {"command": "pkill -9 -x pev; echo done"}, "on_fail": "continue"}),
+        json!({"id": "escape", "tool": "shell.exec", "on_fail": "continue", "args": {"timeout_s": 1,
+            "command": format!("(setsid sh -c 'sleep 2; echo escaped > late.txt' {marker} &) ; sleep 30")}}),
+    ];
+    let plan = json!({"goal": "Try to get out", "steps": steps});
+    let plan_path = ws.plan_file(&plan);
+    let r = run(
+        pev().env("PATH", &path),
+        &[
+            "run",
+            plan_path.to_str().expect("utf-8"),
+            "--workspace",
+            &ws.arg(),
+            "--json",
+            "--yes",
+            "--jobs",
+            "1",
+        ],
+    );
+    let out = Outcome::from(r);
+    let level = out.of("run.started").first().map(|e| e["sandbox"]["level"].clone());
+    if level != Some(json!("partial")) {
+        eprintln!("skipped: Landlock and seccomp are not both available here ({level:?})");
+        return;
+    }
+    assert!(entries(holder.path()).is_empty(), "a write outside got through");
+    assert!(out.events.iter().any(|e| e["event"] == "run.finished"), "pev was killed");
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(!ws.path().join("late.txt").exists(), "a setsid child outlived the timeout");
+    assert!(!process_alive_with(&marker));
+    // The run says what it did not get.
+    let warnings = out.result()["warnings"].to_string();
+    assert!(warnings.contains("bubblewrap is not available"), "{warnings}");
+}
