@@ -180,8 +180,12 @@ struct RawExpectation {
     reasons: Vec<ReasonCode>,
 }
 
-/// Reads every scenario of `suite`, in the order of their directory names.
+/// Reads every scenario of `suite`, in the order of their directory names; `suite` may also be
+/// one scenario's directory (it has a `scenario.toml`), which is then the whole suite.
 pub fn load_suite(suite: &Path) -> Result<Vec<Scenario>, String> {
+    if suite.join(SCENARIO_FILE).is_file() {
+        return Ok(vec![load_scenario(suite)?]);
+    }
     let entries = std::fs::read_dir(suite)
         .map_err(|e| format!("cannot read the suite directory {}: {e}", suite.display()))?;
     let mut dirs = Vec::new();

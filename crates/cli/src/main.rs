@@ -79,7 +79,8 @@ fn main() -> ExitCode {
                 scratch: args.scratch,
                 common: args.common.common(),
             };
-            report(run_cmd::run(&req, &mut std::io::stderr()))
+            let json = req.common.json;
+            report_events(run_cmd::run(&req, &mut std::io::stderr()), json)
         }
         Command::Agent(args) => {
             let req = agent_cmd::AgentRequest {
@@ -100,10 +101,12 @@ fn main() -> ExitCode {
                 reminder_every: args.reminder_every,
                 common: args.common.common(),
             };
-            report(agent_cmd::run(&req, &mut std::io::stderr()))
+            let json = req.common.json;
+            report_events(agent_cmd::run(&req, &mut std::io::stderr()), json)
         }
         Command::Resume { run, common } => {
-            report(run_cmd::resume(&run, &common.common(), &mut std::io::stderr()))
+            let common = common.common();
+            report_events(run_cmd::resume(&run, &common, &mut std::io::stderr()), common.json)
         }
         Command::Runs { journal } => {
             let mut out = BufWriter::new(stdout.lock());
@@ -177,6 +180,19 @@ fn print_schema(kind: SchemaArg, out: &mut dyn Write) -> u8 {
 }
 
 /// The exit code of a command, with its failure (if any) printed on stderr.
+/// [`report`] for the commands whose `--json` output is a stream of events: a failure is also
+/// one last line on stdout, `{"event": "error", "exit_code": N, "message": "…"}`, so a
+/// machine reading stdout gets an answer in every case.
+fn report_events(outcome: Result<u8, run_cmd::Fail>, json: bool) -> u8 {
+    if json && let Err(run_cmd::Fail(code, message)) = &outcome {
+        let line = serde_json::json!({"event": "error", "exit_code": code, "message": message});
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    }
+    report(outcome)
+}
+
 fn report(outcome: Result<u8, run_cmd::Fail>) -> u8 {
     match outcome {
         Ok(code) => code,

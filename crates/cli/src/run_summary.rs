@@ -32,6 +32,18 @@ pub fn render_summary_at(result: &RunResult, style: &Style, at: &str) -> String 
                 if result.status == RunStatus::Failed { s.red(code) } else { s.yellow(code) };
             let _ = writeln!(out, "  {code}{step}: {}", clean(&r.message));
         }
+        // A plan re-run on work already done changes nothing: partial, but not a failure of
+        // this run, and the summary says so in words.
+        if result.reasons.iter().all(|r| r.code == pev_protocol::run::ReasonCode::NoOpMutation) {
+            let _ = writeln!(
+                out,
+                "  {}",
+                s.dim(
+                    "nothing changed: the workspace already had this content (the work was \
+                     done before; this run had nothing to do)"
+                )
+            );
+        }
     }
     let count =
         |want: &[StepStatus]| result.steps.iter().filter(|st| want.contains(&st.status)).count();

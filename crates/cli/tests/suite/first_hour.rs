@@ -122,3 +122,56 @@ fn the_next_hint_of_a_run_waiting_for_approval_works_as_printed() {
     assert!(resumed.status.success(), "{}\n{}", r.stdout, String::from_utf8_lossy(&resumed.stderr));
     assert_eq!(ws.read("a.txt"), "a\n");
 }
+
+#[test]
+fn eval_takes_one_scenario_directory() {
+    let mut cmd = super::support::pev();
+    cmd.current_dir(super::support::repo_root());
+    let r = super::support::run(&mut cmd, &["eval", "evals/honest", "--json"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let doc = r.json();
+    let rows = doc["rows"].as_array().expect("rows");
+    assert!(!rows.is_empty() && rows.iter().all(|row| row["scenario"] == "honest"), "{doc:#}");
+}
+
+#[test]
+fn a_rerun_of_work_already_done_says_nothing_changed_in_words() {
+    let ws = Ws::new();
+    let plan = json!({"goal": "Write the greeting file", "steps": [
+        {"id": "write", "tool": "file.write", "args": {"path": "hello.txt", "content": "hello\n"},
+         "assertions": [{"type": "file_contains", "path": "hello.txt", "pattern": "hello"}]}]});
+    let plan_path = ws.plan_file(&plan);
+    let args = ["run", plan_path.to_str().expect("utf-8"), "--workspace", &ws.arg(), "--yes"];
+    let first = super::support::run(&mut super::support::pev(), &args);
+    assert_eq!(first.code, 0, "{first:?}");
+    let again = super::support::run(&mut super::support::pev(), &args);
+    assert!(again.stdout.contains("no_op_mutation"), "{}", again.stdout);
+    assert!(
+        again.stdout.contains("nothing changed: the workspace already had this content"),
+        "{}",
+        again.stdout
+    );
+}
+
+#[test]
+fn run_json_answers_on_stdout_even_when_the_plan_does_not_run() {
+    let ws = Ws::new();
+    // A lint error (a cycle), and a plan file that does not exist.
+    let plan = json!({"goal": "Loop", "steps": [
+        {"id": "a", "tool": "file.read", "args": {"path": "x"}, "depends_on": ["b"]},
+        {"id": "b", "tool": "file.read", "args": {"path": "x"}, "depends_on": ["a"]}]});
+    let plan_path = ws.plan_file(&plan);
+    for args in [
+        vec!["run", plan_path.to_str().expect("utf-8"), "--workspace", &ws.arg(), "--json"],
+        vec!["run", "no-such-plan.json", "--workspace", &ws.arg(), "--json"],
+    ] {
+        let r = super::support::run(&mut super::support::pev(), &args);
+        assert_eq!(r.code, 2, "{r:?}");
+        let last: serde_json::Value =
+            serde_json::from_str(r.stdout.lines().last().unwrap_or_default())
+                .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", r.stdout));
+        assert_eq!(last["event"], "error");
+        assert_eq!(last["exit_code"], 2);
+        assert!(last["message"].as_str().is_some_and(|m| !m.is_empty()));
+    }
+}
