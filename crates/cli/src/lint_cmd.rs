@@ -138,11 +138,11 @@ fn run_inner(
 pub fn write_text_report(
     source: &Source,
     format: Format,
-    (result, plan): (&LintResult, &Plan),
+    (result, plan, threshold): (&LintResult, &Plan, f64),
     color: bool,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let rendering = Rendering { source, format, result, plan: Some(plan), threshold: 1.0 };
+    let rendering = Rendering { source, format, result, plan: Some(plan), threshold };
     rendering.write(OutputFormat::Text, color, out)
 }
 

@@ -145,18 +145,33 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         }
     };
     // Lint first: a plan with errors does not run.
+    // The same lint as `pev lint` with the same policy: same findings, same threshold. Its
+    // report goes to stderr whenever it has something to say, warnings included, so a run never
+    // hides what lint would have shown.
     let linted = lint(&parsed, &policy, LintOptions::default());
+    let threshold = policy.policy.fail_risk_threshold;
+    let color = Style::for_stderr(req.common.color).color;
     if linted.status == LintStatus::Error {
-        let color = Style::for_stderr(req.common.color).color;
-        let _ = lint_cmd::write_text_report(&source, format, (&linted, &parsed.plan), color, err);
+        let report = (&linted, &parsed.plan, threshold);
+        let _ = lint_cmd::write_text_report(&source, format, report, color, err);
         return Err(Fail::input(format!(
             "{} has lint errors; it was not run (fix them, or see `pev lint --explain CODE`)",
             source.name
         )));
     }
+    if !linted.warnings.is_empty() && !req.common.json {
+        let report = (&linted, &parsed.plan, threshold);
+        let _ = lint_cmd::write_text_report(&source, format, report, color, err);
+    }
     let plan = parsed.plan;
     let registry = Registry::builtin();
-    pev_engine::check_runnable(&plan, &registry).map_err(|e| Fail::input(e.to_string()))?;
+    pev_engine::check_runnable(&plan, &registry).map_err(|e| {
+        Fail::input(format!(
+            "{e}; it was not run (`pev lint` reports this as UNKNOWN_TOOL, a warning there \
+             because a plan may name tools of another runtime; pev run can only run the tools \
+             it has)"
+        ))
+    })?;
 
     let mut workspace = workspace_dir(req.common.workspace.as_deref())?;
     if req.scratch {

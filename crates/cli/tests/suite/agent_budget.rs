@@ -61,7 +61,9 @@ fn a_budget_too_small_for_the_plan_stops_before_any_run_is_journaled() {
     let s = Scenario::new("budget");
     let out = s.agent(GOAL, &["--max-usd", "0.001"]);
     assert_eq!(out.code, 1, "{}\n{}", out.stderr, out.stdout);
-    assert!(out.events.is_empty(), "{}", out.stdout);
+    // No run events: only the error event that answers --json.
+    assert_eq!(out.events.len(), 1, "{}", out.stdout);
+    assert_eq!(out.events[0]["event"], "error", "{}", out.stdout);
     assert!(
         out.stderr.contains(
             "the budget ran out before a plan was written: the planner call to \

@@ -175,3 +175,34 @@ fn run_json_answers_on_stdout_even_when_the_plan_does_not_run() {
         assert!(last["message"].as_str().is_some_and(|m| !m.is_empty()));
     }
 }
+
+#[test]
+fn run_shows_the_lint_warnings_it_runs_with_and_agrees_with_lint() {
+    let ws = Ws::new();
+    ws.file("x.txt", "x\n");
+    let plan = json!({"goal": "Read a file", "steps": [
+        {"id": "a", "tool": "file.read", "args": {"path": "x.txt"}, "parmeters": {"path": "x.txt"}}]});
+    let plan_path = ws.plan_file(&plan);
+    let plan_arg = plan_path.to_str().expect("utf-8");
+    let lint = super::support::run(&mut super::support::pev(), &["lint", plan_arg]);
+    let run = super::support::run(
+        &mut super::support::pev(),
+        &["run", plan_arg, "--workspace", &ws.arg(), "--yes"],
+    );
+    assert!(run.stderr.contains("did you mean `parameters`?"), "{}", run.stderr);
+    // The same header, threshold included.
+    let header = |text: &str| text.lines().find(|l| l.contains("fails at")).map(str::to_owned);
+    assert_eq!(header(&run.stderr), header(&lint.stdout), "{}\n{}", run.stderr, lint.stdout);
+
+    // A tool pev does not have: lint warns, run refuses, and says why they differ.
+    let plan =
+        json!({"goal": "Call a tool", "steps": [{"id": "b", "tool": "nosuch.tool", "args": {}}]});
+    let plan_path = ws.plan_file(&plan);
+    let run = super::support::run(
+        &mut super::support::pev(),
+        &["run", plan_path.to_str().expect("utf-8"), "--workspace", &ws.arg()],
+    );
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("warning[UNKNOWN_TOOL]"), "{}", run.stderr);
+    assert!(run.stderr.contains("`pev lint` reports this as UNKNOWN_TOOL"), "{}", run.stderr);
+}

@@ -255,7 +255,11 @@ fn a_plan_with_lint_errors_does_not_run_and_creates_no_journal() {
     ]});
     let out = ws.run(&plan, &[]);
     assert_eq!(out.code, 2, "{out:?}");
-    assert!(out.stdout.is_empty(), "--json stdout stays clean: {}", out.stdout);
+    // --json stdout holds one answer: the error event (the lint report is on stderr).
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", out.stdout);
+    let error: serde_json::Value = serde_json::from_str(lines[0]).expect("json");
+    assert_eq!((error["event"].as_str(), error["exit_code"].as_u64()), (Some("error"), Some(2)));
     assert!(out.stderr.contains("error[COMMAND_INJECTION] step 1 `rm`"), "{}", out.stderr);
     assert!(out.stderr.contains("it was not run"), "{}", out.stderr);
     assert!(!ws.path().join(".pev").exists(), "no journal");
