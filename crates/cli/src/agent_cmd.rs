@@ -144,6 +144,7 @@ pub(crate) fn build_models(
 }
 
 pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
+    crate::input::check_goal(&req.goal).map_err(|e| Fail(EXIT_BAD_INPUT, e))?;
     if req.goal.trim().is_empty() {
         return Err(Fail(EXIT_BAD_INPUT, "the goal is empty".to_owned()));
     }

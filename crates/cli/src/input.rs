@@ -57,6 +57,26 @@ impl fmt::Display for InputError {
 impl std::error::Error for InputError {}
 
 /// The size limit: `PEV_MAX_INPUT_BYTES` when it holds a number, else 64 MiB.
+/// The longest goal pev accepts (a plan's or `pev agent`'s): it is journaled with the run, its
+/// events and every plan version, and shown by every view, so a goal the size of a file would
+/// multiply into the journal and the terminal.
+pub const MAX_GOAL_BYTES: usize = 64 * 1024;
+
+/// Refuses a goal longer than [`MAX_GOAL_BYTES`], saying how long it is and where to put the
+/// rest.
+pub fn check_goal(goal: &str) -> Result<(), String> {
+    if goal.len() <= MAX_GOAL_BYTES {
+        return Ok(());
+    }
+    Err(format!(
+        "the goal is {} bytes; pev accepts goals up to {} KiB (it is journaled with every event \
+         of the run and shown by every view): put the details in a file in the workspace and \
+         name it in the goal",
+        goal.len(),
+        MAX_GOAL_BYTES / 1024
+    ))
+}
+
 pub fn max_bytes(env_value: Option<&str>) -> u64 {
     env_value.and_then(|v| v.trim().parse().ok()).unwrap_or(DEFAULT_MAX_BYTES)
 }

@@ -163,6 +163,8 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         let report = (&linted, &parsed.plan, threshold);
         let _ = lint_cmd::write_text_report(&source, format, report, color, err);
     }
+    input::check_goal(&parsed.plan.goal)
+        .map_err(|e| Fail::input(format!("{}: {e}", source.name)))?;
     let plan = parsed.plan;
     let registry = Registry::builtin();
     pev_engine::check_runnable(&plan, &registry).map_err(|e| {

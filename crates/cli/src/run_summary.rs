@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use pev_protocol::run::{FileMutation, ReasonCode, RunResult, RunStatus, StepStatus};
 
-use crate::style::{Style, clean, duration, truncate};
+use crate::style::{GOAL_SHOWN, Style, clean, duration, truncate};
 
 /// The summary printed when `pev run` ends: the outcome, why, what ran and changed, and what
 /// to do next. Long lists (warnings, files) are capped; `pev show` has everything.
@@ -22,7 +22,7 @@ pub fn render_summary_at(result: &RunResult, style: &Style, at: &str) -> String 
     let id = clean(&result.run_id);
     let status = status_name(result.status);
     let _ = writeln!(out, "{} {id}: {}", s.bold("run"), s.status(status));
-    let _ = writeln!(out, "{} {}", s.dim("goal:"), clean(&result.goal));
+    let _ = writeln!(out, "{} {}", s.dim("goal:"), truncate(&clean(&result.goal), GOAL_SHOWN));
     if !result.reasons.is_empty() {
         let _ = writeln!(out, "{}", s.bold("reasons:"));
         for r in &result.reasons {

@@ -154,7 +154,7 @@ impl Tracker {
         match &event.body {
             EventBody::RunStarted { goal, resumed, .. } => {
                 let verb = if *resumed { "resuming run" } else { "run" };
-                let goal = clean(goal);
+                let goal = truncate(&clean(goal), crate::style::GOAL_SHOWN).into_owned();
                 vec![Note::Line(format!("{} {}: {goal}", s.bold(verb), s.bold(&event.run_id)))]
             }
             EventBody::PlanCreated { steps, .. } => {

@@ -58,7 +58,12 @@ pub fn render_show(
     let s = style;
     let mut out = String::new();
     let _ = writeln!(out, "{} {}: {}", s.bold("run"), clean(run_id), s.status(stored_status));
-    let _ = writeln!(out, "{} {}", s.dim("goal:"), clean(&plan.goal));
+    let _ = writeln!(
+        out,
+        "{} {}",
+        s.dim("goal:"),
+        truncate(&clean(&plan.goal), crate::style::GOAL_SHOWN)
+    );
 
     let _ =
         writeln!(out, "\n{} ({})", s.bold("plan"), crate::text::plural(plan.steps.len(), "step"));

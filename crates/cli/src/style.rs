@@ -171,6 +171,9 @@ fn is_unsafe(c: char) -> bool {
 }
 
 /// `text` cut to at most `max` characters, ending in `…` when cut. Char-boundary safe.
+/// The most characters of a goal a view shows (the journal keeps it whole).
+pub const GOAL_SHOWN: usize = 300;
+
 pub fn truncate(text: &str, max: usize) -> Cow<'_, str> {
     if text.chars().count() <= max {
         return Cow::Borrowed(text);

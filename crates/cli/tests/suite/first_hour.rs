@@ -206,3 +206,40 @@ fn run_shows_the_lint_warnings_it_runs_with_and_agrees_with_lint() {
     assert!(run.stderr.contains("warning[UNKNOWN_TOOL]"), "{}", run.stderr);
     assert!(run.stderr.contains("`pev lint` reports this as UNKNOWN_TOOL"), "{}", run.stderr);
 }
+
+#[test]
+fn a_huge_goal_is_refused_and_a_long_one_is_not_echoed_whole() {
+    let ws = Ws::new();
+    let step = json!({"id": "w", "tool": "file.write", "args": {"path": "a.txt", "content": "a\n"},
+        "assertions": [{"type": "file_exists", "path": "a.txt"}]});
+    let huge = json!({"goal": "x".repeat(100_000), "steps": [step.clone()]});
+    let plan_path = ws.plan_file(&huge);
+    let r = super::support::run(
+        &mut super::support::pev(),
+        &["run", plan_path.to_str().expect("utf-8"), "--workspace", &ws.arg(), "--yes"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("the goal is 100000 bytes; pev accepts goals up to 64 KiB"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.len() < 2_000 && r.stdout.len() < 2_000, "the goal was echoed");
+    assert!(!ws.path().join(".pev").exists(), "nothing journaled");
+
+    let long = json!({"goal": format!("Write a file. {}", "y".repeat(50_000)), "steps": [step]});
+    let plan_path = ws.plan_file(&long);
+    let r = super::support::run(
+        &mut super::support::pev(),
+        &["run", plan_path.to_str().expect("utf-8"), "--workspace", &ws.arg(), "--yes"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.len() + r.stderr.len() < 5_000,
+        "{} + {} bytes",
+        r.stdout.len(),
+        r.stderr.len()
+    );
+    let show = ws.pev(&["show", "last"]);
+    assert!(show.stdout.len() < 5_000, "{} bytes", show.stdout.len());
+}
