@@ -212,7 +212,7 @@ fn a_huge_goal_is_refused_and_a_long_one_is_not_echoed_whole() {
     let ws = Ws::new();
     let step = json!({"id": "w", "tool": "file.write", "args": {"path": "a.txt", "content": "a\n"},
         "assertions": [{"type": "file_exists", "path": "a.txt"}]});
-    let huge = json!({"goal": "x".repeat(100_000), "steps": [step.clone()]});
+    let huge = json!({"goal": "x".repeat(100_000), "steps": [step]});
     let plan_path = ws.plan_file(&huge);
     let r = super::support::run(
         &mut super::support::pev(),
