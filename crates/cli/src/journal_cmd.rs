@@ -95,7 +95,18 @@ pub fn show(run: &str, common: &Common, out: &mut dyn Write) -> Result<u8, Fail>
         })
         .collect();
     let style = Style::for_stdout(common.color);
-    let _ = write!(out, "{}", render_show(&run_id, &record.status, &plan, &result, &diffs, &style));
+    // `running` in the journal is either a run another process holds (its lock is taken) or
+    // one that was interrupted (killed, crashed): the lock tells which.
+    let stored = if record.status == "running" {
+        let workspace = workspace_dir(common.workspace.as_deref())?;
+        match crate::run_cmd::lock_run(&store_path(common, &workspace), &run_id) {
+            Ok(_lock) => "interrupted",
+            Err(_) => "running",
+        }
+    } else {
+        record.status.as_str()
+    };
+    let _ = write!(out, "{}", render_show(&run_id, stored, &plan, &result, &diffs, &style));
     let versions = store.plan_versions(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     let _ = write!(out, "{}", render_revisions(&versions, &style));
     let _ = writeln!(out, "\n{} {}", style.bold("sandbox:"), sandbox);

@@ -169,11 +169,22 @@ pub fn render_show(
     }
     let u = &result.usage;
     let actions = if result.goal_actions_executed { "yes" } else { "no" };
+    // A run that never finished has no verdict: say what it is, not what a verdict over the
+    // steps so far would be.
+    let outcome = match stored_status {
+        "interrupted" => s.yellow(&format!(
+            "interrupted (it stopped before it finished, so there is no verdict yet; `pev resume \
+             {}` continues it)",
+            clean(run_id)
+        )),
+        "running" => s.yellow("running (another pev process is running it; no verdict yet)"),
+        _ => s.status(status_name(result.status)),
+    };
     let _ = writeln!(
         out,
         "\n{} {}  goal actions executed: {actions}  {} tool call{} in {}",
         s.bold("outcome:"),
-        s.status(status_name(result.status)),
+        outcome,
         u.tool_calls,
         if u.tool_calls == 1 { "" } else { "s" },
         duration(result.duration_ms)

@@ -243,3 +243,35 @@ fn a_huge_goal_is_refused_and_a_long_one_is_not_echoed_whole() {
     let show = ws.pev(&["show", "last"]);
     assert!(show.stdout.len() < 5_000, "{} bytes", show.stdout.len());
 }
+
+#[test]
+fn a_killed_run_reads_as_interrupted_and_leaves_no_orphan() {
+    let ws = Ws::new();
+    let marker = super::run_support::unique_marker();
+    let plan = json!({"goal": "Wait, then write", "steps": [
+        {"id": "slow", "tool": "shell.exec",
+         "args": {"command": format!("sleep 3 && echo late > late.txt # {marker}")}}]});
+    let plan_path = ws.plan_file(&plan);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pev"))
+        .args(["run", plan_path.to_str().expect("utf-8"), "--workspace", &ws.arg(), "--yes"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("pev");
+    // Until the step's command runs.
+    let start = std::time::Instant::now();
+    while !super::run_support::process_alive_with(&marker) {
+        assert!(start.elapsed() < std::time::Duration::from_secs(20), "the step never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().expect("kill -9");
+    child.wait().expect("reaped");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(!super::run_support::process_alive_with(&marker), "the step's command outlived pev");
+    std::thread::sleep(std::time::Duration::from_millis(3000));
+    assert!(!ws.path().join("late.txt").exists(), "an orphan finished the step's work");
+    let show = ws.pev(&["show", "last"]);
+    assert!(show.stdout.contains(": interrupted"), "{}", show.stdout);
+    assert!(show.stdout.contains("`pev resume"), "{}", show.stdout);
+    assert!(!show.stdout.contains("outcome: partial"), "{}", show.stdout);
+}
