@@ -40,6 +40,8 @@ struct RoleCheck {
     client_error: Option<String>,
     /// With `--ping`: what the role answered, or the failure.
     ping: Option<Result<Pong, String>>,
+    /// With `--ping`: why the role was not pinged (a script written for a run's requests).
+    not_pinged: Option<String>,
 }
 
 /// A role's answer to `--ping`.
@@ -106,8 +108,18 @@ pub fn run(req: &DoctorRequest, out: &mut dyn Write) -> Result<u8, Fail> {
 fn check(config: &Config, rc: &RoleConfig, runtime: Option<&tokio::runtime::Runtime>) -> RoleCheck {
     let client = match config.client_for(rc.role) {
         Ok(client) => client,
-        Err(e) => return RoleCheck { client_error: Some(e.to_string()), ping: None },
+        Err(e) => {
+            return RoleCheck { client_error: Some(e.to_string()), ping: None, not_pinged: None };
+        }
     };
+    // A script whose first turn checks the request (`expect`) answers a run, not a ping: it is
+    // not pinged (it loaded, which is what can be checked), and the status says so.
+    if let (Some(_), Provider::Script(path)) = (runtime, &rc.provider.value)
+        && pev_providers::script::ScriptedClient::load(path).is_ok_and(|s| s.next_turn_expects())
+    {
+        let why = "scripted, and its first turn expects a run's request: loaded, not pinged";
+        return RoleCheck { client_error: None, ping: None, not_pinged: Some(why.to_owned()) };
+    }
     let tools = if rc.role == Role::Executor { executor_tools() } else { Vec::new() };
     let ping = runtime.map(|rt| {
         let started = Instant::now();
@@ -125,7 +137,7 @@ fn check(config: &Config, rc: &RoleConfig, runtime: Option<&tokio::runtime::Runt
             Err(_) => Err(format!("no answer within {}s", PING_TIMEOUT.as_secs())),
         }
     });
-    RoleCheck { client_error: None, ping }
+    RoleCheck { client_error: None, ping, not_pinged: None }
 }
 
 /// Every tool an executor may be offered: the built-in workspace tools under their wire names
@@ -359,6 +371,9 @@ fn write_text(
     for (rc, check) in config.roles().iter().zip(checks) {
         let status = match (&check.client_error, &check.ping) {
             (Some(error), _) => format!("error: {}", clean(error)),
+            (None, None) if check.not_pinged.is_some() => {
+                format!("ok: {}", check.not_pinged.as_deref().unwrap_or_default())
+            }
             (None, None) => {
                 "ok: the client can be built (no request sent; --ping sends one)".to_owned()
             }
@@ -438,6 +453,9 @@ fn json_report(workspace: &Path, config: &Config, checks: &[RoleCheck], ok: bool
                 _ => Value::Null,
             };
             let ping = match &check.ping {
+                None if check.not_pinged.is_some() => {
+                    json!({"ok": true, "skipped": check.not_pinged})
+                }
                 None => Value::Null,
                 Some(Ok(pong)) => json!({
                     "ok": true,

@@ -282,6 +282,13 @@ impl ScriptedClient {
         self.title.as_deref()
     }
 
+    /// Whether the next turn checks what it is asked (`expect`): such a script is written for
+    /// a run's requests, and a request of another kind (a `pev doctor --ping`) fails it.
+    pub fn next_turn_expects(&self) -> bool {
+        let next = self.lock().next;
+        self.turns.get(next).is_some_and(|t| t.expect.is_some())
+    }
+
     /// How many turns are left to answer.
     pub fn remaining(&self) -> usize {
         self.turns.len().saturating_sub(self.lock().next)

@@ -275,3 +275,13 @@ fn a_killed_run_reads_as_interrupted_and_leaves_no_orphan() {
     assert!(show.stdout.contains("`pev resume"), "{}", show.stdout);
     assert!(!show.stdout.contains("outcome: partial"), "{}", show.stdout);
 }
+
+#[test]
+fn doctor_ping_on_the_offline_example_says_its_scripts_are_not_pinged() {
+    let mut cmd = super::support::pev();
+    cmd.current_dir(super::support::repo_root().join("examples/agent"));
+    let r = super::support::run(&mut cmd, &["doctor", "-w", "site", "--ping"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let status = r.stdout.split("Status:").nth(1).expect("a status section");
+    assert_eq!(status.matches("loaded, not pinged").count(), 3, "{status}");
+}
