@@ -235,10 +235,11 @@ mod agent_http {
 
         assert_eq!(out.code, 1, "{}", out.stderr);
         assert_eq!(out.status(), "failed");
-        // A failed step's writes are not finished goal actions (CONTRACTS §4), hence no_effects;
-        // the retries' identical rewrites are no-op mutations.
-        assert_eq!(&out.codes()[..2], ["assertion_failed", "no_effects"], "{:?}", out.codes());
-        assert!(out.codes()[2..].iter().all(|c| *c == "no_op_mutation"), "{:?}", out.codes());
+        // A failed step's writes are not finished goal actions (CONTRACTS §4), but they did
+        // change files: the failed assertion is the reason, not `no_effects` ("no effect ran").
+        // The retries' identical rewrites are no-op mutations.
+        assert_eq!(out.codes()[0], "assertion_failed", "{:?}", out.codes());
+        assert!(out.codes()[1..].iter().all(|c| *c == "no_op_mutation"), "{:?}", out.codes());
         // The failed assertion names the edit that was not made, and only that one.
         let failed = &out.result()["reasons"][0];
         assert_eq!(failed["step"], "rename-r1");

@@ -99,10 +99,23 @@ mod tests {
 
     #[test]
     fn the_journal_is_hidden_read_only_after_the_workspace_is_bound() {
-        let args = args(&spec(Network::Closed), false).join(" ");
+        // A directory is covered by a read-only tmpfs (it must exist to be seen as one).
+        let dir = std::env::temp_dir().join(format!("pev-bwrap-test-{}", std::process::id()));
+        let journal_dir = dir.join(".pev");
+        let _ = std::fs::create_dir_all(&journal_dir);
+        let mut spec = spec(Network::Closed);
+        spec.read_only = vec![journal_dir.clone(), dir.join("journal.db")];
+        let args = args(&spec, false).join(" ");
+        let _ = std::fs::remove_dir_all(&dir);
+        let j = journal_dir.display();
         let tmp = args.find("--tmpfs /tmp ").unwrap_or(usize::MAX);
         let ws = args.find("--bind /ws /ws").unwrap_or(usize::MAX);
-        let journal = args.find("--tmpfs /ws/.pev --remount-ro /ws/.pev").unwrap_or(0);
+        let journal = args.find(&format!("--tmpfs {j} --remount-ro {j}")).unwrap_or(0);
+        // A file (or one not there yet) is covered by /dev/null.
+        assert!(
+            args.contains(&format!("--ro-bind /dev/null {}", dir.join("journal.db").display())),
+            "{args}"
+        );
         assert!(tmp < ws && ws < journal, "{args}");
         assert!(args.contains("--unshare-net") && args.contains("--unshare-ipc"), "{args}");
         assert!(!args.contains("--cap-drop"), "{args}");

@@ -73,7 +73,12 @@ pub fn decide(input: &OutcomeInput<'_>) -> (RunStatus, Vec<Reason>) {
     not_run_reason(input, &mut reasons);
     postcondition_reasons(input, &mut reasons);
     reasons.extend(input.regressions.iter().map(crate::regression_reason));
-    if !input.goal_actions_executed && goal_asks_for_change(&input.plan.goal) {
+    // `no_effects` is for a run that changed nothing. A run whose failed step did change files
+    // (they are listed) already has the reason it failed; a run waiting for approval has not
+    // had its effects yet (`approval_pending` says so). Either way the run is not `success`.
+    let changed_files = input.mutations.iter().any(|m| !m.no_op);
+    let explained = (changed_files && !reasons.is_empty()) || !input.awaiting_approval.is_empty();
+    if !input.goal_actions_executed && !explained && goal_asks_for_change(&input.plan.goal) {
         reasons.push(Reason {
             code: ReasonCode::NoEffects,
             step: None,

@@ -204,7 +204,6 @@ fn cancelled_while_waiting_is_not_awaiting_approval() {
         vec![
             ReasonCode::StepsNotRun,
             ReasonCode::PostconditionUnverified,
-            ReasonCode::NoEffects,
             ReasonCode::ApprovalPending,
             ReasonCode::Cancelled,
         ]

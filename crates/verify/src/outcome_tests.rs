@@ -207,6 +207,8 @@ fn the_outcome_table() {
     c.step_mut("read-css").status = StepStatus::Failed;
     c.step_mut("patch-css").status = StepStatus::Blocked;
     c.goal_actions_executed = false;
+    // patch-css never ran: nothing changed.
+    c.mutations.clear();
     c.postconditions[0].satisfied = false;
     c.postconditions[0].evidence = "1 of 1 assertions failed: content_changed: unchanged".into();
     table.push((
@@ -322,13 +324,6 @@ fn the_outcome_table() {
                  content_changed: unchanged",
             ),
             (
-                ReasonCode::NoEffects,
-                None,
-                "the goal asks for a change (\"Change the site background to dark green\"), but \
-                 no step with a write or exec effect, or a non-GET http.request, finished \
-                 successfully",
-            ),
-            (
                 ReasonCode::ApprovalPending,
                 Some("patch-css"),
                 "step 'patch-css' waits for approval: approve it with `pev approve`, then \
@@ -352,13 +347,6 @@ fn the_outcome_table() {
                 None,
                 "postcondition \"CSS changed\" is not satisfied: 1 of 1 assertions failed: \
                  content_changed: unchanged",
-            ),
-            (
-                ReasonCode::NoEffects,
-                None,
-                "the goal asks for a change (\"Change the site background to dark green\"), but \
-                 no step with a write or exec effect, or a non-GET http.request, finished \
-                 successfully",
             ),
             (
                 ReasonCode::ApprovalPending,
@@ -450,3 +438,28 @@ mod rules;
 
 #[path = "outcome_branches_tests.rs"]
 mod branches;
+
+/// `no_effects` says the run changed nothing: not when a failed step did change a file (its
+/// failure is the reason), never when nothing else stands in the way of `success`.
+#[test]
+fn no_effects_is_only_for_a_run_that_changed_nothing() {
+    // A patch that changed the file but failed its assertion: the files changed, the failure
+    // is the reason; no `no_effects`.
+    let mut c = Case::good();
+    c.step_mut("patch-css").status = StepStatus::Failed;
+    c.goal_actions_executed = false;
+    let (status, reasons) = c.decide();
+    assert_eq!(status, RunStatus::Failed);
+    assert!(reasons.iter().all(|r| r.code != ReasonCode::NoEffects), "{reasons:?}");
+    // The same with nothing changed: `no_effects` is there.
+    c.mutations.clear();
+    let (_, reasons) = c.decide();
+    assert!(reasons.iter().any(|r| r.code == ReasonCode::NoEffects), "{reasons:?}");
+    // A changed file but no effect step that succeeded, and no other reason: `no_effects`
+    // stays, so this can never be a success.
+    let mut c = Case::good();
+    c.goal_actions_executed = false;
+    let (status, reasons) = c.decide();
+    assert_ne!(status, RunStatus::Success);
+    assert_eq!(reasons.iter().map(|r| r.code).collect::<Vec<_>>(), vec![ReasonCode::NoEffects]);
+}
