@@ -364,7 +364,8 @@ pub(crate) struct JournalArgs {
     /// The journal file [default: WORKSPACE/.pev/pev.db]
     #[arg(long, value_name = "FILE")]
     pub(crate) store: Option<PathBuf>,
-    /// Print JSON: events as JSON lines (run, resume), one object per run (runs), the result (show)
+    /// Print JSON instead of text: events as JSON lines (run, agent, resume; a failure ends
+    /// with an `error` event), one object per run (runs), the run result (show)
     #[arg(long)]
     pub(crate) json: bool,
     /// When to colour the output
@@ -410,6 +411,10 @@ pub(crate) struct LintArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub(crate) format: OutputFormat,
+    /// Print the lint result as JSON (the same as `--format json`, and the flag every other
+    /// command takes)
+    #[arg(long, conflicts_with = "format")]
+    pub(crate) json: bool,
     /// Fail when the risk score reaches X (0..1); overrides the policy's fail_risk_threshold
     #[arg(long, value_name = "X", value_parser = parse_fail_risk)]
     pub(crate) fail_risk: Option<f64>,

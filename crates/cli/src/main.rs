@@ -63,7 +63,7 @@ fn main() -> ExitCode {
             let req = LintRequest {
                 plan: args.plan,
                 policy: args.policy,
-                format: args.format,
+                format: if args.json { OutputFormat::Json } else { args.format },
                 fail_risk: args.fail_risk,
                 explain: args.explain,
             };

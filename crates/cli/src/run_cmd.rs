@@ -135,8 +135,13 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
             )));
         }
         Err(ParseError::Schema(issues)) => {
-            let lines: Vec<String> =
-                issues.iter().map(|i| format!("  {}: {}", i.pointer, i.message)).collect();
+            let lines: Vec<String> = issues
+                .iter()
+                .map(|i| {
+                    let at = if i.pointer.is_empty() { "(top level)" } else { &i.pointer };
+                    format!("  {at}: {}", i.message)
+                })
+                .collect();
             return Err(Fail::input(format!(
                 "{} does not match the plan schema:\n{}",
                 source.name,

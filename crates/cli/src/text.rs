@@ -6,7 +6,7 @@
 
 use std::io::{self, Write};
 
-use pev_protocol::{Finding, LintResult, LintStatus, Plan};
+use pev_protocol::{Finding, LintCode, LintResult, LintStatus, Plan};
 
 use crate::locate::Locations;
 
@@ -82,8 +82,11 @@ impl Report<'_> {
         }
         let subject = if subject.is_empty() { subject } else { self.paint(BOLD, &subject) };
         writeln!(out, "{head}{subject}: {}", f.msg)?;
-        // A plan-level finding (empty pointer) is about the whole document: no place to show.
-        if !f.path.is_empty() {
+        // A plan-level finding (empty pointer) is about the whole document; a schema error there
+        // (a missing `goal`) still says where, since its fix refers to the path shown.
+        if f.path.is_empty() && f.code == LintCode::SchemaInvalid {
+            writeln!(out, "  {} the top level of the document", self.paint(DIM, "at"))?;
+        } else if !f.path.is_empty() {
             let line = self.locations.get(&f.path).map(|p| format!(" (line {})", p.line));
             writeln!(out, "  {} {}{}", self.paint(DIM, "at"), f.path, line.unwrap_or_default())?;
         }

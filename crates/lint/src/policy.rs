@@ -11,10 +11,16 @@ use pev_protocol::policy::{DEFAULT_EXTERNAL_SINKS, DEFAULT_SENSITIVE_SOURCES, Le
 use pev_protocol::{Level, LintCode, Policy};
 use regex::Regex;
 
+/// An I/O error as a plan's is reported: the system's message without its `(os error N)`.
+fn io_reason(err: &std::io::Error) -> String {
+    let text = err.to_string();
+    text.split(" (os error").next().unwrap_or(&text).to_owned()
+}
+
 /// Why a policy cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
-    #[error("cannot read policy {path}: {source}")]
+    #[error("cannot read policy `{}`: {}", .path.display(), io_reason(.source))]
     Io { path: PathBuf, source: std::io::Error },
     #[error("policy {path} is empty")]
     Empty { path: PathBuf },

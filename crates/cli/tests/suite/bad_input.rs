@@ -156,7 +156,7 @@ fn a_missing_policy_file() {
     let dir = dir_with(&[("p.json", CLEAN_PLAN)]);
     let r = pev_in(dir.path(), &["lint", "p.json", "--policy", "nope.yaml"]);
     let msg = one_error(&r);
-    assert!(msg.starts_with("pev: error: cannot read policy nope.yaml: "), "{msg}");
+    assert!(msg.starts_with("pev: error: cannot read policy `nope.yaml`: "), "{msg}");
 }
 
 #[test]

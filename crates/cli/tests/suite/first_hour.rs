@@ -285,3 +285,30 @@ fn doctor_ping_on_the_offline_example_says_its_scripts_are_not_pinged() {
     let status = r.stdout.split("Status:").nth(1).expect("a status section");
     assert_eq!(status.matches("loaded, not pinged").count(), 3, "{status}");
 }
+
+#[test]
+fn lint_takes_json_like_every_other_command_and_messages_agree() {
+    let dir = super::support::dir_with(&[("bad.json", r#"{"steps": []}"#)]);
+    let json = super::support::pev_in(dir.path(), &["lint", "bad.json", "--json"]);
+    let doc = json.json();
+    assert_eq!(doc["status"], "error", "{doc}");
+    // A top-level schema error says where it is.
+    let text = super::support::pev_in(dir.path(), &["lint", "bad.json"]);
+    assert!(text.stdout.contains("at the top level of the document"), "{}", text.stdout);
+    let run = super::support::pev_in(dir.path(), &["run", "bad.json"]);
+    assert!(run.stderr.contains("(top level): missing field `goal`"), "{}", run.stderr);
+    // A missing plan and a missing policy read alike.
+    let plan = super::support::pev_in(dir.path(), &["lint", "nope.json"]);
+    let policy = super::support::pev_in(dir.path(), &["lint", "bad.json", "--policy", "nope.yaml"]);
+    assert!(
+        plan.stderr.contains("cannot read plan `nope.json`: No such file or directory"),
+        "{}",
+        plan.stderr
+    );
+    assert!(
+        policy.stderr.contains("cannot read policy `nope.yaml`: No such file or directory"),
+        "{}",
+        policy.stderr
+    );
+    assert!(!policy.stderr.contains("os error"), "{}", policy.stderr);
+}
