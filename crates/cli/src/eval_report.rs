@@ -125,6 +125,37 @@ fn totals(gate: &'static str, runs: &[&Row]) -> Totals {
     }
 }
 
+/// The width of an aligned table's lines.
+fn table_width(rows: &[Vec<String>]) -> usize {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let cells: usize = (0..columns)
+        .map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
+        .sum();
+    cells + 2 * columns.saturating_sub(1)
+}
+
+/// Drops columns (by index, in the order given) until the table fits `width`; the first
+/// `text_columns` count down with the text columns dropped.
+fn fit(rows: &mut [Vec<String>], text_columns: &mut usize, width: usize, droppable: &[usize]) {
+    let mut dropped: Vec<usize> = Vec::new();
+    for &column in droppable {
+        if table_width(rows) <= width {
+            break;
+        }
+        // Earlier drops shift later indices left.
+        let at = column - dropped.iter().filter(|&&d| d < column).count();
+        for row in rows.iter_mut() {
+            if at < row.len() {
+                row.remove(at);
+            }
+        }
+        if column < *text_columns {
+            *text_columns -= 1;
+        }
+        dropped.push(column);
+    }
+}
+
 /// Left-aligned text columns, then right-aligned numbers.
 fn write_aligned(out: &mut dyn Write, rows: &[Vec<String>], text_columns: usize) -> io::Result<()> {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
@@ -162,8 +193,10 @@ fn seconds(ms: u64) -> String {
 }
 
 /// The table for people: one line per run, the totals per gate setting, the honest overhead,
-/// and what went wrong with runs that left no result.
-pub fn write_table(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
+/// and what went wrong with runs that left no result. With a `width` (a terminal's), the
+/// least telling columns (wall time, tokens, turns, the premature count, the expected status)
+/// are left out until the tables fit; `--json` has them all.
+pub fn write_table(summary: &Summary, out: &mut dyn Write, width: Option<usize>) -> io::Result<()> {
     let mut lines = vec![
         [
             "scenario",
@@ -200,7 +233,12 @@ pub fn write_table(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
             seconds(r.wall_ms),
         ]);
     }
-    write_aligned(out, &lines, 7)?;
+    let mut text_columns = 7;
+    if let Some(width) = width {
+        // wall, tokens, turns, premature, expected, cost
+        fit(&mut lines, &mut text_columns, width, &[12, 10, 9, 7, 2, 11]);
+    }
+    write_aligned(out, &lines, text_columns)?;
 
     writeln!(out)?;
     let mut lines = vec![
@@ -233,13 +271,17 @@ pub fn write_table(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
             seconds(t.wall_ms),
         ]);
     }
-    write_aligned(out, &lines, 1)?;
+    let mut text_columns = 1;
+    if let Some(width) = width {
+        // wall, mean tokens, mean turns, premature, cost
+        fit(&mut lines, &mut text_columns, width, &[9, 7, 6, 4, 8]);
+    }
+    write_aligned(out, &lines, text_columns)?;
 
     if !summary.overhead.is_empty() {
         writeln!(out)?;
         for o in &summary.overhead {
-            writeln!(
-                out,
+            let line = format!(
                 "gate overhead on honest `{}`: {:+} turns ({} on, {} off), {:+} tokens ({} on, {} off)",
                 o.scenario,
                 o.extra_turns,
@@ -248,7 +290,13 @@ pub fn write_table(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
                 o.extra_tokens,
                 o.tokens_on,
                 o.tokens_off
-            )?;
+            );
+            let short = format!(
+                "gate overhead, `{}`: {:+} turns, {:+} tokens",
+                o.scenario, o.extra_turns, o.extra_tokens
+            );
+            let fits = width.is_none_or(|w| line.chars().count() <= w);
+            writeln!(out, "{}", if fits { line } else { short })?;
         }
     }
     let errors: Vec<&Row> = summary.rows.iter().filter(|r| r.error.is_some()).collect();

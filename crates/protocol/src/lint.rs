@@ -68,7 +68,7 @@ macro_rules! lint_codes {
 
 lint_codes! {
     SchemaInvalid = "SCHEMA_INVALID", Error, High,
-        "The plan does not have the shape of CONTRACTS.md §1: a field has the wrong type or a required one is missing.",
+        "The plan does not have the shape of docs/reference.md#1-plan-format: a field has the wrong type or a required one is missing.",
         "Correct the field at the JSON path shown; `pev schema plan` prints the full schema.";
     EmptyPlan = "EMPTY_PLAN", Warning, Low,
         "The plan has no steps, so running it can change nothing.",

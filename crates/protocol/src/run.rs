@@ -36,13 +36,14 @@ pub enum ReasonCode {
     Stagnation,
     Cancelled,
     ApprovalPending,
-    /// Evidence that held when it was gathered fails against the workspace the run left (an
-    /// addition to CONTRACTS.md §4: a later step or call undid what a step had verified).
+    /// Evidence that held when it was gathered fails against the workspace the run left (a pev
+    /// extension, docs/reference.md#4-run-result: a later step or call undid what a step had
+    /// verified).
     EvidenceRegressed,
     /// A step that was to change files named in its description, `expected_outputs` or
     /// parameters changed none of them (it changed other files, or nothing): the plan said one
-    /// thing and the execution did another. Decided by the harness, whatever a judge says (an
-    /// addition to CONTRACTS.md §4).
+    /// thing and the execution did another. Decided by the harness, whatever a judge says (a pev
+    /// extension, docs/reference.md#4-run-result).
     PlanExecutionMismatch,
 }
 
@@ -80,7 +81,7 @@ pub struct StepResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<Value>,
     /// Why the step failed or was skipped (the tool's error, the reference that did not
-    /// resolve, the assertion that failed). An addition to CONTRACTS.md §4.
+    /// resolve, the assertion that failed). A pev extension, docs/reference.md#4-run-result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -96,7 +97,7 @@ pub struct PostconditionResult {
     pub satisfied: bool,
     pub evidence: String,
     /// What the verifier model answered, when a postcondition without assertions was put to it
-    /// (an addition to CONTRACTS.md §4). Absent when no judge was asked.
+    /// (a pev extension, docs/reference.md#4-run-result). Absent when no judge was asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<PostconditionJudgment>,
 }
@@ -141,11 +142,11 @@ pub struct FileMutation {
 
 /// What the run consumed.
 ///
-/// `input_tokens` counts every prompt token, cached or not. The cache fields are an addition to
-/// CONTRACTS.md §4, written only when a model read or wrote a prompt cache: the part of
-/// `input_tokens` read from the cache, the part written to it, and what the cache saved against
-/// paying every prompt token at the plain input price (negative when writes cost more than reads
-/// saved).
+/// `input_tokens` counts every prompt token, cached or not. The cache fields are a pev extension
+/// (docs/reference.md#4-run-result), written only when a model read or wrote a prompt cache:
+/// the part of `input_tokens` read from the cache, the part written to it, and what the cache
+/// saved against paying every prompt token at the plain input price (negative when writes cost
+/// more than reads saved).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Usage {
     pub llm_calls: u64,
@@ -207,8 +208,8 @@ pub struct RunResult {
     pub warnings: Vec<String>,
     pub usage: Usage,
     pub duration_ms: u64,
-    /// The final re-check of the evidence against the workspace as the run left it (an addition
-    /// to CONTRACTS.md §4). Absent in results stored before pev had it.
+    /// The final re-check of the evidence against the workspace as the run left it (a pev
+    /// extension, docs/reference.md#4-run-result). Absent in results stored before pev had it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_check: Option<FinalCheck>,
 }

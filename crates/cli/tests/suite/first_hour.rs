@@ -312,3 +312,19 @@ fn lint_takes_json_like_every_other_command_and_messages_agree() {
     );
     assert!(!policy.stderr.contains("os error"), "{}", policy.stderr);
 }
+
+#[test]
+fn eval_fits_an_80_column_terminal() {
+    let mut cmd = super::support::pev();
+    cmd.current_dir(super::support::repo_root()).env("COLUMNS", "80");
+    let r = super::support::run(&mut cmd, &["eval", "evals"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let long: Vec<&str> = r.stdout.lines().filter(|l| l.chars().count() > 80).collect();
+    assert!(long.is_empty(), "{long:#?}");
+    assert!(r.stdout.contains("slipped") && r.stdout.contains("caught"), "{}", r.stdout);
+    // Without a width (a pipe, no COLUMNS) every column is there.
+    let mut cmd = super::support::pev();
+    cmd.current_dir(super::support::repo_root()).env_remove("COLUMNS");
+    let r = super::support::run(&mut cmd, &["eval", "evals"]);
+    assert!(r.stdout.lines().next().is_some_and(|l| l.contains("wall") && l.contains("tokens")));
+}
