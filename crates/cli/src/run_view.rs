@@ -221,8 +221,9 @@ impl Tracker {
                     _ => Vec::new(),
                 }
             }
-            EventBody::StepFinished { step, status, attempts, error } => {
-                let finished = Finished { step, status: *status, attempts: *attempts, error };
+            EventBody::StepFinished { step, status, attempts, error, cached } => {
+                let finished =
+                    Finished { step, status: *status, attempts: *attempts, error, cached: *cached };
                 self.step_finished(&finished, now)
             }
             EventBody::Warning { step, message } => {
@@ -236,7 +237,7 @@ impl Tracker {
     }
 
     fn step_finished(&mut self, finished: &Finished<'_>, now: Instant) -> Vec<Note> {
-        let Finished { step, status, attempts, error } = *finished;
+        let Finished { step, status, attempts, error, cached } = *finished;
         let error = error.as_deref();
         let s = self.style;
         // The engine parks a step that waits for a person as blocked (or pending): not an end.
@@ -248,6 +249,9 @@ impl Tracker {
         let id = clean(step);
         let failed_assertion = self.failed_assertion.remove(step);
         let line = match status {
+            StepStatus::Done if cached => {
+                format!("{} {id}  done {}{took}", s.green("✓"), s.dim("(cached: nothing ran)"))
+            }
             StepStatus::Done => format!("{} {id}  done{tries}{took}", s.green("✓")),
             StepStatus::Failed => {
                 let why = error.map(str::to_owned).or(failed_assertion);
@@ -291,6 +295,7 @@ struct Finished<'a> {
     status: StepStatus,
     attempts: u32,
     error: &'a Option<String>,
+    cached: bool,
 }
 
 fn millis(d: Duration) -> u64 {

@@ -50,6 +50,7 @@ fn events() -> Vec<Event> {
             status: StepStatus::Done,
             attempts: 1,
             error: None,
+            cached: false,
         },
         EventBody::StepStarted { step: "patch-css".into(), attempt: 1 },
         EventBody::ToolCalled {
@@ -69,6 +70,7 @@ fn events() -> Vec<Event> {
             status: StepStatus::Failed,
             attempts: 1,
             error: None,
+            cached: false,
         },
         EventBody::Warning { step: Some("patch-css".into()), message: "odd\x1b[2J".into() },
     ];
@@ -176,6 +178,7 @@ fn tracker_counts_a_retried_step_once() {
         status,
         attempts: 1,
         error: Some("exit 1".into()),
+        cached: false,
     };
     t.apply(&ev(0, EventBody::StepStarted { step: "a".into(), attempt: 1 }), now);
     t.apply(&ev(1, fin(StepStatus::Failed)), now);
@@ -194,7 +197,16 @@ fn tracker_marks_skipped_blocked_and_waiting_steps() {
     let mut t = Tracker::new(Style::plain());
     let now = Instant::now();
     let fin = |step: &str, status| {
-        ev(0, EventBody::StepFinished { step: step.into(), status, attempts: 0, error: None })
+        ev(
+            0,
+            EventBody::StepFinished {
+                step: step.into(),
+                status,
+                attempts: 0,
+                error: None,
+                cached: false,
+            },
+        )
     };
     let line = |notes: Vec<Note>| match notes.last() {
         Some(Note::Stopped { line, .. }) => line.clone(),
@@ -611,4 +623,25 @@ fn a_resumed_run_counts_finished_steps_without_claiming_a_total() {
     assert!(text.starts_with("resuming run RUN1: Make it green"), "{text}");
     assert!(!text.contains("/0]"), "{text}");
     assert!(text.contains("[1 finished]"), "{text}");
+}
+
+#[test]
+fn a_step_reused_from_the_cache_is_marked() {
+    let view = PlainView::new(Vec::new(), Style::plain());
+    let bodies = vec![
+        EventBody::PlanCreated { version: 1, steps: 1 },
+        EventBody::StepStarted { step: "read-css".into(), attempt: 1 },
+        EventBody::StepFinished {
+            step: "read-css".into(),
+            status: StepStatus::Done,
+            attempts: 1,
+            error: None,
+            cached: true,
+        },
+    ];
+    for (i, b) in bodies.into_iter().enumerate() {
+        view.on_event(&ev(i as u64, b));
+    }
+    let text = String::from_utf8(view.into_inner()).unwrap();
+    assert!(text.contains("✓ read-css  done (cached: nothing ran)"), "{text}");
 }

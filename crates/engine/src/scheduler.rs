@@ -401,6 +401,7 @@ impl Engine {
         }
         state.warnings.extend(report.warnings);
         state.mutations.extend(report.mutations);
+        let cached = report.cache.reused;
         let mut slot = report.slot;
         // Before the state is recorded, so that what the hook adds is part of it. A step that
         // waits for approval, or that the budget stopped, has not finished.
@@ -416,6 +417,7 @@ impl Engine {
                 status,
                 attempts: slot.attempts,
                 error: slot.error.clone(),
+                cached,
             })?;
         }
         state.slots[i] = slot;
@@ -470,6 +472,7 @@ impl Engine {
                 status: StepStatus::Skipped,
                 attempts: slot.attempts,
                 error: slot.error.clone(),
+                cached: false,
             })?;
             queue.extend(graph.dependents(d).iter().copied());
         }

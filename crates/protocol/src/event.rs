@@ -93,6 +93,9 @@ pub enum EventBody {
         attempts: u32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// The step's verified result was reused from the cache (`--cache`): nothing ran.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        cached: bool,
     },
     /// A non-fatal observation (a silent failure in a tool's output, a resumed exec step).
     #[serde(rename = "warning")]

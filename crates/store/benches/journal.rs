@@ -93,7 +93,13 @@ fn step_records(n: u64) -> [Record; 5] {
         }),
         event(
             2 * n + 1,
-            EventBody::StepFinished { step, status: StepStatus::Done, attempts: 1, error: None },
+            EventBody::StepFinished {
+                step,
+                status: StepStatus::Done,
+                attempts: 1,
+                error: None,
+                cached: false,
+            },
         ),
     ]
 }

@@ -328,3 +328,18 @@ fn eval_fits_an_80_column_terminal() {
     let r = super::support::run(&mut cmd, &["eval", "evals"]);
     assert!(r.stdout.lines().next().is_some_and(|l| l.contains("wall") && l.contains("tokens")));
 }
+
+#[test]
+fn a_cache_hit_is_marked_in_the_events_and_the_view() {
+    let ws = Ws::new();
+    ws.file("a.txt", "hello\n");
+    let plan = json!({"goal": "Read the file", "steps": [
+        {"id": "read", "tool": "file.read", "args": {"path": "a.txt"},
+         "assertions": [{"type": "output_contains", "pattern": "hello"}]}]});
+    let first = ws.run(&plan, &["--cache"]);
+    assert_eq!(first.status(), "success", "{}", first.stderr);
+    let finished = |out: &Outcome| out.first("step.finished", "read").map(|e| e["cached"].clone());
+    assert_eq!(finished(&first), Some(serde_json::Value::Null), "not cached the first time");
+    let second = ws.run(&plan, &["--cache"]);
+    assert_eq!(finished(&second), Some(json!(true)), "{:?}", second.events);
+}

@@ -63,6 +63,7 @@ fn crash(h: &Harness, b_params: &Value, call: &Interrupted) -> String {
             status: StepStatus::Done,
             attempts: 1,
             error: None,
+            cached: false,
         },
         EventBody::StepStarted { step: "b".into(), attempt: 1 },
         EventBody::ToolCalled {
