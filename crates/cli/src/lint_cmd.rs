@@ -40,6 +40,9 @@ pub struct Env {
 }
 
 /// Runs `pev lint`; returns the exit code. Messages for people go to `err`.
+/// Plans up to this size keep their text for `--format json`, so findings carry their lines.
+const JSON_LINES_MAX_TEXT: usize = 8 * 1024 * 1024;
+
 pub fn run(req: &LintRequest, env: &Env, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     match run_inner(req, env, out, err) {
         Ok(code) => code,
@@ -99,9 +102,10 @@ fn run_inner(
     let options = LintOptions { fail_risk: req.fail_risk };
     let threshold = req.fail_risk.unwrap_or(policy.policy.fail_risk_threshold);
     let parsed = parse_plan(&source.text, format);
-    if req.format == OutputFormat::Json {
-        // Only the text and SARIF reports point into the text (line and column); the plan owns
-        // copies of what it needs. A 28 MB plan's text is a tenth of the peak during lint.
+    if req.format == OutputFormat::Json && source.text.len() > JSON_LINES_MAX_TEXT {
+        // The findings' lines need the text; past this size the JSON report goes without them:
+        // the plan owns copies of what it needs, and a 28 MB plan's text is a tenth of the peak
+        // during lint.
         source.text = String::new();
     }
     let (result, parsed, exit) = match parsed {
@@ -122,6 +126,24 @@ fn run_inner(
             (schema_failure(&issues, &policy, options), None, EXIT_BAD_INPUT)
         }
     };
+    let mut result = result;
+    if req.format == OutputFormat::Json && !source.text.is_empty() {
+        // Each finding gets the line and column the text and SARIF reports show.
+        let pointers = result.errors.iter().chain(&result.warnings).map(|f| f.path.clone());
+        let pointers: Vec<String> = pointers.collect();
+        let locations = match format {
+            Format::Json => Locations::json(&source.text, pointers.iter().map(String::as_str)),
+            Format::Yaml => {
+                locate_yaml::locations(&source.text, pointers.iter().map(String::as_str))
+            }
+        };
+        for finding in result.errors.iter_mut().chain(result.warnings.iter_mut()) {
+            if let Some(at) = locations.get(&finding.path) {
+                finding.line = Some(at.line);
+                finding.column = Some(at.column);
+            }
+        }
+    }
     let plan = parsed.as_ref().map(|p| &p.plan);
     let rendering = Rendering { source: &source, format, result: &result, plan, threshold };
     rendering.write(req.format, env.color, out)?;

@@ -28,6 +28,9 @@ pub struct Position {
 #[derive(Debug, Default)]
 pub struct Locations {
     found: HashMap<String, Position>,
+    /// Canonical pointer -> the pointer as the text spells it, where an alias makes them differ
+    /// (`/steps/2/parameters/command` written as `/steps/2/args/command`).
+    written: HashMap<String, String>,
 }
 
 impl Locations {
@@ -44,7 +47,19 @@ impl Locations {
         }
         let mut scan = Scan::new(text, wanted);
         scan.run();
-        Self { found: scan.found }
+        Self { found: scan.found, written: scan.written }
+    }
+
+    /// `pointer` as the plan's text spells it (with its aliases), when that differs.
+    pub fn as_written(&self, pointer: &str) -> Option<&str> {
+        self.written.get(pointer).map(String::as_str)
+    }
+
+    /// Notes that the canonical `pointer` is spelled `raw` in the text.
+    pub(crate) fn insert_written(&mut self, pointer: &str, raw: &str) {
+        if pointer != raw {
+            self.written.entry(pointer.to_owned()).or_insert_with(|| raw.to_owned());
+        }
     }
 
     /// Where `pointer` is, or else its nearest ancestor that was found.
@@ -141,6 +156,7 @@ struct Scan<'t> {
     canon: String,
     wanted: HashSet<String>,
     found: HashMap<String, Position>,
+    written: HashMap<String, String>,
 }
 
 impl<'t> Scan<'t> {
@@ -154,6 +170,7 @@ impl<'t> Scan<'t> {
             canon: String::new(),
             wanted,
             found: HashMap::new(),
+            written: HashMap::new(),
         }
     }
 
@@ -187,6 +204,9 @@ impl<'t> Scan<'t> {
     /// Notes the current pointers' position if they were asked for.
     fn note(&mut self, at: Position) {
         let same = self.raw == self.canon;
+        if !same && self.wanted.contains(self.canon.as_str()) {
+            self.written.entry(self.canon.clone()).or_insert_with(|| self.raw.clone());
+        }
         for pointer in [&self.raw, &self.canon].into_iter().take(if same { 1 } else { 2 }) {
             if self.wanted.contains(pointer.as_str()) && !self.found.contains_key(pointer) {
                 self.found.insert(pointer.clone(), at);

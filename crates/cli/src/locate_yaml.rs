@@ -94,6 +94,9 @@ struct Scan<'w, 'o> {
 
 impl Scan<'_, '_> {
     fn note(&mut self, raw: &str, canon: &str, line: usize, column: usize) {
+        if self.wanted.contains(canon) {
+            self.out.insert_written(canon, raw);
+        }
         for p in [raw, canon] {
             if self.wanted.contains(p) {
                 self.out.insert(p.to_owned(), Position { line, column });

@@ -88,7 +88,9 @@ impl Report<'_> {
             writeln!(out, "  {} the top level of the document", self.paint(DIM, "at"))?;
         } else if !f.path.is_empty() {
             let line = self.locations.get(&f.path).map(|p| format!(" (line {})", p.line));
-            writeln!(out, "  {} {}{}", self.paint(DIM, "at"), f.path, line.unwrap_or_default())?;
+            // The path as the file spells it: `args` where the plan wrote `args`.
+            let path = self.locations.as_written(&f.path).unwrap_or(&f.path);
+            writeln!(out, "  {} {}{}", self.paint(DIM, "at"), path, line.unwrap_or_default())?;
         }
         writeln!(out, "  {} {}", self.paint(DIM, "fix:"), f.code.fix())
     }

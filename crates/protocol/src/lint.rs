@@ -178,6 +178,12 @@ pub struct Finding {
     pub msg: String,
     /// JSON pointer to the offending value, e.g. `/steps/2/tool`.
     pub path: String,
+    /// Where `path` is in the plan's text, 1-based, when the text was at hand (`pev lint`'s
+    /// JSON report of a plan up to 8 MiB; a pev extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
 }
 
 impl Finding {
@@ -189,6 +195,8 @@ impl Finding {
             severity: code.severity(),
             msg: msg.into(),
             path: path.into(),
+            line: None,
+            column: None,
         }
     }
 
@@ -205,6 +213,8 @@ impl Finding {
             severity: code.severity(),
             msg: msg.into(),
             path: path.into(),
+            line: None,
+            column: None,
         }
     }
 }

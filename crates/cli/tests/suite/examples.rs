@@ -20,7 +20,8 @@ fn the_refund_example_fails_with_the_findings_its_comment_promises() {
     assert_eq!(r.code, 1, "{r:?}");
     assert!(r.stdout.starts_with("examples/lint/refund.yaml: error (risk score "), "{}", r.stdout);
     assert!(r.stdout.contains("error[BOUND_VIOLATION] step 2 `refund`: "), "{}", r.stdout);
-    assert!(r.stdout.contains("  at /steps/2/parameters/amount (line 22)\n"), "{}", r.stdout);
+    // The path as the file spells it (`args`), with its line.
+    assert!(r.stdout.contains("  at /steps/2/args/amount (line 22)\n"), "{}", r.stdout);
 
     let mut json_args = args.to_vec();
     json_args.extend(["--format", "json"]);

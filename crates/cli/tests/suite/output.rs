@@ -31,14 +31,17 @@ fn json_is_the_contract_shape_and_nothing_else() {
         .collect();
     assert_eq!(deny.len(), 1, "{result}");
     let f = deny[0];
-    assert_eq!(keys(f), ["step", "step_id", "code", "severity", "msg", "path"]);
+    // The contract's keys, then where the finding is in the text (a pev extension, issue 13).
+    assert_eq!(keys(f), ["step", "step_id", "code", "severity", "msg", "path", "line", "column"]);
     assert_eq!(f["step"], 2);
     assert_eq!(f["step_id"], "step-003");
     assert_eq!(f["severity"], "high");
     assert_eq!(f["path"], "/steps/2/tool");
     assert!(f["msg"].as_str().is_some_and(|m| m.contains("db.exec")), "{f}");
     for w in result["warnings"].as_array().expect("warnings is an array") {
-        assert_eq!(keys(w), ["step", "step_id", "code", "severity", "msg", "path"]);
+        let k = keys(w);
+        assert_eq!(k[..6], ["step", "step_id", "code", "severity", "msg", "path"], "{w}");
+        assert!(k[6..].iter().all(|x| ["line", "column"].contains(x)), "{w}");
     }
 }
 
