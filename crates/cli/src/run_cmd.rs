@@ -189,6 +189,12 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
             workspace.display(),
             copy.display()
         );
+        let _ = writeln!(
+            err,
+            "pev: the copy stays (its journal is what `pev show` reads); remove it with `rm -rf {}` \
+             when done",
+            crate::run_summary::shell_quote(&copy.display().to_string())
+        );
         workspace = copy;
     }
     let db = store_path(&req.common, &workspace);

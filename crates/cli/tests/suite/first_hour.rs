@@ -357,3 +357,16 @@ fn lint_json_has_lines_and_text_paths_are_spelt_as_in_the_file() {
     let text = super::support::pev_in(dir.path(), &["lint", "plan.yaml"]);
     assert!(text.stdout.contains("at /steps/0/args/command (line 6)"), "{}", text.stdout);
 }
+
+#[test]
+fn a_scratch_run_says_how_to_remove_its_copy() {
+    let ws = Ws::new();
+    let plan = json!({"goal": "Write a file", "steps": [
+        {"id": "w", "tool": "file.write", "args": {"path": "a.txt", "content": "a\n"},
+         "assertions": [{"type": "file_exists", "path": "a.txt"}]}]});
+    let out = ws.run(&plan, &["--scratch", "--yes"]);
+    let line = out.stderr.lines().find(|l| l.contains("remove it with `rm -rf ")).expect("a hint");
+    let copy = line.split("rm -rf ").nth(1).and_then(|r| r.split('`').next()).expect("a path");
+    assert!(std::path::Path::new(copy).join("a.txt").is_file(), "{line}");
+    let _ = std::fs::remove_dir_all(copy);
+}
