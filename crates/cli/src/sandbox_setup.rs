@@ -79,10 +79,19 @@ pub(crate) fn to_options(settings: &Settings) -> Value {
     })
 }
 
+/// The binary that runs the sandbox helper: the small `pev-sandbox` installed beside `pev`
+/// (cheaper to start, twice per command), else `pev` itself (`main` hands `__sandbox` to the
+/// helper too).
+fn helper() -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let sibling = exe.with_file_name("pev-sandbox");
+    Some(if sibling.is_file() { sibling } else { exe })
+}
+
 /// The sandbox of a run, probed now; the run's journal `db` is kept out of every command's
 /// reach: its directory, or, when that directory holds the workspace, the journal's files.
 pub(crate) fn build(settings: Settings, journal: Option<(&Path, &Path)>) -> Arc<Sandbox> {
-    let helper = std::env::current_exe().ok();
+    let helper = helper();
     let mut sandbox = Sandbox::new(settings, helper);
     if let Some((workspace, db)) = journal {
         let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use pev_sandbox::{Level, Mode, Probe, Sandbox, Settings, decide, probe};
 
 fn helper() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_pev-sandbox"))
+    PathBuf::from(env!("CARGO_BIN_EXE_pev-sandbox-helper"))
 }
 
 /// The machine's probe, or `None` (and why) when Landlock is missing here.
