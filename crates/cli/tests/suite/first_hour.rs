@@ -370,3 +370,37 @@ fn a_scratch_run_says_how_to_remove_its_copy() {
     assert!(std::path::Path::new(copy).join("a.txt").is_file(), "{line}");
     let _ = std::fs::remove_dir_all(copy);
 }
+
+/// The README's quick start, run as printed (`cargo run -p pev --` is this build's `pev`): the
+/// first command ends `success` (exit 0), the second `partial` with `no_effects` (exit 3), as
+/// the README says.
+#[test]
+fn the_readme_quick_start_runs_as_printed() {
+    let root = super::support::repo_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let quick = readme
+        .split("## Quick start")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("a Quick start section");
+    let commands: Vec<&str> =
+        quick.lines().filter_map(|l| l.strip_prefix("cargo run -p pev -- ")).collect();
+    assert_eq!(commands.len(), 2, "{quick}");
+    let expected = [(0, "success"), (3, "partial")];
+    for (command, (code, status)) in commands.iter().zip(expected) {
+        let args: Vec<&str> = command.split_whitespace().collect();
+        let r = super::support::run(super::support::pev().current_dir(&root), &args);
+        assert_eq!(r.code, code, "{command}: {}", r.stderr);
+        assert!(r.stdout.contains(&format!(": {status}")), "{command}: {}", r.stdout);
+        // Each ran on a scratch copy: remove it as the hint says.
+        if let Some(copy) = r
+            .stderr
+            .lines()
+            .find_map(|l| l.split("rm -rf ").nth(1))
+            .and_then(|rest| rest.split('`').next())
+        {
+            let _ = std::fs::remove_dir_all(copy);
+        }
+    }
+    assert!(quick.contains("cargo test --workspace"), "{quick}");
+}
