@@ -15,10 +15,8 @@ use tokio::net::UnixStream;
 use tokio::process::{Child, Command};
 
 use super::shell::{
-    CommandOutput, CommandSpec, PIPE_GRACE, Program, capture, environment, finish_reader,
-    sandbox_label, spawn_error, take,
+    CommandOutput, CommandSpec, Ended, Program, capture, collect, environment, spawn_error,
 };
-use crate::text::decode;
 use crate::{ToolContext, ToolError};
 
 /// How long a supervisor may take to tear its tree down after `kill` before it is killed itself.
@@ -101,23 +99,8 @@ pub(crate) async fn run(ctx: &ToolContext, spec: &CommandSpec) -> Result<Command
         ctx.sandbox.linger(Box::new(Lingering { _control: control.into_inner(), _child: child }));
     }
 
-    let grace = tokio::time::Instant::now() + PIPE_GRACE;
-    for reader in readers.into_iter().flatten() {
-        finish_reader(reader, grace).await;
-    }
-    let (out_bytes, stdout_truncated) = take(&stdout);
-    let (err_bytes, stderr_truncated) = take(&stderr);
-    Ok(CommandOutput {
-        exit_code,
-        signal,
-        stdout: decode(out_bytes, stdout_truncated).text,
-        stderr: decode(err_bytes, stderr_truncated).text,
-        timed_out,
-        stdout_truncated,
-        stderr_truncated,
-        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        sandbox: sandbox_label(ctx),
-    })
+    let ended = Ended { exit_code, signal, timed_out, started };
+    Ok(collect(ctx, readers, (&stdout, &stderr), ended).await)
 }
 
 /// `exit <code>` or `signal <n>`.

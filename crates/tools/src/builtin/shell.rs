@@ -196,23 +196,43 @@ pub async fn run_command(
     let status =
         status.map_err(|e| ToolError::Fatal(format!("waiting for the command failed: {e}")))?;
 
+    let ended = Ended { exit_code: status.code(), signal: status.signal(), timed_out, started };
+    Ok(collect(ctx, readers, (&stdout, &stderr), ended).await)
+}
+
+/// How a command ended, for [`collect`].
+pub(crate) struct Ended {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub started: Instant,
+}
+
+/// The output of a command that ended: its pipes read until [`PIPE_GRACE`] after the end, the
+/// captured streams decoded.
+pub(crate) async fn collect(
+    ctx: &ToolContext,
+    readers: [Option<JoinHandle<()>>; 2],
+    (stdout, stderr): (&Mutex<Captured>, &Mutex<Captured>),
+    ended: Ended,
+) -> CommandOutput {
     let grace = tokio::time::Instant::now() + PIPE_GRACE;
     for reader in readers.into_iter().flatten() {
         finish_reader(reader, grace).await;
     }
-    let (out_bytes, stdout_truncated) = take(&stdout);
-    let (err_bytes, stderr_truncated) = take(&stderr);
-    Ok(CommandOutput {
-        exit_code: status.code(),
-        signal: status.signal(),
+    let (out_bytes, stdout_truncated) = take(stdout);
+    let (err_bytes, stderr_truncated) = take(stderr);
+    CommandOutput {
+        exit_code: ended.exit_code,
+        signal: ended.signal,
         stdout: decode(out_bytes, stdout_truncated).text,
         stderr: decode(err_bytes, stderr_truncated).text,
-        timed_out,
+        timed_out: ended.timed_out,
         stdout_truncated,
         stderr_truncated,
-        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        duration_ms: u64::try_from(ended.started.elapsed().as_millis()).unwrap_or(u64::MAX),
         sandbox: sandbox_label(ctx),
-    })
+    }
 }
 
 /// What [`CommandOutput::sandbox`] says for `ctx`.
