@@ -96,6 +96,99 @@ pub(crate) fn record_changes(
         });
         report.mutations.push(StepMutation { step: id.to_owned(), mutation });
     }
+    command_changes(shared, call, before, report)
+}
+
+/// The files a command created, changed or removed, found by comparing the workspace's
+/// inventory before and after it (see `inventory.rs`), recorded as mutations like a write's;
+/// only when its step ran alone. Files the step watches were recorded above.
+fn command_changes(
+    shared: &Shared,
+    call: &Call<'_>,
+    before: &Before,
+    report: &mut StepReport,
+) -> Result<(), StoreError> {
+    use crate::inventory::{FileState, Taken};
+    let Some(taken) = &before.inventory else { return Ok(()) };
+    let not_listed = |why: &str| format!("the files {} changed are not listed: {why}", call.tool);
+    let after = match taken {
+        Taken::Alone(inventory, mark) if shared.activity.still_alone(*mark) => {
+            crate::inventory::take(&shared.engine.ctx.workspace).map(|after| (inventory, after))
+        }
+        Taken::Alone(..) | Taken::NotAlone => {
+            report.slot.evidence.push(not_listed(
+                "other steps ran at the same time, and their writes cannot be told apart",
+            ));
+            return Ok(());
+        }
+        Taken::TooLarge => None,
+    };
+    let Some((inventory, after)) = after else {
+        report.slot.evidence.push(not_listed(&format!(
+            "the workspace has more than {} files",
+            crate::inventory::MAX_FILES
+        )));
+        return Ok(());
+    };
+    let id = call.step.id.as_str();
+    let run_id = shared.recorder.run_id().to_owned();
+    for change in crate::inventory::changes(inventory, &after) {
+        if call.watched.iter().any(|w| *w == change.path) {
+            continue;
+        }
+        let path = &change.path;
+        let content = |s: &Option<FileState>| s.as_ref().map(|f| f.content.clone());
+        let (mutation, before_sha, after_sha) =
+            match (content(&change.before), content(&change.after)) {
+                // A file too large to keep: its sizes, without a line count.
+                (Some(None), _) | (_, Some(None)) => {
+                    let size = |s: &Option<FileState>| s.as_ref().map_or(0, |f| f.bytes);
+                    let mutation = pev_protocol::run::FileMutation {
+                        path: path.clone(),
+                        bytes_before: size(&change.before),
+                        bytes_after: size(&change.after),
+                        lines_added: 0,
+                        lines_removed: 0,
+                        no_op: false,
+                    };
+                    (mutation, None, None)
+                }
+                (b, a) => {
+                    let (b, a) = (b.flatten(), a.flatten());
+                    let mutation = pev_verify::mutation(path, b.as_deref(), a.as_deref());
+                    let shas = (b.as_deref().map(sha256_hex), a.as_deref().map(sha256_hex));
+                    for (content, sha) in [(b, &shas.0), (a, &shas.1)] {
+                        if let (Some(content), Some(sha)) = (content, sha) {
+                            shared
+                                .recorder
+                                .record(Record::Blob { sha256: sha.clone(), content })?;
+                        }
+                    }
+                    (mutation, shas.0, shas.1)
+                }
+            };
+        shared.recorder.record(Record::Mutation(MutationRecord {
+            run_id: run_id.clone(),
+            step_id: id.to_owned(),
+            mutation: mutation.clone(),
+            before_sha256: before_sha,
+            after_sha256: after_sha,
+        }))?;
+        let what = match (&change.before, &change.after) {
+            (None, _) => "created",
+            (_, None) => "removed",
+            _ => "changed",
+        };
+        report.slot.evidence.push(format!(
+            "{} {what} {path}: {} -> {} bytes, +{} -{} lines",
+            call.tool,
+            mutation.bytes_before,
+            mutation.bytes_after,
+            mutation.lines_added,
+            mutation.lines_removed
+        ));
+        report.mutations.push(StepMutation { step: id.to_owned(), mutation });
+    }
     Ok(())
 }
 

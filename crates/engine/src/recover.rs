@@ -47,7 +47,7 @@ pub(crate) async fn settle(
         // The file did not exist before the call.
         contents.insert(path.clone(), None);
     }
-    let before = Before { hashes: before_hashes, contents };
+    let before = Before { hashes: before_hashes, contents, inventory: None };
 
     match record.status {
         ToolCallStatus::Finished | ToolCallStatus::Recovered => {

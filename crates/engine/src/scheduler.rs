@@ -311,6 +311,7 @@ impl Engine {
             approve_globs: self.config.approve_tools.iter().map(|g| Glob::new(g)).collect(),
             approval_lock: tokio::sync::Mutex::new(()),
             session,
+            activity: crate::inventory::Activity::default(),
         });
         let remaining: Vec<usize> = (0..n)
             .map(|i| {

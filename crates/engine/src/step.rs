@@ -42,6 +42,8 @@ pub(crate) struct Shared {
     pub approval_lock: tokio::sync::Mutex<()>,
     /// Distinguishes tool-call ids of this session from those of earlier ones of the same run.
     pub session: u64,
+    /// Which steps are running (a command's changes are credited only when it ran alone).
+    pub activity: crate::inventory::Activity,
 }
 
 /// The work handed to a step task.
@@ -145,6 +147,8 @@ pub(crate) fn snapshot(engine: &Engine, path: &str) -> Option<Option<Vec<u8>>> {
 pub(crate) struct Before {
     pub hashes: HashMap<String, Option<String>>,
     pub contents: HashMap<String, Option<Vec<u8>>>,
+    /// For a command: the workspace's files before it (see `inventory.rs`).
+    pub inventory: Option<crate::inventory::Taken>,
 }
 
 impl Before {
@@ -158,7 +162,7 @@ impl Before {
                 contents.insert(path.clone(), state);
             }
         }
-        Self { hashes, contents }
+        Self { hashes, contents, inventory: None }
     }
 }
 
@@ -178,6 +182,7 @@ pub(crate) struct Call<'a> {
 }
 
 pub(crate) async fn run_step(shared: Arc<Shared>, mut job: StepJob) -> StepReport {
+    let _running = shared.activity.enter();
     let mut report = StepReport {
         idx: job.idx,
         slot: Slot {
@@ -401,7 +406,10 @@ pub(crate) async fn invoke(
     let engine = &shared.engine;
     let run_id = shared.recorder.run_id().to_owned();
     let id = call.step.id.as_str();
-    let before = Before::take(engine, call.watched);
+    let mut before = Before::take(engine, call.watched);
+    if call.tool == "shell.exec" {
+        before.inventory = Some(crate::inventory::before(&engine.ctx.workspace, &shared.activity));
+    }
     let call_id = match call_no {
         // An executor's calls within one attempt.
         Some(n) => format!("{id}#{}.{}.{n}", report.slot.attempts, shared.session),

@@ -404,3 +404,54 @@ fn the_readme_quick_start_runs_as_printed() {
     }
     assert!(quick.contains("cargo test --workspace"), "{quick}");
 }
+
+#[test]
+fn files_a_command_changes_are_listed_when_its_step_ran_alone() {
+    let ws = Ws::new();
+    ws.file("edit.txt", "one\ntwo\n");
+    ws.file("gone.txt", "bye\n");
+    let command = "printf 'one\\nthree\\n' > edit.txt && rm gone.txt && mkdir -p out && echo made > out/new.txt";
+    let plan = json!({"goal": "Change the files", "steps": [
+        {"id": "cmd", "tool": "shell.exec", "args": {"command": command},
+         "assertions": [{"type": "file_exists", "path": "out/new.txt"}]}]});
+    let out = ws.run(&plan, &["--yes", "--jobs", "1"]);
+    assert_eq!(out.status(), "success", "{}", out.stderr);
+    let mut files: Vec<(String, u64, u64)> = out.result()["file_mutations"]
+        .as_array()
+        .expect("file_mutations")
+        .iter()
+        .map(|m| {
+            let n = |k: &str| m[k].as_u64().unwrap_or(u64::MAX);
+            (
+                m["path"].as_str().unwrap_or_default().to_owned(),
+                n("lines_added"),
+                n("lines_removed"),
+            )
+        })
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [("edit.txt".into(), 1, 1), ("gone.txt".into(), 0, 1), ("out/new.txt".into(), 1, 0)]
+    );
+    // `pev show` has the diff.
+    let show = ws.pev(&["show", &out.run_id()]);
+    assert!(show.stdout.contains("+three") && show.stdout.contains("-two"), "{}", show.stdout);
+
+    // Two commands at once: neither is credited with what either wrote, and each says why.
+    let ws = Ws::new();
+    let plan = json!({"goal": "Write two files", "steps": [
+        {"id": "a", "tool": "shell.exec", "args": {"command": "sleep 0.3; echo a > a.txt"},
+         "assertions": [{"type": "file_exists", "path": "a.txt"}]},
+        {"id": "b", "tool": "shell.exec", "args": {"command": "sleep 0.3; echo b > b.txt"},
+         "assertions": [{"type": "file_exists", "path": "b.txt"}]}]});
+    let out = ws.run(&plan, &["--yes", "--jobs", "2"]);
+    assert_eq!(
+        out.result()["file_mutations"].as_array().map(Vec::len),
+        Some(0),
+        "{}",
+        out.result()
+    );
+    let evidence = out.step("a")["evidence"].to_string();
+    assert!(evidence.contains("other steps ran at the same time"), "{evidence}");
+}
