@@ -133,7 +133,7 @@ fn command_changes(
     let id = call.step.id.as_str();
     let run_id = shared.recorder.run_id().to_owned();
     for change in crate::inventory::changes(inventory, &after) {
-        if call.watched.iter().any(|w| *w == change.path) {
+        if call.watched.contains(&change.path) {
             continue;
         }
         let path = &change.path;
