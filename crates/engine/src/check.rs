@@ -113,7 +113,8 @@ fn command_changes(
     let not_listed = |why: &str| format!("the files {} changed are not listed: {why}", call.tool);
     let after = match taken {
         Taken::Alone(inventory, mark) if shared.activity.still_alone(*mark) => {
-            crate::inventory::take(&shared.engine.ctx.workspace).map(|after| (inventory, after))
+            crate::inventory::take(&shared.engine.ctx.workspace, Some(inventory))
+                .map(|after| (inventory, after))
         }
         Taken::Alone(..) | Taken::NotAlone => {
             report.slot.evidence.push(not_listed(

@@ -10,7 +10,10 @@
 //! Bounded so that a big tree cannot make every command slow: at most [`MAX_FILES`] files (past
 //! that no inventory is taken, and the step's evidence says so), and contents kept only for
 //! files up to [`MAX_CONTENT`], [`MAX_TOTAL`] in all; a larger file is compared by size alone
-//! and, when it changed, reported without a line count.
+//! and, when it changed, reported without a line count. After the command a file with the size
+//! and modification time it had is not read again (a rewrite of the same size within the
+//! file system's timestamp granularity is therefore missed: this listing is evidence of what
+//! changed, not a verdict).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -62,7 +65,16 @@ impl Drop for Running<'_> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct FileState {
     pub bytes: u64,
+    pub modified: Option<std::time::SystemTime>,
     pub content: Option<Vec<u8>>,
+}
+
+impl FileState {
+    /// The same size and modification time as `other` (known): taken as untouched, without
+    /// reading it again.
+    fn looks_like(&self, other: &FileState) -> bool {
+        self.modified.is_some() && self.modified == other.modified && self.bytes == other.bytes
+    }
 }
 
 /// The workspace's files (relative paths) at one moment.
@@ -90,15 +102,16 @@ fn ignored(path: &str) -> bool {
 /// Before a command: the inventory, when its step runs alone.
 pub(crate) fn before(ws: &Workspace, activity: &Activity) -> Taken {
     let Some(mark) = activity.alone() else { return Taken::NotAlone };
-    match take(ws) {
+    match take(ws, None) {
         Some(inventory) => Taken::Alone(inventory, mark),
         None => Taken::TooLarge,
     }
 }
 
 /// The inventory of `ws`, or `None` when it has more than [`MAX_FILES`] files (or cannot be
-/// listed).
-pub(crate) fn take(ws: &Workspace) -> Option<Inventory> {
+/// listed). With `earlier`, a file whose size and modification time are as they were is not
+/// read again.
+pub(crate) fn take(ws: &Workspace, earlier: Option<&Inventory>) -> Option<Inventory> {
     // The top level first, so that `.git` (often the biggest tree) is never walked.
     let top =
         ws.list(".", ListOptions { recursive: false, glob: None, max_entries: MAX_FILES + 1 });
@@ -128,11 +141,14 @@ pub(crate) fn take(ws: &Workspace) -> Option<Inventory> {
     let mut kept = 0u64;
     let mut inventory = Inventory::default();
     for entry in files {
-        let content = (entry.bytes <= MAX_CONTENT && kept + entry.bytes <= MAX_TOTAL)
-            .then(|| ws.read(&entry.path).ok())
-            .flatten();
-        kept += content.as_ref().map_or(0, |c| c.len() as u64);
-        inventory.files.insert(entry.path, FileState { bytes: entry.bytes, content });
+        let mut state = FileState { bytes: entry.bytes, modified: entry.modified, content: None };
+        let untouched =
+            earlier.and_then(|e| e.files.get(&entry.path)).is_some_and(|e| state.looks_like(e));
+        if !untouched && entry.bytes <= MAX_CONTENT && kept + entry.bytes <= MAX_TOTAL {
+            state.content = ws.read(&entry.path).ok();
+            kept += state.content.as_ref().map_or(0, |c| c.len() as u64);
+        }
+        inventory.files.insert(entry.path, state);
     }
     Some(inventory)
 }
@@ -155,6 +171,7 @@ pub(crate) fn changes(before: &Inventory, after: &Inventory) -> Vec<Change> {
     for path in paths {
         let (b, a) = (before.files.get(path), after.files.get(path));
         let differ = match (b, a) {
+            (Some(b), Some(a)) if a.looks_like(b) => false,
             (Some(b), Some(a)) => match (&b.content, &a.content) {
                 (Some(x), Some(y)) => x != y,
                 _ => b.bytes != a.bytes,
@@ -174,7 +191,11 @@ mod tests {
     use super::*;
 
     fn state(content: &str) -> FileState {
-        FileState { bytes: content.len() as u64, content: Some(content.as_bytes().to_vec()) }
+        FileState {
+            bytes: content.len() as u64,
+            modified: None,
+            content: Some(content.as_bytes().to_vec()),
+        }
     }
 
     #[test]
@@ -183,15 +204,21 @@ mod tests {
         before.files.insert("same.txt".into(), state("a"));
         before.files.insert("edited.txt".into(), state("old"));
         before.files.insert("gone.txt".into(), state("x"));
-        before.files.insert("big.bin".into(), FileState { bytes: 10, content: None });
+        before
+            .files
+            .insert("big.bin".into(), FileState { bytes: 10, modified: None, content: None });
         let mut after = Inventory::default();
         after.files.insert("same.txt".into(), state("a"));
         after.files.insert("edited.txt".into(), state("new"));
         after.files.insert("made.txt".into(), state("y"));
-        after.files.insert("big.bin".into(), FileState { bytes: 10, content: None });
+        after
+            .files
+            .insert("big.bin".into(), FileState { bytes: 10, modified: None, content: None });
         let paths: Vec<String> = changes(&before, &after).into_iter().map(|c| c.path).collect();
         assert_eq!(paths, ["edited.txt", "gone.txt", "made.txt"]);
-        after.files.insert("big.bin".into(), FileState { bytes: 11, content: None });
+        after
+            .files
+            .insert("big.bin".into(), FileState { bytes: 11, modified: None, content: None });
         assert!(changes(&before, &after).iter().any(|c| c.path == "big.bin"));
     }
 

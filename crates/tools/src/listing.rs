@@ -32,6 +32,10 @@ pub struct Entry {
     pub kind: EntryKind,
     /// Size in bytes for files; 0 for directories and symlinks.
     pub bytes: u64,
+    /// When a file was last modified (not shown to models: `file.list`'s output is unchanged);
+    /// what pev compares to tell which files a command touched.
+    #[serde(skip)]
+    pub modified: Option<std::time::SystemTime>,
 }
 
 /// A listing, and whether the cap cut it short.
@@ -69,6 +73,7 @@ struct Pending {
     name: String,
     kind: EntryKind,
     bytes: u64,
+    modified: Option<std::time::SystemTime>,
 }
 
 impl Workspace {
@@ -91,7 +96,12 @@ impl Workspace {
                 rel.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let keep = filter.as_ref().is_none_or(|f| f.matches(&name, &name));
             let entries = if keep {
-                vec![Entry { path: display(&rel), kind: info.kind, bytes: info.bytes }]
+                vec![Entry {
+                    path: display(&rel),
+                    kind: info.kind,
+                    bytes: info.bytes,
+                    modified: None,
+                }]
             } else {
                 Vec::new()
             };
@@ -113,7 +123,8 @@ impl Workspace {
                     break;
                 }
                 let bytes = if item.kind == EntryKind::File { item.bytes } else { 0 };
-                entries.push(Entry { path: display(&item.rel), kind: item.kind, bytes });
+                let modified = item.modified;
+                entries.push(Entry { path: display(&item.rel), kind: item.kind, bytes, modified });
             }
             if options.recursive && item.kind == EntryKind::Dir {
                 // A subdirectory that cannot be read (permissions) is listed but not walked;
@@ -137,11 +148,13 @@ impl Workspace {
             let file_name = entry.file_name();
             let name = file_name.to_string_lossy().into_owned();
             let kind = entry.file_type().map_or(EntryKind::Other, EntryKind::of);
-            let bytes =
-                if kind == EntryKind::File { entry.metadata().map_or(0, |m| m.len()) } else { 0 };
+            let meta = (kind == EntryKind::File).then(|| entry.metadata().ok()).flatten();
+            let bytes = meta.as_ref().map_or(0, |m| m.len());
+            let modified =
+                meta.and_then(|m| m.modified().ok()).map(cap_std::time::SystemTime::into_std);
             let below = if below.is_empty() { name.clone() } else { format!("{below}/{name}") };
             let rel = rel.join(&file_name);
-            out.push((file_name, Pending { rel, below, name, kind, bytes }));
+            out.push((file_name, Pending { rel, below, name, kind, bytes, modified }));
         }
         out.sort_by(|a, b| b.0.cmp(&a.0));
         Ok(out.into_iter().map(|(_, p)| p).collect())
