@@ -85,18 +85,19 @@ pub(crate) fn record_changes(
         slot.evidence.push(if mutation.no_op {
             format!("{} left {path} unchanged ({} bytes)", call.tool, mutation.bytes_after)
         } else {
-            format!(
-                "{} changed {path}: {} -> {} bytes, +{} -{} lines",
-                call.tool,
-                mutation.bytes_before,
-                mutation.bytes_after,
-                mutation.lines_added,
-                mutation.lines_removed
-            )
+            change_evidence(call.tool, "changed", &mutation)
         });
         report.mutations.push(StepMutation { step: id.to_owned(), mutation });
     }
     command_changes(shared, call, before, report)
+}
+
+/// `file.write changed a.txt: 3 -> 5 bytes, +1 -1 lines`.
+fn change_evidence(tool: &str, what: &str, m: &pev_protocol::run::FileMutation) -> String {
+    format!(
+        "{tool} {what} {}: {} -> {} bytes, +{} -{} lines",
+        m.path, m.bytes_before, m.bytes_after, m.lines_added, m.lines_removed
+    )
 }
 
 /// The files a command created, changed or removed, found by comparing the workspace's
@@ -180,14 +181,7 @@ fn command_changes(
             (_, None) => "removed",
             _ => "changed",
         };
-        report.slot.evidence.push(format!(
-            "{} {what} {path}: {} -> {} bytes, +{} -{} lines",
-            call.tool,
-            mutation.bytes_before,
-            mutation.bytes_after,
-            mutation.lines_added,
-            mutation.lines_removed
-        ));
+        report.slot.evidence.push(change_evidence(call.tool, what, &mutation));
         report.mutations.push(StepMutation { step: id.to_owned(), mutation });
     }
     Ok(())
