@@ -102,6 +102,45 @@ Exit codes:
   1  some gate-on run did not, or a run left no result
   2  a bad suite (the file and field are named)";
 
+pub(crate) const MCP_HELP: &str = "\
+Use pev from Claude Code (in the project directory):
+  pev integrate claude          # .mcp.json + .claude/settings.json (hooks run `pev gate`)
+  claude                        # plan_create, step_update, … are offered; stops are checked
+  pev show last                 # what the session did, and the verdict
+
+Use pev from Codex:
+  pev integrate codex --user    # [mcp_servers.pev] in ~/.codex/config.toml + hooks.json
+  codex                         # then /hooks to trust pev's hooks (Codex skips them until then)
+
+Any MCP client: run `pev mcp` as a stdio server in the workspace. The journal is
+WORKSPACE/.pev/pev.db (`--store` to put it elsewhere).";
+
+pub(crate) const GATE_HELP: &str = "\
+Wire it as the client's Stop, SubagentStop, SessionStart and PostToolUse hook (pev integrate
+does). It reads the hook's JSON on stdin and answers on stdout:
+  allowed   {\"systemMessage\": \"pev: run … verified …\"}
+  refused   {\"decision\": \"block\", \"reason\": \"what is unfinished or failing\"}
+  at the cap {\"continue\": false, \"stopReason\": \"…\"}  (the run is recorded partial or failed)
+It fails closed: unreadable input or journal refuses the stop (under the same cap).
+
+Examples:
+  echo '{\"hook_event_name\":\"Stop\",\"session_id\":\"abc\",\"cwd\":\".\"}' | pev gate
+  pev gate --from-transcript          # no pev plan: the client's own todo list must be done
+  pev gate status --session abc       # the run's result as JSON (exit 0 / 3 / 1)
+
+Exit codes: gate: 0 (the answer is the JSON); status: 0 success, 3 partial, 1 failed or no run.";
+
+pub(crate) const INTEGRATE_HELP: &str = "\
+Examples:
+  pev integrate claude                    # this project: .mcp.json, .claude/settings.json
+  pev integrate claude --user             # ~/.claude/settings.json (and the `claude mcp add` line)
+  pev integrate claude --plugin pev-plugin   # a plugin dir for `claude --plugin-dir pev-plugin`
+  pev integrate codex --user              # ~/.codex/config.toml and ~/.codex/hooks.json
+  pev integrate codex --print             # show what would be written, write nothing
+
+Existing files are merged (other servers, hooks and settings are kept); a file that is not valid
+JSON is left alone and reported.";
+
 pub(crate) const SCHEMA_HELP: &str = "\
 Examples:
   pev schema plan > plan.schema.json
@@ -241,6 +280,76 @@ pub(crate) enum Command {
         #[arg(long)]
         ping: bool,
     },
+    /// Serve pev's plan tools to an MCP client (Claude Code, Codex, …) over stdio
+    #[command(
+        long_about = "Serve pev's plan tools to an MCP client over stdio.\n\n\
+            Tools: plan_create (create or revise the plan; dropped steps need a reason), \
+            plan_show, step_update (done needs evidence; pev runs the step's assertions and \
+            refuses the update if one fails), postcondition_verify, todo_write and lint_plan. \
+            The state is the journal, so `pev show`, `pev gate` and a restarted server see the \
+            same run. The first plan_create snapshots the workspace: what the client changes is \
+            measured by pev, not taken from the model's word. Both MCP eras are answered \
+            (initialize, and the stateless 2026-07-28 server/discover).",
+        after_help = MCP_HELP
+    )]
+    Mcp {
+        #[command(flatten)]
+        place: PlaceArgs,
+    },
+    /// The stop hook for Claude Code and Codex: refuse a stop while the plan is unfinished
+    #[command(
+        long_about = "The stop hook for Claude Code and Codex.\n\n\
+            On Stop, the session's run is re-checked now against the workspace (every done \
+            step's assertions, every postcondition, what changed since the plan was made): \
+            success lets the client stop; anything else refuses the stop with the reasons, up \
+            to --max-refusals times in a row, after which the client is stopped and the run is \
+            recorded unfinished. SubagentStop is refused only when verified work was undone. \
+            SessionStart pins the session for the MCP server; PostToolUse (--record) journals \
+            the client's own tool calls.",
+        after_help = GATE_HELP,
+        args_conflicts_with_subcommands = true
+    )]
+    Gate {
+        #[command(subcommand)]
+        action: Option<GateAction>,
+        #[command(flatten)]
+        place: PlaceArgs,
+        /// Refusals in a row before the client is let go (and the run recorded unfinished)
+        #[arg(long, value_name = "N", default_value_t = pev_mcp::gate::DEFAULT_MAX_REFUSALS)]
+        max_refusals: u32,
+        /// Without a pev plan, the client's own todo list (TodoWrite, TaskCreate/TaskUpdate,
+        /// Codex's update_plan in the transcript) must be finished
+        #[arg(long)]
+        from_transcript: bool,
+        /// Without a pev plan (or a checklist), refuse the stop: a plan is owed
+        #[arg(long)]
+        require_plan: bool,
+        /// Record the client's tool call (a PostToolUse hook); never blocks
+        #[arg(long)]
+        record: bool,
+    },
+    /// Wire pev into Claude Code or Codex: the MCP server and the gate's hooks
+    #[command(after_help = INTEGRATE_HELP)]
+    Integrate {
+        /// The client
+        #[arg(value_enum)]
+        client: crate::mcp_cmd::Client,
+        /// For every project of the user (~/.claude, ~/.codex) instead of this one
+        #[arg(long, conflicts_with = "project")]
+        user: bool,
+        /// For this project (the default)
+        #[arg(long)]
+        project: bool,
+        /// Claude Code: write a plugin directory (for `claude --plugin-dir DIR`) instead
+        #[arg(long, value_name = "DIR")]
+        plugin: Option<PathBuf>,
+        /// Print the files instead of writing them
+        #[arg(long)]
+        print: bool,
+        /// The project directory [default: the current directory]
+        #[arg(long, short = 'w', value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
     /// Run a suite of agent scenarios with the finalization gate on and off, and tabulate them
     #[command(
         long_about = "Run a suite of agent scenarios with the finalization gate on and off, and \
@@ -356,6 +465,40 @@ pub(crate) struct CommonArgs {
 }
 
 /// Where the journal is, and how to print.
+/// `pev gate status`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum GateAction {
+    /// Print the session's run result as JSON; exit 0 success, 3 partial, 1 failed
+    Status {
+        /// The client's session id (Claude Code's and Codex's `session_id`)
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// The run instead: its id, a unique prefix, or `last`
+        #[arg(long, value_name = "RUN", conflicts_with = "session")]
+        run: Option<String>,
+        #[command(flatten)]
+        place: PlaceArgs,
+    },
+}
+
+/// Where `pev mcp` and `pev gate` find the workspace and the journal.
+#[derive(Debug, Args)]
+pub(crate) struct PlaceArgs {
+    /// The workspace [default: --workspace, $CLAUDE_PROJECT_DIR, the hook's cwd, the current
+    /// directory]
+    #[arg(long, short = 'w', value_name = "DIR")]
+    pub(crate) workspace: Option<PathBuf>,
+    /// The journal file [default: WORKSPACE/.pev/pev.db]
+    #[arg(long, value_name = "FILE")]
+    pub(crate) store: Option<PathBuf>,
+}
+
+impl PlaceArgs {
+    pub(crate) fn place(self) -> crate::mcp_cmd::Place {
+        crate::mcp_cmd::Place { workspace: self.workspace, store: self.store }
+    }
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct JournalArgs {
     /// The workspace directory [default: the current directory]

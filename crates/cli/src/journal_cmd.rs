@@ -75,6 +75,17 @@ pub fn show(run: &str, common: &Common, out: &mut dyn Write) -> Result<u8, Fail>
     } else {
         EXIT_OK
     };
+    // An MCP client's run that the gate has not closed: the verdict on the workspace now.
+    let open_mcp = record.status == "running"
+        && record.options.get("mode").and_then(serde_json::Value::as_str)
+            == Some(pev_mcp::session::MODE);
+    if open_mcp {
+        let place = crate::mcp_cmd::Place {
+            workspace: common.workspace.clone(),
+            store: common.store.clone(),
+        };
+        result = crate::mcp_cmd::verdict_now(&place, &run_id)?;
+    }
     let sandbox = sandbox_of(&store, &run_id);
     if common.json {
         let text =
@@ -97,7 +108,9 @@ pub fn show(run: &str, common: &Common, out: &mut dyn Write) -> Result<u8, Fail>
     let style = Style::for_stdout(common.color);
     // `running` in the journal is either a run another process holds (its lock is taken) or
     // one that was interrupted (killed, crashed): the lock tells which.
-    let stored = if record.status == "running" {
+    let stored = if open_mcp {
+        "open"
+    } else if record.status == "running" {
         let workspace = workspace_dir(common.workspace.as_deref())?;
         match crate::run_cmd::lock_run(&store_path(common, &workspace), &run_id) {
             Ok(_lock) => "interrupted",

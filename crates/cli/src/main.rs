@@ -16,6 +16,7 @@ mod journal_cmd;
 mod lint_cmd;
 mod locate;
 mod locate_yaml;
+mod mcp_cmd;
 mod run_cmd;
 mod run_summary;
 mod run_view;
@@ -33,7 +34,7 @@ use clap::Parser;
 use pev_protocol::schema::{SchemaKind, schema_of};
 
 pub(crate) use crate::args::OutputFormat;
-use crate::args::{Cli, Command, SchemaArg, ShowFormat};
+use crate::args::{Cli, Command, GateAction, SchemaArg, ShowFormat};
 use crate::lint_cmd::{EXIT_BAD_INPUT, EXIT_OK, Env, LintRequest};
 
 fn main() -> ExitCode {
@@ -136,6 +137,37 @@ fn main() -> ExitCode {
             let req = eval_cmd::EvalRequest { suite, json, gate, keep };
             let mut out = BufWriter::new(stdout.lock());
             let code = report(eval_cmd::run(&req, &mut out, &mut std::io::stderr()));
+            finish(code, out.flush())
+        }
+        Command::Mcp { place } => report(mcp_cmd::mcp(&place.place())),
+        Command::Gate { action: Some(GateAction::Status { session, run, place }), .. } => {
+            let mut out = BufWriter::new(stdout.lock());
+            let code = report(mcp_cmd::gate_status(
+                &place.place(),
+                session.as_deref(),
+                run.as_deref(),
+                &mut out,
+            ));
+            finish(code, out.flush())
+        }
+        Command::Gate {
+            action: None,
+            place,
+            max_refusals,
+            from_transcript,
+            require_plan,
+            record,
+        } => {
+            let options =
+                pev_mcp::gate::GateOptions { max_refusals, from_transcript, require_plan };
+            let mut out = BufWriter::new(stdout.lock());
+            let code = report(mcp_cmd::gate(&place.place(), &options, record, &mut out));
+            finish(code, out.flush())
+        }
+        Command::Integrate { client, user, project: _, plugin, print, workspace } => {
+            let req = mcp_cmd::IntegrateRequest { client, user, plugin, print, workspace };
+            let mut out = BufWriter::new(stdout.lock());
+            let code = report(mcp_cmd::integrate(&req, &mut out, &mut std::io::stderr()));
             finish(code, out.flush())
         }
         Command::Doctor { workspace, json, ping } => {

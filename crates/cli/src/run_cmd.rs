@@ -249,6 +249,14 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     let run_id = store.resolve_run(run).map_err(|e| Fail::input(e.to_string()))?;
     let _lock = lock_run(&db, &run_id)?;
     let record = store.load_run(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    if record.options.get("mode").and_then(serde_json::Value::as_str)
+        == Some(pev_mcp::session::MODE)
+    {
+        return Err(Fail::input(format!(
+            "run {run_id} is an MCP client's run (`pev mcp`): the client drives it, so there is \
+             nothing for pev to resume; `pev gate status --run {run_id}` decides it now"
+        )));
+    }
     if let Some(result) = finished(&record) {
         // Nothing to resume: say so with the outcome it ended with, and write nothing.
         let _ = writeln!(
@@ -391,7 +399,7 @@ pub(crate) struct Session {
 /// that uses no model. A file that cannot be read is an error: hooks that silently failed to
 /// load would let through what they guard, and a lost `sandbox = "require"` would loosen the
 /// sandbox.
-fn file_config(workspace: &Path) -> Result<pev_providers::config::Config, Fail> {
+pub(crate) fn file_config(workspace: &Path) -> Result<pev_providers::config::Config, Fail> {
     let vars = |name: &str| {
         matches!(name, "XDG_CONFIG_HOME" | "HOME").then(|| std::env::var(name).ok()).flatten()
     };

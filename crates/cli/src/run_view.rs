@@ -231,8 +231,13 @@ impl Tracker {
                 vec![Note::Line(s.yellow(&format!("! {step}{}", clean(message))))]
             }
             EventBody::RunFinished { .. } => vec![Note::End],
-            // The running spend is in the summary at the end.
-            EventBody::Usage { .. } => Vec::new(),
+            // The running spend is in the summary at the end; an MCP client's events are not
+            // part of a run the live view drives.
+            EventBody::Usage { .. }
+            | EventBody::WorkspaceSnapshot { .. }
+            | EventBody::ClientPlanCall { .. }
+            | EventBody::ClientTool { .. }
+            | EventBody::GateDecided { .. } => Vec::new(),
         }
     }
 

@@ -178,6 +178,11 @@ pub fn render_show(
             clean(run_id)
         )),
         "running" => s.yellow("running (another pev process is running it; no verdict yet)"),
+        "open" => s.yellow(&format!(
+            "open: {} if the client stopped now (an MCP client's run; the gate records the \
+             verdict when the client stops)",
+            status_name(result.status)
+        )),
         _ => s.status(status_name(result.status)),
     };
     let _ = writeln!(

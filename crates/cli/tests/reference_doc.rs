@@ -396,6 +396,10 @@ mod reference_doc {
             EventBody::Usage { .. } => "usage",
             EventBody::VerifyFinished { .. } => "verify.finished",
             EventBody::RunFinished { .. } => "run.finished",
+            EventBody::WorkspaceSnapshot { .. } => "workspace.snapshot",
+            EventBody::ClientPlanCall { .. } => "client.plan_call",
+            EventBody::ClientTool { .. } => "client.tool",
+            EventBody::GateDecided { .. } => "gate.decided",
         }
     }
 

@@ -1,5 +1,6 @@
-//! What a command changed in the workspace. A `shell.exec` call names no file, so the files it
-//! writes are found by taking the workspace's inventory before and after it (through the
+//! What a command changed in the workspace (and, through `take` and `changes`, what an MCP
+//! client changed since `pev mcp` took its snapshot). A `shell.exec` call names no file, so the
+//! files it writes are found by taking the workspace's inventory before and after it (through the
 //! workspace sandbox, `.pev/` and `.git/` left out): created, changed and removed files become
 //! the step's mutations, with diffs, like a write's.
 //!
@@ -21,7 +22,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use pev_tools::{EntryKind, ListOptions, Workspace};
 
 /// The most files an inventory holds.
-pub(crate) const MAX_FILES: usize = 5_000;
+pub const MAX_FILES: usize = 5_000;
 /// The largest file whose content is kept (source files, configs, small outputs).
 const MAX_CONTENT: u64 = 256 * 1024;
 /// The most content one inventory keeps.
@@ -63,7 +64,7 @@ impl Drop for Running<'_> {
 
 /// A file in an inventory: its size, and its content when kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct FileState {
+pub struct FileState {
     pub bytes: u64,
     pub modified: Option<std::time::SystemTime>,
     pub content: Option<Vec<u8>>,
@@ -79,7 +80,7 @@ impl FileState {
 
 /// The workspace's files (relative paths) at one moment.
 #[derive(Debug, Default)]
-pub(crate) struct Inventory {
+pub struct Inventory {
     pub files: BTreeMap<String, FileState>,
 }
 
@@ -111,7 +112,7 @@ pub(crate) fn before(ws: &Workspace, activity: &Activity) -> Taken {
 /// The inventory of `ws`, or `None` when it has more than [`MAX_FILES`] files (or cannot be
 /// listed). With `earlier`, a file whose size and modification time are as they were is not
 /// read again.
-pub(crate) fn take(ws: &Workspace, earlier: Option<&Inventory>) -> Option<Inventory> {
+pub fn take(ws: &Workspace, earlier: Option<&Inventory>) -> Option<Inventory> {
     // The top level first, so that `.git` (often the biggest tree) is never walked.
     let top =
         ws.list(".", ListOptions { recursive: false, glob: None, max_entries: MAX_FILES + 1 });
@@ -156,7 +157,7 @@ pub(crate) fn take(ws: &Workspace, earlier: Option<&Inventory>) -> Option<Invent
 /// One file a command created, changed or removed: its state before and after (`None` =
 /// absent).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Change {
+pub struct Change {
     pub path: String,
     pub before: Option<FileState>,
     pub after: Option<FileState>,
@@ -165,7 +166,7 @@ pub(crate) struct Change {
 /// The files that differ between two inventories, in path order. Two states with contents
 /// differ when the contents do; otherwise when the sizes do (a file too large to keep that kept
 /// its size is taken as unchanged).
-pub(crate) fn changes(before: &Inventory, after: &Inventory) -> Vec<Change> {
+pub fn changes(before: &Inventory, after: &Inventory) -> Vec<Change> {
     let mut out = Vec::new();
     let paths: BTreeSet<&String> = before.files.keys().chain(after.files.keys()).collect();
     for path in paths {

@@ -28,7 +28,7 @@ mod finish;
 pub mod hooks;
 pub mod instruct;
 mod instruction;
-mod inventory;
+pub mod inventory;
 mod recorder;
 mod recover;
 pub mod resolve;

@@ -114,6 +114,46 @@ pub enum EventBody {
     /// The run ended (for now: `awaiting_approval` can be resumed).
     #[serde(rename = "run.finished")]
     RunFinished { result: Box<RunResult> },
+    /// The workspace as `pev mcp` found it when a client created its plan: each file's sha256
+    /// and size (`files`: path → `{sha256, bytes}`), and the git HEAD and status when it is a
+    /// repository. What the client changes afterwards is found against it, not taken from the
+    /// model's word.
+    #[serde(rename = "workspace.snapshot")]
+    WorkspaceSnapshot {
+        files: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        git: Option<Value>,
+        /// The workspace had more files than a snapshot holds: changes are not tracked.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        truncated: bool,
+    },
+    /// An MCP client called one of pev's plan tools (`pev mcp`). `state` is the plan's state
+    /// after the call, when the call changed it (the latest one is the run's plan).
+    #[serde(rename = "client.plan_call")]
+    ClientPlanCall {
+        tool: String,
+        arguments: Value,
+        ok: bool,
+        reply: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        state: Option<Value>,
+    },
+    /// A client's own tool call, recorded by `pev gate --record` (a PostToolUse hook): the
+    /// tool's name and what the harness keeps of it (a command and its exit code, a file path).
+    #[serde(rename = "client.tool")]
+    ClientTool { tool: String, summary: Value },
+    /// `pev gate` answered a client that wanted to stop: `allow`, `block` (the client is told
+    /// to go on, with the reasons) or `stop` (the refusal cap was reached: the client stops and
+    /// the run is recorded unfinished).
+    #[serde(rename = "gate.decided")]
+    GateDecided {
+        hook: String,
+        decision: String,
+        refusals: u32,
+        reasons: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session: Option<String>,
+    },
 }
 
 impl EventBody {
@@ -134,6 +174,10 @@ impl EventBody {
             Self::Usage { .. } => "usage",
             Self::VerifyFinished { .. } => "verify.finished",
             Self::RunFinished { .. } => "run.finished",
+            Self::WorkspaceSnapshot { .. } => "workspace.snapshot",
+            Self::ClientPlanCall { .. } => "client.plan_call",
+            Self::ClientTool { .. } => "client.tool",
+            Self::GateDecided { .. } => "gate.decided",
         }
     }
 }

@@ -27,8 +27,8 @@ pub use chain::Integrity;
 pub use error::StoreError;
 pub use journal::{Journal, MAX_BATCH};
 pub use records::{
-    ApprovalRecord, FileHashRecord, HashPhase, MutationRecord, NewRun, Record, RunRecord,
-    RunSummary, StepState, ToolCallEnd, ToolCallRecord, ToolCallStart, ToolCallStatus,
+    ApprovalRecord, FileHashRecord, HashPhase, MutationRecord, NewRun, Record, RunOptions,
+    RunRecord, RunSummary, StepState, ToolCallEnd, ToolCallRecord, ToolCallStart, ToolCallStatus,
 };
 pub use store::Store;
 

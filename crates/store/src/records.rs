@@ -36,6 +36,15 @@ pub struct RunSummary {
     pub steps_done: u64,
 }
 
+/// A run's id, status, workspace and options (see [`crate::Store::run_options`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunOptions {
+    pub run_id: String,
+    pub status: String,
+    pub workspace: String,
+    pub options: Value,
+}
+
 /// Everything the journal knows about one run: what `pev show` prints and `pev resume` replays.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {

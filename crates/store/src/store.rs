@@ -7,12 +7,12 @@
 use crate::chain::Integrity;
 use std::path::{Path, PathBuf};
 
-use pev_protocol::event::{Event, now_rfc3339};
+use pev_protocol::event::{Event, EventBody, now_rfc3339};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::error::{StoreError, db_err, json_err};
 use crate::read;
-use crate::records::{ApprovalRecord, NewRun, Record, RunRecord, RunSummary};
+use crate::records::{ApprovalRecord, NewRun, Record, RunOptions, RunRecord, RunSummary};
 use crate::schema::{self, Create};
 use crate::write::{self, PlanRow};
 
@@ -78,6 +78,63 @@ impl Store {
         let tx = self.conn.unchecked_transaction().map_err(sql)?;
         write::apply(&tx, &self.path, rec)?;
         tx.commit().map_err(sql)
+    }
+
+    /// Appends an event to `run_id` with the next sequence number, taken inside the write
+    /// transaction: for processes that add events to a run no engine is driving (`pev mcp`,
+    /// `pev gate`), where two writers may race.
+    pub fn append_event(&self, run_id: &str, body: EventBody) -> Result<Event, StoreError> {
+        let op = format!("append event to run {run_id}");
+        let sql = |e| db_err(&self.path, &op, e);
+        // IMMEDIATE: the write lock is taken before the sequence number is read.
+        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(sql)?;
+        let written = (|| {
+            if !self.run_exists(run_id)? {
+                return Err(StoreError::NotFound(run_id.to_owned()));
+            }
+            let seq: u64 = self
+                .conn
+                .prepare_cached("SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE run_id = ?1")
+                .and_then(|mut st| st.query_row([run_id], |row| row.get(0)))
+                .map_err(sql)?;
+            let event = Event { run_id: run_id.to_owned(), seq, at: now_rfc3339(), body };
+            write::apply(&self.conn, &self.path, &Record::Event(event.clone()))?;
+            Ok(event)
+        })();
+        match written {
+            Ok(event) => {
+                self.conn.execute_batch("COMMIT").map_err(sql)?;
+                Ok(event)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    /// Every run's id, status, workspace and options (`pev run`'s and `pev agent`'s settings,
+    /// `pev mcp`'s mode and session), newest first.
+    pub fn run_options(&self) -> Result<Vec<RunOptions>, StoreError> {
+        let op = "read run options";
+        let rows: Vec<(String, String, String, String)> = self
+            .conn
+            .prepare_cached(
+                "SELECT run_id, status, workspace, options FROM runs
+                 ORDER BY created_at DESC, rowid DESC",
+            )
+            .and_then(|mut st| {
+                st.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))?
+                    .collect()
+            })
+            .map_err(|e| db_err(&self.path, op, e))?;
+        rows.into_iter()
+            .map(|(run_id, status, workspace, options)| {
+                let options =
+                    serde_json::from_str(&options).map_err(|e| json_err(&self.path, op, e))?;
+                Ok(RunOptions { run_id, status, workspace, options })
+            })
+            .collect()
     }
 
     /// The run `id` names: an exact id, `last`/`latest` (the newest run), or a unique prefix.

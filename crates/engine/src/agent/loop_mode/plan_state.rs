@@ -48,8 +48,9 @@ const PLACEHOLDERS: &[&str] =
 /// A plan tool's answer: the text for the model, `Err` for a refusal (`is_error`).
 pub type Reply = Result<String, String>;
 
-/// The model's plan and everything the plan tools remember about it.
-#[derive(Debug, Default)]
+/// The model's plan and everything the plan tools remember about it. Serialisable, so that a
+/// process that answers one call at a time (`pev mcp`) can keep it in the journal between calls.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct PlanBook {
     pub plan: Option<ModelPlan>,
     pub revisions: Vec<PlanRevision>,
@@ -69,7 +70,7 @@ pub struct PlanBook {
 /// each step's `content_changed` compared against, and how many tool calls the journal held
 /// when each step was marked done and each postcondition verified (the calls after that mark
 /// are the ones that may have undone it).
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EvidenceMarks {
     /// The baseline of postconditions (and of steps never marked in progress).
     pub first_seen: HashMap<String, Option<String>>,

@@ -33,6 +33,7 @@ pub struct TodoItem {
     /// What to do, in the imperative ("Run the tests").
     pub content: String,
     /// The same while it is being done ("Running the tests").
+    #[serde(alias = "activeForm")]
     pub active_form: String,
     pub status: TodoStatus,
 }

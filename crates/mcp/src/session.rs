@@ -1,0 +1,481 @@
+//! One client's run. The plan tools' state lives in the journal, not in the server process: each
+//! call finds the run (the one this process works on, the client session's, or the newest open
+//! `pev mcp` run of the workspace), loads the state the last call left (`client.plan_call`
+//! events carry it), answers with loop mode's [`PlanBook`], and journals the call and the new
+//! state before it answers. So `pev show`, `pev gate` and a restarted server all see the same
+//! plan, and a stateless transport can serve any call.
+//!
+//! The run is created by the first accepted `plan_create` (or `todo_write`): its goal is the
+//! plan's objective, its options say `mode: mcp` and the client's session, and the workspace is
+//! snapshotted ([`crate::snapshot`]) before anything is answered.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use pev_engine::agent::loop_mode::plan_state::PlanBook;
+use pev_engine::agent::loop_mode::plan_tools::{PLAN_CREATE, PLAN_SHOW};
+use pev_engine::agent::loop_mode::todo::{self, TODO_WRITE};
+use pev_engine::agent::loop_mode::{ModelPlan, TodoItem, TodoStatus};
+use pev_engine::agent::loop_run::as_plan;
+use pev_protocol::event::{EventBody, now_rfc3339};
+use pev_store::{Journal, NewRun, Record, RunOptions, Store};
+use pev_tools::ToolContext;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::McpError;
+use crate::catalogue::LINT_PLAN;
+use crate::snapshot::{self, Snapshot};
+
+/// The `mode` a `pev mcp` run carries in its options.
+pub const MODE: &str = "mcp";
+
+/// What the plan tools remember between calls: loop mode's plan book and the todo list.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct McpState {
+    pub book: PlanBook,
+    #[serde(default)]
+    pub todo: Vec<TodoItem>,
+}
+
+/// Where the client's session id came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionSource {
+    /// An environment variable (`PEV_SESSION_ID`, or Claude Code's `CLAUDE_CODE_SESSION_ID`).
+    Env(&'static str),
+    /// The SessionStart hook (`pev gate`) pinned it in the journal's directory.
+    Pin,
+    /// None is known: the newest open `pev mcp` run of the workspace is the client's.
+    Unknown,
+}
+
+/// The session id the client's environment gives, if any: the variables in order.
+pub fn session_from_env(var: &dyn Fn(&str) -> Option<String>) -> Option<(String, SessionSource)> {
+    for name in ["PEV_SESSION_ID", "CLAUDE_CODE_SESSION_ID"] {
+        if let Some(id) = var(name).filter(|v| !v.trim().is_empty()) {
+            return Some((id.trim().to_owned(), SessionSource::Env(name)));
+        }
+    }
+    None
+}
+
+/// How long a pinned session stays the default for a server that has no id of its own.
+const PIN_FRESH_SECS: u64 = 12 * 3600;
+
+/// The pin file beside the journal.
+pub fn pin_path(db: &Path) -> PathBuf {
+    db.parent().unwrap_or_else(|| Path::new(".")).join("session.json")
+}
+
+/// Records `session` as the workspace's current client session (the SessionStart hook).
+pub fn pin(db: &Path, session: &str, client: Option<&str>) -> Result<(), McpError> {
+    let path = pin_path(db);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| McpError(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    let body = json!({"session_id": session, "client": client, "at": unix_now()});
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, body.to_string())
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|e| McpError(format!("cannot write {}: {e}", path.display())))
+}
+
+/// The pinned session, when it is recent.
+pub fn pinned(db: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(pin_path(db)).ok()?;
+    let value: Value = serde_json::from_str(&text).ok()?;
+    let at = value.get("at")?.as_u64()?;
+    if unix_now().saturating_sub(at) > PIN_FRESH_SECS {
+        return None;
+    }
+    value.get("session_id")?.as_str().map(str::to_owned)
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// A tool's answer: `ok: false` is a refusal or a mistake the model can fix (`isError`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub ok: bool,
+    pub text: String,
+    pub structured: Value,
+}
+
+/// The runs of one workspace's journal, as the plan tools of one server see them.
+pub struct Sessions {
+    pub ctx: Arc<ToolContext>,
+    pub db: PathBuf,
+    /// The session id given by the environment (else the pin is read at each call).
+    pub env_session: Option<String>,
+    /// The client's name, from `initialize` or the request's `_meta`.
+    pub client: Mutex<Option<String>>,
+    /// The run this process works on, once known.
+    run: Mutex<Option<String>>,
+    /// One call at a time: a call loads, changes and saves the state.
+    lock: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sessions").field("db", &self.db).finish_non_exhaustive()
+    }
+}
+
+/// A run and its state, as loaded.
+struct Loaded {
+    run_id: String,
+    status: String,
+    state: McpState,
+    snapshot: Option<Snapshot>,
+}
+
+impl Sessions {
+    pub fn new(ctx: Arc<ToolContext>, db: PathBuf, env_session: Option<String>) -> Self {
+        Self {
+            ctx,
+            db,
+            env_session,
+            client: Mutex::new(None),
+            run: Mutex::new(None),
+            lock: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The session this server's calls belong to.
+    pub fn session(&self) -> Option<String> {
+        self.env_session.clone().or_else(|| pinned(&self.db))
+    }
+
+    fn workspace(&self) -> String {
+        self.ctx.workspace.root().display().to_string()
+    }
+
+    /// Answers one plan tool call. `run` names the run (the HTTP transport, where every call
+    /// says which); otherwise the session's. Errors are the journal's; a model's mistake is an
+    /// [`Answer`] with `ok: false`.
+    pub async fn call(
+        &self,
+        tool: &str,
+        input: Value,
+        run: Option<&str>,
+    ) -> Result<Answer, McpError> {
+        if tool == LINT_PLAN {
+            return Ok(crate::catalogue::lint_plan(&input));
+        }
+        let _one = self.lock.lock().await;
+        let mut loaded = self.load(run)?;
+        if run.is_some() && loaded.is_none() {
+            return Ok(refusal(format!(
+                "unknown run `{}`: pass the run_id plan_create returned",
+                run.unwrap_or_default()
+            )));
+        }
+        let before = loaded.as_ref().map(|l| state_json(&l.state));
+        let fresh = loaded.is_none();
+        let mut state = loaded.as_mut().map(|l| std::mem::take(&mut l.state)).unwrap_or_default();
+
+        // What the client changed since the plan was made, found by pev: the mismatch rule and
+        // the evidence of each step are held to it.
+        if let Some(snapshot) = loaded.as_ref().and_then(|l| l.snapshot.as_ref()) {
+            let store = Store::open_existing(&self.db).ok();
+            let changes = snapshot::changes(snapshot, &self.ctx.workspace, store.as_ref());
+            state.book.note_changes(changes.paths());
+        }
+        state.book.note_position(None);
+        let reply = match tool {
+            TODO_WRITE => todo::write(&mut state.todo, input.clone()),
+            _ => state.book.call(tool, input.clone(), &self.ctx).await,
+        };
+        let (ok, text) = match reply {
+            Ok(text) => (true, text),
+            Err(text) => (false, text),
+        };
+        let after = state_json(&state);
+        let changed = before.as_ref() != Some(&after);
+
+        let run_id = match (&loaded, ok && changed) {
+            (Some(l), _) => Some(l.run_id.clone()),
+            // The first accepted plan (or todo list) makes the run.
+            (None, true) if matches!(tool, PLAN_CREATE | TODO_WRITE) => {
+                Some(self.create_run(&state)?)
+            }
+            (None, _) => None,
+        };
+        if let Some(run_id) = &run_id {
+            let store = Store::open(&self.db)?;
+            let reopened = loaded.as_ref().is_some_and(|l| l.status != "running");
+            if changed && reopened {
+                store.write(&Record::RunStatus {
+                    run_id: run_id.clone(),
+                    status: "running".to_owned(),
+                    result: None,
+                    updated_at: now_rfc3339(),
+                })?;
+            }
+            if ok && tool == PLAN_CREATE && !fresh {
+                self.journal_revision(&store, run_id, &state)?;
+            }
+            store.append_event(
+                run_id,
+                EventBody::ClientPlanCall {
+                    tool: tool.to_owned(),
+                    arguments: input,
+                    ok,
+                    reply: text.clone(),
+                    state: changed.then_some(after),
+                },
+            )?;
+            *self.run.lock().unwrap_or_else(PoisonError::into_inner) = Some(run_id.clone());
+        }
+        let structured = structured(ok, &text, run_id.as_deref(), &state);
+        Ok(Answer { ok, text, structured })
+    }
+
+    /// The run the call belongs to, with its state.
+    fn load(&self, run: Option<&str>) -> Result<Option<Loaded>, McpError> {
+        let store = match Store::open_existing(&self.db) {
+            Ok(store) => store,
+            Err(pev_store::StoreError::Missing { .. }) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let known = self.run.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let run_id = match run.map(str::to_owned).or(known) {
+            Some(id) => match store.resolve_run(&id) {
+                Ok(id) => Some(id),
+                Err(pev_store::StoreError::NotFound(_)) => None,
+                Err(e) => return Err(e.into()),
+            },
+            None => find_run(&store, &self.workspace(), self.session().as_deref())?,
+        };
+        let Some(run_id) = run_id else { return Ok(None) };
+        load_run(&store, &run_id).map(Some)
+    }
+
+    fn create_run(&self, state: &McpState) -> Result<String, McpError> {
+        let goal = goal_of(state);
+        let run_id = pev_store::new_run_id();
+        let plan = state.book.plan.as_ref().map_or_else(
+            || pev_protocol::Plan { goal: goal.clone(), ..pev_protocol::Plan::default() },
+            |p| as_plan(&goal, p),
+        );
+        let client = self.client.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let store = Store::open(&self.db)?;
+        store.create_run(&NewRun {
+            run_id: run_id.clone(),
+            goal: goal.clone(),
+            workspace: self.workspace(),
+            plan: serde_json::to_value(&plan).map_err(|e| McpError(e.to_string()))?,
+            options: json!({"mode": MODE, "session": self.session(), "client": client}),
+            created_at: now_rfc3339(),
+        })?;
+        store.append_event(
+            &run_id,
+            EventBody::RunStarted {
+                goal,
+                workspace: self.workspace(),
+                resumed: false,
+                sandbox: serde_json::to_value(self.ctx.sandbox.enforced()).ok(),
+            },
+        )?;
+        store.append_event(
+            &run_id,
+            EventBody::PlanCreated { version: 1, steps: plan.steps.len() },
+        )?;
+        let taken = snapshot::take(&self.ctx.workspace);
+        if !taken.blobs.is_empty() {
+            // The contents, for diffs later: one group commit, not one per file.
+            let journal = Journal::start(&self.db)?;
+            for (sha256, content) in taken.blobs {
+                journal.record(Record::Blob { sha256, content })?;
+            }
+            journal.close()?;
+        }
+        let files =
+            serde_json::to_value(&taken.snapshot.files).map_err(|e| McpError(e.to_string()))?;
+        store.append_event(
+            &run_id,
+            EventBody::WorkspaceSnapshot {
+                files,
+                git: taken.snapshot.git,
+                truncated: taken.snapshot.truncated,
+            },
+        )?;
+        Ok(run_id)
+    }
+
+    fn journal_revision(
+        &self,
+        store: &Store,
+        run_id: &str,
+        state: &McpState,
+    ) -> Result<(), McpError> {
+        let (Some(plan), Some(revision)) = (&state.book.plan, state.book.revisions.last()) else {
+            return Ok(());
+        };
+        let record = store.load_run(run_id)?;
+        let version = record.plan_version.saturating_add(1);
+        let goal = record.goal;
+        let mut reason = format!("plan_create #{} by the client", revision.number);
+        if !revision.dropped.is_empty() {
+            let dropped: Vec<String> =
+                revision.dropped.iter().map(|d| format!("`{}` ({})", d.id, d.reason)).collect();
+            reason.push_str(&format!("; dropped {}", dropped.join(", ")));
+        }
+        store.write(&Record::PlanVersion {
+            run_id: run_id.to_owned(),
+            version,
+            plan: serde_json::to_value(as_plan(&goal, plan))
+                .map_err(|e| McpError(e.to_string()))?,
+            reason: reason.clone(),
+            created_at: now_rfc3339(),
+        })?;
+        store.append_event(
+            run_id,
+            EventBody::PlanRevised { version, steps: plan.steps.len(), reason },
+        )?;
+        Ok(())
+    }
+}
+
+/// The newest `pev mcp` run of `workspace` for `session`: the session's own (any status: a
+/// client that goes on after a stop works on the same run), else, when the session has none,
+/// the newest open run without a session.
+pub fn find_run(
+    store: &Store,
+    workspace: &str,
+    session: Option<&str>,
+) -> Result<Option<String>, McpError> {
+    let runs = store.run_options()?;
+    let ours = |r: &&RunOptions| {
+        r.options.get("mode").and_then(Value::as_str) == Some(MODE) && r.workspace == workspace
+    };
+    fn of_session(r: &RunOptions) -> Option<&str> {
+        r.options.get("session").and_then(Value::as_str)
+    }
+    if let Some(session) = session
+        && let Some(run) = runs.iter().filter(ours).find(|r| of_session(r) == Some(session))
+    {
+        return Ok(Some(run.run_id.clone()));
+    }
+    Ok(runs
+        .iter()
+        .filter(ours)
+        .find(|r| r.status == "running" && of_session(r).is_none())
+        .map(|r| r.run_id.clone()))
+}
+
+/// A run's state: the latest `client.plan_call` that carried one, and the snapshot.
+fn load_run(store: &Store, run_id: &str) -> Result<Loaded, McpError> {
+    let record = store.load_run(run_id)?;
+    let events = store.events(run_id)?;
+    let mut state = None;
+    let mut snapshot = None;
+    for event in events.iter().rev() {
+        match &event.body {
+            EventBody::ClientPlanCall { state: Some(s), .. } if state.is_none() => {
+                state = Some(serde_json::from_value::<McpState>(s.clone()).map_err(|e| {
+                    McpError(format!(
+                        "the journal's plan state of run {run_id} (event {}) cannot be read: {e}",
+                        event.seq
+                    ))
+                })?);
+            }
+            EventBody::WorkspaceSnapshot { files, git, truncated } if snapshot.is_none() => {
+                let files = serde_json::from_value(files.clone()).map_err(|e| {
+                    McpError(format!("the workspace snapshot of run {run_id} cannot be read: {e}"))
+                })?;
+                snapshot = Some(Snapshot { files, git: git.clone(), truncated: *truncated });
+            }
+            _ => {}
+        }
+        if state.is_some() && snapshot.is_some() {
+            break;
+        }
+    }
+    Ok(Loaded {
+        run_id: run_id.to_owned(),
+        status: record.status,
+        state: state.unwrap_or_default(),
+        snapshot,
+    })
+}
+
+/// The state of `run_id` as the journal holds it (for the gate and `pev show`).
+pub fn state_of(store: &Store, run_id: &str) -> Result<(McpState, Option<Snapshot>), McpError> {
+    let loaded = load_run(store, run_id)?;
+    Ok((loaded.state, loaded.snapshot))
+}
+
+fn state_json(state: &McpState) -> Value {
+    serde_json::to_value(state).unwrap_or(Value::Null)
+}
+
+fn goal_of(state: &McpState) -> String {
+    match (&state.book.plan, state.todo.first()) {
+        (Some(plan), _) => plan.objective.clone(),
+        (None, Some(item)) => format!("Todo list: {}", item.content),
+        (None, None) => "(no goal)".to_owned(),
+    }
+}
+
+fn refusal(text: String) -> Answer {
+    Answer { ok: false, structured: json!({"ok": false, "message": text}), text }
+}
+
+/// What the model reads (Claude Code shows it `structuredContent`, not the text): the answer,
+/// the run, and the plan and todo list as they now stand.
+fn structured(ok: bool, text: &str, run_id: Option<&str>, state: &McpState) -> Value {
+    let mut out = json!({
+        "ok": ok,
+        "message": text,
+        "run_id": run_id,
+        "plan": state.book.plan.as_ref().map(plan_view),
+    });
+    if !state.todo.is_empty() {
+        out["todo"] = json!(
+            state
+                .todo
+                .iter()
+                .map(|t| json!({
+                    "content": t.content,
+                    "status": match t.status {
+                        TodoStatus::Pending => "pending",
+                        TodoStatus::InProgress => "in_progress",
+                        TodoStatus::Completed => "completed",
+                    },
+                }))
+                .collect::<Vec<_>>()
+        );
+    }
+    out
+}
+
+/// The plan as structured data: each step's id, title, status, evidence and check kinds.
+pub fn plan_view(plan: &ModelPlan) -> Value {
+    json!({
+        "objective": plan.objective,
+        "steps": plan.steps.iter().map(|s| json!({
+            "id": s.id,
+            "title": s.title,
+            "status": s.status.as_str(),
+            "evidence": s.evidence,
+            "blocked_reason": s.blocked_reason,
+            "checks": s.assertions.iter().map(pev_protocol::Assertion::kind).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "postconditions": plan.postconditions.iter().map(|p| json!({
+            "id": p.id,
+            "description": p.description,
+            "verified": p.verified,
+            "checked_by_harness": p.verified && p.verified_by == Some(pev_engine::agent::loop_mode::VerifiedBy::Harness),
+            "checks": p.assertions.iter().map(pev_protocol::Assertion::kind).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// `plan_show` without a run: how to start.
+pub fn is_read_only(tool: &str) -> bool {
+    matches!(tool, PLAN_SHOW | LINT_PLAN)
+}

@@ -1,0 +1,220 @@
+//! The outcome of a client's run, decided by pev from the journal and the workspace as it is
+//! now, never from what the client says. The steps of the client's plan count as done only as
+//! `step_update` accepted them (their assertions passed then), and every assertion behind a done
+//! step or a verified postcondition runs again now (`final_recheck`): work undone since is a
+//! regression. What changed is the workspace against the snapshot taken with the plan, so a plan
+//! marked done over an unchanged workspace is `no_effects`, not success. The status and reasons
+//! come from `pev_verify::decide`, the same rule as every other run.
+
+use pev_engine::agent::loop_mode::{
+    LoopReport, ModelPostcondition, StepStatus as ModelStatus, TodoStatus, VerifiedBy,
+};
+use pev_engine::agent::loop_run::{as_plan, final_recheck};
+use pev_protocol::run::{
+    PostconditionResult, Reason, ReasonCode, RunResult, RunStatus, StepResult, StepStatus, Usage,
+};
+use pev_protocol::{Plan, Step, StepId};
+use pev_store::Store;
+use pev_tools::ToolContext;
+
+use crate::McpError;
+use crate::session::{McpState, state_of};
+use crate::snapshot::{self, Snapshot};
+
+/// The verdict on `run_id` now.
+pub async fn verdict(
+    store: &Store,
+    run_id: &str,
+    ctx: &ToolContext,
+) -> Result<RunResult, McpError> {
+    let record = store.load_run(run_id)?;
+    let (state, snapshot) = state_of(store, run_id)?;
+    Ok(decide(&record.goal, run_id, &state, snapshot.as_ref(), store, ctx).await)
+}
+
+async fn decide(
+    goal: &str,
+    run_id: &str,
+    state: &McpState,
+    snapshot: Option<&Snapshot>,
+    store: &Store,
+    ctx: &ToolContext,
+) -> RunResult {
+    let mut warnings = Vec::new();
+    let changes = match snapshot {
+        Some(snapshot) => snapshot::changes(snapshot, &ctx.workspace, Some(store)),
+        None => snapshot::Changes {
+            mutations: Vec::new(),
+            unknown: Some("the run has no workspace snapshot".to_owned()),
+        },
+    };
+    if let Some(why) = &changes.unknown {
+        warnings.push(format!("{why}; the run is judged as if nothing changed"));
+    }
+
+    let model = state.book.plan.as_ref();
+    let marks = state.book.marks();
+    let mut plan = match model {
+        Some(p) => as_plan(goal, p),
+        None => Plan { goal: goal.to_owned(), ..Plan::default() },
+    };
+    let mut steps: Vec<StepResult> = model
+        .map(|p| {
+            p.steps
+                .iter()
+                .map(|s| StepResult {
+                    id: s.id.clone(),
+                    status: match s.status {
+                        ModelStatus::Done => StepStatus::Done,
+                        ModelStatus::InProgress => StepStatus::InProgress,
+                        ModelStatus::Blocked => StepStatus::Blocked,
+                        ModelStatus::Pending => StepStatus::Pending,
+                    },
+                    attempts: u32::from(s.status == ModelStatus::Done),
+                    evidence: s.evidence.iter().cloned().collect(),
+                    assertions: marks.step_results.get(&s.id).cloned().unwrap_or_default(),
+                    output: None,
+                    error: s.blocked_reason.clone(),
+                    started_at: None,
+                    ended_at: None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    // The todo list is the client's own account: it can keep the run from success (an item
+    // not completed), never make it one.
+    for (i, item) in state.todo.iter().enumerate() {
+        let id = format!("todo-{}", i.saturating_add(1));
+        let mut step = Step {
+            id: StepId::new(id.clone()),
+            title: Some(item.content.clone()),
+            ..Step::default()
+        };
+        step.index_references();
+        plan.steps.push(step);
+        steps.push(StepResult {
+            id,
+            status: match item.status {
+                TodoStatus::Completed => StepStatus::Done,
+                TodoStatus::InProgress => StepStatus::InProgress,
+                TodoStatus::Pending => StepStatus::Pending,
+            },
+            attempts: 0,
+            evidence: Vec::new(),
+            assertions: Vec::new(),
+            output: None,
+            error: None,
+            started_at: None,
+            ended_at: None,
+        });
+    }
+    if !state.todo.is_empty() && model.is_none() {
+        warnings.push(
+            "the run has a todo list but no plan: the items are the client's own account, \
+             checked by nothing but the workspace's changes"
+                .to_owned(),
+        );
+    }
+    let postconditions: Vec<PostconditionResult> =
+        model.map(|p| p.postconditions.iter().map(postcondition).collect()).unwrap_or_default();
+
+    let report = LoopReport {
+        plan: model.cloned(),
+        revisions: state.book.revisions.clone(),
+        evidence: marks,
+        ..LoopReport::default()
+    };
+    let check = final_recheck(ctx, &report).await;
+    let mutation_steps = vec![String::new(); changes.mutations.len()];
+    let goal_actions_executed = !changes.mutations.is_empty();
+    let input = pev_verify::OutcomeInput {
+        plan: &plan,
+        steps: &steps,
+        postconditions: &postconditions,
+        mutations: &changes.mutations,
+        mutation_steps: &mutation_steps,
+        goal_actions_executed,
+        awaiting_approval: &[],
+        cancelled: false,
+        judge_rejected: &[],
+        mismatched: &[],
+        budget_exhausted: None,
+        regressions: &check.regressed,
+    };
+    let (mut status, mut reasons) = pev_verify::decide(&input);
+    // A client's run has no goal-action steps of its own: "no step with a write effect" would
+    // be wrong; what pev knows is that the workspace did not change.
+    for reason in reasons.iter_mut().filter(|r| r.code == ReasonCode::NoEffects) {
+        reason.message = format!(
+            "the goal asks for a change (\"{}\"), but the workspace is exactly as it was when the \
+             plan was made",
+            clip(goal, 120)
+        );
+    }
+    // A rewrite that dropped steps is the client's choice, recorded; it is not evidence.
+    let dropped: Vec<String> = state
+        .book
+        .revisions
+        .iter()
+        .flat_map(|r| &r.dropped)
+        .map(|d| format!("`{}` ({})", d.id, d.reason))
+        .collect();
+    if !dropped.is_empty() {
+        warnings.push(format!("the client dropped step(s) from its plan: {}", dropped.join(", ")));
+    }
+    if model.is_none() && state.todo.is_empty() {
+        status = RunStatus::Failed;
+        if reasons.is_empty() {
+            reasons.push(Reason {
+                code: ReasonCode::StepsNotRun,
+                step: None,
+                message: "the run has no plan".to_owned(),
+            });
+        }
+    }
+    warnings.extend(check.checked_once.iter().map(pev_verify::checked_once_warning));
+    RunResult {
+        run_id: run_id.to_owned(),
+        goal: goal.to_owned(),
+        status,
+        reasons,
+        goal_actions_executed,
+        steps,
+        postconditions,
+        file_mutations: changes.mutations,
+        warnings,
+        usage: Usage::default(),
+        duration_ms: 0,
+        final_check: Some(check),
+    }
+}
+
+fn postcondition(pc: &ModelPostcondition) -> PostconditionResult {
+    let by_harness = pc.verified && pc.verified_by == Some(VerifiedBy::Harness);
+    let evidence = if by_harness {
+        pc.evidence.clone().unwrap_or_default()
+    } else if pc.assertions.is_empty() {
+        match &pc.evidence {
+            Some(e) => format!("no assertion; claimed by the client, not evidence: {e}"),
+            None => "no assertion, and not verified".to_owned(),
+        }
+    } else {
+        "not verified with postcondition_verify".to_owned()
+    };
+    PostconditionResult {
+        description: pc.description.clone(),
+        satisfied: by_harness,
+        evidence,
+        judge: None,
+    }
+}
+
+fn clip(text: &str, limit: usize) -> String {
+    let one_line = text.trim().replace(['\n', '\r'], " ");
+    if one_line.chars().count() <= limit {
+        return one_line;
+    }
+    let mut cut: String = one_line.chars().take(limit).collect();
+    cut.push('…');
+    cut
+}
