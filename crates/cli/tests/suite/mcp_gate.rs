@@ -1,0 +1,300 @@
+//! `pev gate` fed the payloads Claude Code and Codex send (Stop with `stop_hook_active` false and
+//! true, SubagentStop, SessionStart, PostToolUse, missing fields, garbage): its stdout JSON, its
+//! exit code and the verdict journaled. The plan is made through `pev mcp`, as a client would.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::mcp_support::{Client, hello_plan};
+use super::support::{pev, pev_in, run};
+
+/// Claude Code's Stop payload (fields of Claude Code 2.1.x).
+fn claude_stop(ws: &Path, session: &str, active: bool) -> Value {
+    json!({
+        "session_id": session,
+        "transcript_path": ws.join("transcript.jsonl").display().to_string(),
+        "cwd": ws.display().to_string(),
+        "permission_mode": "bypassPermissions",
+        "hook_event_name": "Stop",
+        "stop_hook_active": active,
+        "last_assistant_message": "Done.",
+    })
+}
+
+/// Codex's Stop payload (0.169): a `turn_id`, a nullable transcript.
+fn codex_stop(ws: &Path, session: &str) -> Value {
+    json!({
+        "session_id": session,
+        "turn_id": "turn-1",
+        "transcript_path": null,
+        "cwd": ws.display().to_string(),
+        "hook_event_name": "Stop",
+        "model": "gpt-5-codex",
+        "permission_mode": "default",
+        "stop_hook_active": false,
+        "last_assistant_message": "Done.",
+    })
+}
+
+/// Runs `pev gate` with `payload` on stdin; the counter of refusals without a journal goes to
+/// `tmp`.
+fn gate(ws: &Path, tmp: &Path, payload: &str, args: &[&str]) -> (i32, Value) {
+    let mut cmd = pev();
+    cmd.current_dir(ws)
+        .env("TMPDIR", tmp)
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .write_stdin(payload.to_owned());
+    let mut all = vec!["gate"];
+    all.extend_from_slice(args);
+    let out = run(&mut cmd, &all);
+    let json = if out.stdout.trim().is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
+    };
+    (out.code, json)
+}
+
+fn plan_with(ws: &Path, session: &str) -> Client {
+    let mut client = Client::initialized(ws, &[("PEV_SESSION_ID", session)]);
+    assert_eq!(client.call("plan_create", hello_plan())["isError"], false);
+    client
+}
+
+fn status(ws: &Path, session: &str) -> (i32, Value) {
+    let out = pev_in(ws, &["gate", "status", "--session", session]);
+    (out.code, out.json())
+}
+
+#[test]
+fn an_honest_session_stops_without_a_block_and_is_recorded_success() {
+    let (ws, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut client = plan_with(ws.path(), "s-honest");
+    std::fs::write(ws.path().join("hello.txt"), "hi\n").unwrap();
+    for (tool, args) in [
+        ("step_update", json!({"id": "write", "status": "done", "evidence": "wrote hello.txt"})),
+        ("step_update", json!({"id": "check", "status": "done", "evidence": "read it: hi"})),
+        ("postcondition_verify", json!({"id": "p1", "evidence": "it says hi"})),
+    ] {
+        assert_eq!(client.call(tool, args)["isError"], false);
+    }
+    let payload = claude_stop(ws.path(), "s-honest", false).to_string();
+    let (code, out) = gate(ws.path(), tmp.path(), &payload, &[]);
+    assert_eq!(code, 0);
+    assert!(out.get("decision").is_none(), "{out}");
+    assert!(out["systemMessage"].as_str().unwrap().contains("verified"), "{out}");
+    let (code, result) = status(ws.path(), "s-honest");
+    assert_eq!((code, result["status"].as_str()), (0, Some("success")), "{result}");
+    assert_eq!(result["file_mutations"][0]["path"], "hello.txt");
+    let shown = pev_in(ws.path(), &["show", "last"]);
+    assert!(shown.stdout.contains("outcome: success"), "{}", shown.stdout);
+}
+
+#[test]
+fn an_early_stop_is_blocked_with_reasons_then_let_go_at_the_cap_as_partial() {
+    let (ws, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut client = plan_with(ws.path(), "s-early");
+    std::fs::write(ws.path().join("hello.txt"), "hi\n").unwrap();
+    let done = client
+        .call("step_update", json!({"id": "write", "status": "done", "evidence": "wrote it"}));
+    assert_eq!(done["isError"], false);
+    for n in 1..=3 {
+        let payload = claude_stop(ws.path(), "s-early", n > 1).to_string();
+        let (code, out) = gate(ws.path(), tmp.path(), &payload, &[]);
+        assert_eq!(code, 0);
+        assert_eq!(out["decision"], "block", "refusal {n}: {out}");
+        let reason = out["reason"].as_str().unwrap();
+        assert!(reason.contains(&format!("refusal {n} of 3")), "{reason}");
+        assert!(reason.contains("'check'") && reason.contains("hello.txt says hi"), "{reason}");
+    }
+    let (code, out) =
+        gate(ws.path(), tmp.path(), &claude_stop(ws.path(), "s-early", true).to_string(), &[]);
+    assert_eq!(code, 0);
+    assert_eq!(out["continue"], false, "{out}");
+    assert!(out["stopReason"].as_str().unwrap().contains("partial"), "{out}");
+    let (code, result) = status(ws.path(), "s-early");
+    assert_eq!((code, result["status"].as_str()), (3, Some("partial")), "{result}");
+    assert!(result["warnings"].to_string().contains("refused 3 stop(s)"));
+    // The journal shows each decision, and the chain holds.
+    let shown = pev_in(ws.path(), &["show", "last", "--format", "json"]);
+    assert_eq!(shown.code, 0);
+    assert_eq!(shown.json()["status"], "partial");
+    // The client goes on after the stop: the next refusals count afresh.
+    let (_, again) =
+        gate(ws.path(), tmp.path(), &claude_stop(ws.path(), "s-early", false).to_string(), &[]);
+    assert_eq!(again["decision"], "block", "{again}");
+}
+
+#[test]
+fn steps_marked_done_over_an_unchanged_workspace_are_never_success() {
+    let (ws, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::write(ws.path().join("notes.md"), "old\n").unwrap();
+    let mut client = Client::initialized(ws.path(), &[("PEV_SESSION_ID", "s-lazy")]);
+    let plan = json!({"objective": "Update the release notes", "steps": [
+        {"id": "a", "title": "Think about the release"},
+        {"id": "b", "title": "Decide the wording"}
+    ]});
+    assert_eq!(client.call("plan_create", plan)["isError"], false);
+    for id in ["a", "b"] {
+        let r = client.call(
+            "step_update",
+            json!({"id": id, "status": "done", "evidence": "considered it carefully"}),
+        );
+        assert_eq!(r["isError"], false);
+    }
+    let (_, out) =
+        gate(ws.path(), tmp.path(), &claude_stop(ws.path(), "s-lazy", false).to_string(), &[]);
+    assert_eq!(out["decision"], "block", "{out}");
+    assert!(out["reason"].as_str().unwrap().contains("exactly as it was"), "{out}");
+    let (code, result) = status(ws.path(), "s-lazy");
+    // Not success: `partial` (steps were marked done) with `no_effects`, as `pev run` decides.
+    assert_eq!((code, result["status"].as_str()), (3, Some("partial")), "{result}");
+    assert_eq!(result["reasons"][0]["code"], "no_effects", "{result}");
+}
+
+#[test]
+fn verified_work_undone_blocks_the_stop_and_a_subagent_only_then() {
+    let (ws, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut client = plan_with(ws.path(), "s-undo");
+    let sub = |ws: &Path| {
+        json!({"session_id": "s-undo", "cwd": ws.display().to_string(), "hook_event_name": "SubagentStop",
+               "stop_hook_active": false, "agent_id": "a1", "agent_type": "general-purpose",
+               "agent_transcript_path": "/nonexistent"}).to_string()
+    };
+    // Unfinished plan: a sub-agent may stop (its part is not the plan).
+    let (code, out) = gate(ws.path(), tmp.path(), &sub(ws.path()), &[]);
+    assert_eq!((code, out), (0, Value::Null));
+    std::fs::write(ws.path().join("hello.txt"), "hi\n").unwrap();
+    assert_eq!(
+        client
+            .call("step_update", json!({"id": "write", "status": "done", "evidence": "wrote it"}))
+            ["isError"],
+        false
+    );
+    std::fs::write(ws.path().join("hello.txt"), "bye\n").unwrap();
+    let (_, out) = gate(ws.path(), tmp.path(), &sub(ws.path()), &[]);
+    assert_eq!(out["decision"], "block", "{out}");
+    assert!(
+        out["reason"].as_str().unwrap().contains("no longer holds")
+            || out["reason"].as_str().unwrap().contains("hello.txt"),
+        "{out}"
+    );
+    let (_, out) =
+        gate(ws.path(), tmp.path(), &claude_stop(ws.path(), "s-undo", false).to_string(), &[]);
+    assert_eq!(out["decision"], "block");
+    let (_, result) = status(ws.path(), "s-undo");
+    assert!(result["reasons"].to_string().contains("evidence_regressed"), "{result}");
+}
+
+#[test]
+fn codex_payloads_find_the_newest_open_run_of_the_workspace() {
+    let (ws, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    // Codex gives its MCP servers no session id: the run has none.
+    let mut client = Client::initialized(ws.path(), &[]);
+    assert_eq!(client.call("plan_create", hello_plan())["isError"], false);
+    let (code, out) =
+        gate(ws.path(), tmp.path(), &codex_stop(ws.path(), "codex-thread-1").to_string(), &[]);
+    assert_eq!(code, 0);
+    assert_eq!(out["decision"], "block", "{out}");
+}
+
+#[test]
+fn session_start_pins_the_session_for_a_server_without_one() {
+    let (ws, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let start = json!({"session_id": "pinned-1", "cwd": ws.path().display().to_string(),
+                       "hook_event_name": "SessionStart", "source": "startup", "model": "m",
+                       "transcript_path": "/x", "permission_mode": "default"});
+    let (code, out) = gate(ws.path(), tmp.path(), &start.to_string(), &[]);
+    assert_eq!(code, 0);
+    assert_eq!(out["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    assert!(
+        out["hookSpecificOutput"]["additionalContext"].as_str().unwrap().contains("plan_create")
+    );
+    let mut client = Client::initialized(ws.path(), &[]);
+    assert_eq!(client.call("plan_create", hello_plan())["isError"], false);
+    let (code, result) = status(ws.path(), "pinned-1");
+    assert_eq!(code, 1, "the run is the pinned session's: {result}");
+    // PostToolUse: the client's own call is journaled on that run.
+    let post = json!({"session_id": "pinned-1", "cwd": ws.path().display().to_string(),
+                      "hook_event_name": "PostToolUse", "tool_name": "Bash",
+                      "tool_input": {"command": "printf hi > hello.txt", "description": "write"},
+                      "tool_response": {"stdout": "", "stderr": "", "interrupted": false},
+                      "tool_use_id": "toolu_1"});
+    let (code, out) = gate(ws.path(), tmp.path(), &post.to_string(), &["--record"]);
+    assert_eq!((code, out), (0, Value::Null));
+    let store = pev_store::Store::open_existing(&ws.path().join(".pev/pev.db")).unwrap();
+    let run_id = store.resolve_run("last").unwrap();
+    let recorded: Vec<Value> = store
+        .events(&run_id)
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.body {
+            pev_protocol::event::EventBody::ClientTool { tool, summary } => {
+                Some(json!({"tool": tool, "summary": summary}))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        recorded,
+        [
+            json!({"tool": "Bash", "summary": {"command": "printf hi > hello.txt", "interrupted": false}})
+        ]
+    );
+}
+
+#[test]
+fn it_fails_closed_on_garbage_and_a_broken_journal_under_the_cap() {
+    let (ws, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for n in 1..=3 {
+        let (code, out) = gate(ws.path(), tmp.path(), "this is not json", &["--max-refusals", "3"]);
+        assert_eq!(code, 0);
+        assert_eq!(out["decision"], "block", "refusal {n}: {out}");
+        assert!(out["reason"].as_str().unwrap().contains("not JSON"));
+    }
+    let (_, out) = gate(ws.path(), tmp.path(), "this is not json", &[]);
+    assert_eq!(out["continue"], false, "at the cap the client is let go: {out}");
+
+    // A journal that is not a database.
+    std::fs::create_dir_all(ws.path().join(".pev")).unwrap();
+    std::fs::write(ws.path().join(".pev/pev.db"), "garbage, not SQLite").unwrap();
+    let (_, out) =
+        gate(ws.path(), tmp.path(), &claude_stop(ws.path(), "s-broken", false).to_string(), &[]);
+    assert_eq!(out["decision"], "block", "{out}");
+    assert!(out["reason"].as_str().unwrap().contains("could not check"), "{out}");
+}
+
+#[test]
+fn without_a_plan_missing_fields_pass_a_required_plan_blocks_and_the_transcript_is_the_checklist() {
+    let (ws, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    // `{}`: no event name, no session, no cwd: a Stop in the current directory with nothing to
+    // check.
+    let (code, out) = gate(ws.path(), tmp.path(), "{}", &[]);
+    assert_eq!((code, out), (0, Value::Null));
+    let (_, out) = gate(
+        ws.path(),
+        tmp.path(),
+        &claude_stop(ws.path(), "s-none", false).to_string(),
+        &["--require-plan"],
+    );
+    assert_eq!(out["decision"], "block");
+    assert!(out["reason"].as_str().unwrap().contains("plan_create"));
+
+    let todo = |status: &str| {
+        json!({"type": "assistant", "message": {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "TodoWrite", "input": {"todos": [
+            {"content": "Write hello.txt", "status": "completed", "activeForm": "Writing"},
+            {"content": "Run the tests", "status": status, "activeForm": "Running the tests"}
+        ]}}]}})
+        .to_string()
+    };
+    std::fs::write(ws.path().join("transcript.jsonl"), todo("in_progress") + "\n").unwrap();
+    let payload = claude_stop(ws.path(), "s-todo", false).to_string();
+    let (_, out) = gate(ws.path(), tmp.path(), &payload, &["--from-transcript"]);
+    assert_eq!(out["decision"], "block", "{out}");
+    assert!(out["reason"].as_str().unwrap().contains("Run the tests (in_progress)"), "{out}");
+    std::fs::write(ws.path().join("transcript.jsonl"), todo("completed") + "\n").unwrap();
+    let (code, out) = gate(ws.path(), tmp.path(), &payload, &["--from-transcript"]);
+    assert_eq!((code, out), (0, Value::Null));
+}
