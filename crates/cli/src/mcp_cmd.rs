@@ -93,7 +93,7 @@ pub(crate) fn gate(
         input = format!("unreadable: {e}").into_bytes();
     }
     if record {
-        input = force_post_tool_use(input);
+        input = force_post_tool_use(&input);
     }
     let runtime = runtime()?;
     let reply = runtime.block_on(pev_mcp::gate::gate(&input, options, &CliGateEnv(place)));
@@ -106,8 +106,8 @@ pub(crate) fn gate(
 
 /// `--record`: the payload is a PostToolUse whatever it says (a client that names the event
 /// differently still gets its call recorded, and nothing is ever blocked).
-fn force_post_tool_use(input: Vec<u8>) -> Vec<u8> {
-    match serde_json::from_slice::<serde_json::Value>(&input) {
+fn force_post_tool_use(input: &[u8]) -> Vec<u8> {
+    match serde_json::from_slice::<serde_json::Value>(input) {
         Ok(serde_json::Value::Object(mut map)) => {
             map.insert("hook_event_name".to_owned(), "PostToolUse".into());
             serde_json::Value::Object(map).to_string().into_bytes()

@@ -164,7 +164,12 @@ async fn stop(
         if subagent {
             return Ok(Reply::quiet());
         }
-        record_decision(&store, &run_id, payload, "allow", 0, &[])?;
+        record_decision(
+            &store,
+            &run_id,
+            payload,
+            Decision { decision: "allow", refusals: 0, reasons: &[] },
+        )?;
         finish(&store, &result)?;
         return Ok(Reply::json(json!({
             "systemMessage": format!(
@@ -186,7 +191,12 @@ async fn stop(
     let refusals = consecutive_refusals(&store, &run_id)?;
     if refusals < options.max_refusals {
         let n = refusals.saturating_add(1);
-        record_decision(&store, &run_id, payload, "block", n, &reasons)?;
+        record_decision(
+            &store,
+            &run_id,
+            payload,
+            Decision { decision: "block", refusals: n, reasons: &reasons },
+        )?;
         return Ok(Reply::json(json!({
             "decision": "block",
             "reason": block_reason(&run_id, &reasons, n, options.max_refusals),
@@ -197,14 +207,19 @@ async fn stop(
     let message = format!(
         "the stop gate refused {refusals} stop(s) and then let the client stop with the plan unfinished"
     );
-    result.warnings.push(message.clone());
+    result.warnings.push(message);
     if result.status == RunStatus::Success {
         // Only a sub-agent's regression reaches here with a passing run: still not success.
         result.status = RunStatus::Partial;
     } else if result.status != RunStatus::Failed {
         result.status = RunStatus::Partial;
     }
-    record_decision(&store, &run_id, payload, "stop", refusals, &reasons)?;
+    record_decision(
+        &store,
+        &run_id,
+        payload,
+        Decision { decision: "stop", refusals, reasons: &reasons },
+    )?;
     finish(&store, &result)?;
     let status = pev_engine::status_name(result.status);
     let why = reasons.first().cloned().unwrap_or_default();
@@ -385,13 +400,18 @@ fn consecutive_refusals(store: &Store, run_id: &str) -> Result<u32, McpError> {
     Ok(n)
 }
 
+/// One answer of the gate, for the journal.
+struct Decision<'a> {
+    decision: &'a str,
+    refusals: u32,
+    reasons: &'a [String],
+}
+
 fn record_decision(
     store: &Store,
     run_id: &str,
     payload: &Payload,
-    decision: &str,
-    refusals: u32,
-    reasons: &[String],
+    Decision { decision, refusals, reasons }: Decision<'_>,
 ) -> Result<(), McpError> {
     store.append_event(
         run_id,

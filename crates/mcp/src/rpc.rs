@@ -53,7 +53,7 @@ impl Server {
     pub async fn handle_text(&self, line: &str) -> Option<String> {
         let response = match serde_json::from_str::<Value>(line) {
             Ok(message) => self.handle(message).await?,
-            Err(e) => error(Value::Null, PARSE_ERROR, &format!("parse error: {e}"), None),
+            Err(e) => error(&Value::Null, PARSE_ERROR, &format!("parse error: {e}"), None),
         };
         Some(response.to_string())
     }
@@ -66,7 +66,7 @@ impl Server {
             } else {
                 "a request must be a JSON object"
             };
-            return Some(error(Value::Null, INVALID_REQUEST, why, None));
+            return Some(error(&Value::Null, INVALID_REQUEST, why, None));
         };
         let id = message.get("id").cloned();
         let method = message.get("method").and_then(Value::as_str);
@@ -76,14 +76,14 @@ impl Server {
                 return None;
             }
             let why = "not a JSON-RPC 2.0 request: `jsonrpc` must be \"2.0\" and `method` a string";
-            return Some(error(id.unwrap_or(Value::Null), INVALID_REQUEST, why, None));
+            return Some(error(&id.unwrap_or(Value::Null), INVALID_REQUEST, why, None));
         }
         let method = method.unwrap_or_default();
         // Notifications (initialized, cancelled, …) need no answer.
         let id = id?;
         if !(id.is_string() || id.is_number()) {
             return Some(error(
-                Value::Null,
+                &Value::Null,
                 INVALID_REQUEST,
                 "`id` must be a string or a number",
                 None,
@@ -92,7 +92,7 @@ impl Server {
         let params = match message.get("params") {
             None | Some(Value::Null) => Map::new(),
             Some(Value::Object(p)) => p.clone(),
-            Some(_) => return Some(error(id, INVALID_PARAMS, "`params` must be an object", None)),
+            Some(_) => return Some(error(&id, INVALID_PARAMS, "`params` must be an object", None)),
         };
         let meta = params.get("_meta").and_then(Value::as_object);
         let stateless = match meta.and_then(|m| m.get(META_VERSION)) {
@@ -102,7 +102,7 @@ impl Server {
                 let requested = other.as_str().map_or_else(|| other.to_string(), str::to_owned);
                 let data = json!({"requested": requested, "supported": supported()});
                 let why = format!("unsupported protocol version {requested}");
-                return Some(error(id, UNSUPPORTED_VERSION, &why, Some(data)));
+                return Some(error(&id, UNSUPPORTED_VERSION, &why, Some(data)));
             }
         };
         if let Some(name) = meta.and_then(|m| m.get(META_CLIENT)).and_then(|c| c.get("name")) {
@@ -118,7 +118,7 @@ impl Server {
         };
         Some(match result {
             Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-            Err((code, message)) => error(id, code, &message, None),
+            Err((code, message)) => error(&id, code, &message, None),
         })
     }
 
@@ -261,7 +261,7 @@ fn tool_result(ok: bool, text: &str, structured: Option<Value>, stateless: bool)
     result
 }
 
-fn error(id: Value, code: i64, message: &str, data: Option<Value>) -> Value {
+fn error(id: &Value, code: i64, message: &str, data: Option<Value>) -> Value {
     let mut error = json!({"code": code, "message": message});
     if let Some(data) = data {
         error["data"] = data;

@@ -29,17 +29,20 @@ pub async fn verdict(
 ) -> Result<RunResult, McpError> {
     let record = store.load_run(run_id)?;
     let (state, snapshot) = state_of(store, run_id)?;
-    Ok(decide(&record.goal, run_id, &state, snapshot.as_ref(), store, ctx).await)
+    let run = Run { goal: &record.goal, run_id, state: &state, snapshot: snapshot.as_ref() };
+    Ok(decide(&run, store, ctx).await)
 }
 
-async fn decide(
-    goal: &str,
-    run_id: &str,
-    state: &McpState,
-    snapshot: Option<&Snapshot>,
-    store: &Store,
-    ctx: &ToolContext,
-) -> RunResult {
+/// What the journal holds of a client's run.
+struct Run<'a> {
+    goal: &'a str,
+    run_id: &'a str,
+    state: &'a McpState,
+    snapshot: Option<&'a Snapshot>,
+}
+
+async fn decide(run: &Run<'_>, store: &Store, ctx: &ToolContext) -> RunResult {
+    let Run { goal, run_id, state, snapshot } = *run;
     let mut warnings = Vec::new();
     let changes = match snapshot {
         Some(snapshot) => snapshot::changes(snapshot, &ctx.workspace, Some(store)),
