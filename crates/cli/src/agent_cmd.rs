@@ -102,11 +102,39 @@ fn notice_sink(
 }
 
 /// Builds the planner, executor and judge from the workspace's `pev.toml` and the environment.
+/// The built-in tools and those of the MCP servers in the user's `pev.toml` (started now, in the
+/// workspace; they stop when the registry is dropped at the end of the run).
+fn tool_registry(
+    config_dir: &std::path::Path,
+    workspace: &std::path::Path,
+    err: &mut dyn Write,
+) -> Result<pev_tools::Registry, Fail> {
+    let mut registry = pev_tools::Registry::builtin();
+    let config = Config::from_env(config_dir).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
+    if config.mcp_servers().is_empty() {
+        return Ok(registry);
+    }
+    let (tools, warnings) = pev_mcp::client::connect(config.mcp_servers(), workspace)
+        .map_err(|e| Fail(EXIT_BAD_INPUT, e))?;
+    for warning in warnings {
+        let _ = writeln!(err, "pev: {warning}");
+    }
+    for server in config.mcp_servers() {
+        let prefix = format!("mcp__{}__", server.name);
+        let n = tools.iter().filter(|t| t.name().starts_with(&prefix)).count();
+        let _ = writeln!(err, "pev: MCP server `{}`: {n} tool(s) ({prefix}*)", server.name);
+    }
+    for tool in tools {
+        registry.register(tool).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
+    }
+    Ok(registry)
+}
+
 pub(crate) fn build_models(
     workspace: &std::path::Path,
     notices: &Arc<Notices>,
     budget: Budget,
-    policy: &CompiledPolicy,
+    (policy, registry): (&CompiledPolicy, &pev_tools::Registry),
 ) -> Result<Models, Fail> {
     let config = Config::from_env(workspace).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
     let prices = config.prices().clone();
@@ -133,7 +161,7 @@ pub(crate) fn build_models(
         judge_threshold: JUDGE_THRESHOLD,
         budget_note: Arc::new(move || Some(note_state.note())),
         usage: Arc::new(move || usage_state.snapshot()),
-        allowed_tools: pev_tools::Registry::builtin()
+        allowed_tools: registry
             .iter()
             .map(|t| t.name())
             .filter(|name| policy.tool_allowed(name))
@@ -172,6 +200,7 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         );
         workspace = copy;
     }
+    let registry = Arc::new(tool_registry(&config_dir, &workspace, err)?);
     let budget = Budget {
         max_usd: req.budget.max_usd,
         max_tokens: req.budget.max_tokens,
@@ -179,20 +208,21 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         deadline: req.budget.timeout_secs.map(|s| Instant::now() + Duration::from_secs(s)),
     };
     if req.mode == Mode::Loop {
-        return run_loop(req, &policy, (&config_dir, &workspace), budget, err);
+        return run_loop(req, (&policy, &registry), (&config_dir, &workspace), budget, err);
     }
     // pev.toml is read from the workspace the user named (a scratch copy has it too, but a
     // script path in it is resolved against the original).
     let notices = Notices::new();
-    let models = build_models(&config_dir, &notices, budget, &policy)?;
+    let models = build_models(&config_dir, &notices, budget, (&policy, &registry))?;
     let db = store_path(&req.common, &workspace);
     let run_policy = RunPolicy {
         approve_tools: policy.policy.approve_tools.clone(),
         allow_hosts: policy.policy.allow_hosts.clone(),
         sandbox: crate::sandbox_setup::SandboxPolicy::from_policy(&policy.policy),
     };
-    let session =
+    let mut session =
         Session::open(&req.common, &workspace, &db, run_policy, Some(models.hooks.clone()))?;
+    session.engine.registry = Arc::clone(&registry);
     notices.attach(session.live());
 
     let summary = WorkspaceSummary::scan(&session.engine.ctx.workspace, 200)
@@ -353,7 +383,7 @@ pub(crate) fn remaining_budget(
 /// and the finalization gate.
 fn run_loop(
     req: &AgentRequest,
-    policy: &CompiledPolicy,
+    (policy, registry): (&CompiledPolicy, &Arc<pev_tools::Registry>),
     (config_dir, workspace): (&std::path::Path, &std::path::Path),
     budget: Budget,
     err: &mut dyn Write,
@@ -387,6 +417,7 @@ fn run_loop(
         sandbox: crate::sandbox_setup::SandboxPolicy::from_policy(&policy.policy),
     };
     let mut session = Session::open(&req.common, workspace, &db, run_policy, None)?;
+    session.engine.registry = Arc::clone(registry);
     notices.attach(session.live());
     let run_id = pev_store::new_run_id();
     let options = LoopOptions {
@@ -419,7 +450,7 @@ fn run_loop(
         judge_threshold: JUDGE_THRESHOLD,
         budget_note: Arc::new(move || Some(note_state.note())),
         usage: Arc::new(move || usage_state.snapshot()),
-        allowed_tools: pev_tools::Registry::builtin()
+        allowed_tools: registry
             .iter()
             .map(|t| t.name())
             .filter(|name| policy.tool_allowed(name))

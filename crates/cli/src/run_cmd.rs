@@ -333,7 +333,7 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
             &workspace,
             &notices,
             budget,
-            &CompiledPolicy::default(),
+            (&CompiledPolicy::default(), &Registry::builtin()),
         )?
         .hooks;
         // The tools the run's policy allowed when it started.

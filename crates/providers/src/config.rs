@@ -285,6 +285,19 @@ impl HooksConfig {
     }
 }
 
+/// An MCP server from `[mcp_servers.NAME]` of the user's `pev.toml`: its tools are offered to the
+/// executor and the loop model as `mcp__NAME__TOOL`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServerConfig {
+    pub name: String,
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    /// How long one call may take (`timeout_ms`, default 60 s).
+    pub timeout: Duration,
+    pub source: Source,
+}
+
 /// Which `pev.toml` files were looked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigFile {
@@ -323,6 +336,9 @@ pub enum ConfigError {
     Parse { path: PathBuf, line: usize, column: usize, message: String },
     #[error("environment variable {var}: {message}")]
     Env { var: String, message: String },
+    /// A setting the file may not make.
+    #[error("{}: {message}", path.display())]
+    Refused { path: PathBuf, message: String },
 }
 
 impl From<ConfigError> for ProviderError {
@@ -343,6 +359,7 @@ pub struct Config {
     hooks: HooksConfig,
     keys: BTreeMap<String, Option<Secret>>,
     sandbox: Option<pev_protocol::policy::SandboxMode>,
+    mcp_servers: Vec<McpServerConfig>,
 }
 
 impl Config {
@@ -395,6 +412,11 @@ impl Config {
     /// The `sandbox` key: the strictest of the files that set it.
     pub fn sandbox(&self) -> Option<pev_protocol::policy::SandboxMode> {
         self.sandbox
+    }
+
+    /// The MCP servers of the user's file, by name.
+    pub fn mcp_servers(&self) -> &[McpServerConfig] {
+        &self.mcp_servers
     }
 
     /// The hooks of the user's and the workspace's files, the user's first.

@@ -2,6 +2,7 @@
 
 mod agent_budget;
 mod agent_example;
+mod agent_mcp_tools;
 mod agent_outcomes;
 mod agent_recovery;
 mod agent_resume;

@@ -26,6 +26,22 @@ pub(super) struct FileConfig {
     pub hooks: HooksTable,
     /// `auto`, `require` or `off`: how commands are confined (a policy's `sandbox` wins).
     pub sandbox: Option<pev_protocol::policy::SandboxMode>,
+    /// `[mcp_servers.NAME]`: MCP servers whose tools `pev agent` offers (the user's file only).
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, McpServerTable>,
+}
+
+/// `[mcp_servers.NAME]`: a stdio MCP server.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct McpServerTable {
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "positive_ms")]
+    pub timeout_ms: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use super::file::{self, FileConfig, ProviderSpec, ProviderTable, RoleTable};
 use super::{
-    Config, ConfigError, ConfigFile, FILE_NAME, HookCommand, HooksConfig, Provider, Role,
-    RoleConfig, Secret, Source, Sourced, key_var_names, price_of,
+    Config, ConfigError, ConfigFile, FILE_NAME, HookCommand, HooksConfig, McpServerConfig,
+    Provider, Role, RoleConfig, Secret, Source, Sourced, key_var_names, price_of,
 };
 use crate::cost::PriceTable;
 use crate::http::Timeouts;
@@ -137,7 +137,50 @@ pub(super) fn load(
         })
         .collect();
 
-    Ok(Config { roles, files, prices, price_sources, retry, hooks, keys, sandbox })
+    let mut mcp_servers = Vec::new();
+    for layer in &layers {
+        if layer.config.mcp_servers.is_empty() {
+            continue;
+        }
+        // A server is a program pev starts, unconfined, with the user's rights: a workspace's
+        // pev.toml comes with the code and may not start one.
+        if let Source::Workspace(path) = &layer.source {
+            return Err(ConfigError::Refused {
+                path: path.clone(),
+                message:
+                    "[mcp_servers] is read from your own pev.toml only (~/.config/pev/pev.toml): \
+                          a workspace's file comes with the code and may not start programs"
+                        .to_owned(),
+            });
+        }
+        for (name, table) in &layer.config.mcp_servers {
+            if name.is_empty()
+                || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                let path = match &layer.source {
+                    Source::User(p) | Source::Workspace(p) => p.clone(),
+                    _ => PathBuf::new(),
+                };
+                return Err(ConfigError::Refused {
+                    path,
+                    message: format!(
+                        "[mcp_servers.{name}]: a server's name is letters, digits, `-` and `_`"
+                    ),
+                });
+            }
+            mcp_servers.retain(|s: &McpServerConfig| s.name != *name);
+            mcp_servers.push(McpServerConfig {
+                name: name.clone(),
+                command: table.command.clone(),
+                args: table.args.clone(),
+                env: table.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                timeout: Duration::from_millis(table.timeout_ms.unwrap_or(60_000)),
+                source: layer.source.clone(),
+            });
+        }
+    }
+
+    Ok(Config { roles, files, prices, price_sources, retry, hooks, keys, sandbox, mcp_servers })
 }
 
 /// Appends `layer`'s hooks (see [`HooksConfig`] for why they add up rather than override).
