@@ -93,7 +93,7 @@ impl Connection {
         });
         let init = conn.request(
             "initialize",
-            json!({
+            &json!({
                 "protocolVersion": "2025-06-18",
                 "capabilities": {},
                 "clientInfo": {"name": "pev", "version": env!("CARGO_PKG_VERSION")},
@@ -114,7 +114,7 @@ impl Connection {
                 Some(c) => json!({"cursor": c}),
                 None => json!({}),
             };
-            let page = conn.request("tools/list", params, START_TIMEOUT)?;
+            let page = conn.request("tools/list", &params, START_TIMEOUT)?;
             if let Some(list) = page.get("tools").and_then(Value::as_array) {
                 tools.extend(list.iter().cloned());
             }
@@ -142,7 +142,7 @@ impl Connection {
 
     /// One request and its result; a JSON-RPC error, a closed pipe or a timeout is an `Err`.
     /// A server that times out is stopped.
-    fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, String> {
+    fn request(&self, method: &str, params: &Value, timeout: Duration) -> Result<Value, String> {
         let mut guard = self.io.lock().unwrap_or_else(PoisonError::into_inner);
         let io = guard.as_mut().ok_or_else(|| self.gone())?;
         let id = io.next_id;
@@ -229,13 +229,13 @@ pub fn effect_of(tool: &Value) -> Effect {
     }
 }
 
+/// The tools of the servers, and warnings about tools left out.
+pub type Connected = (Vec<Arc<dyn Tool>>, Vec<String>);
+
 /// Starts every server and turns its tools into registry tools. A server that cannot start is
 /// an error (the user asked for it); a tool whose name cannot be offered is left out with a
 /// warning.
-pub fn connect(
-    servers: &[McpServerConfig],
-    cwd: &std::path::Path,
-) -> Result<(Vec<Arc<dyn Tool>>, Vec<String>), String> {
+pub fn connect(servers: &[McpServerConfig], cwd: &std::path::Path) -> Result<Connected, String> {
     let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
     let mut warnings = Vec::new();
     for server in servers {
@@ -301,7 +301,7 @@ impl Tool for McpTool {
         Box::pin(async move {
             let timeout = conn.timeout;
             let answer = tokio::task::spawn_blocking(move || {
-                conn.request("tools/call", json!({"name": remote, "arguments": args}), timeout)
+                conn.request("tools/call", &json!({"name": remote, "arguments": args}), timeout)
             })
             .await
             .map_err(|e| ToolError::Fatal(format!("the MCP call was lost: {e}")))?;
