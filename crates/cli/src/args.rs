@@ -295,6 +295,10 @@ pub(crate) enum Command {
     Mcp {
         #[command(flatten)]
         place: PlaceArgs,
+        /// Serve HTTP on this loopback address instead of stdio (POST /mcp; stateless: every
+        /// call names its run with run_id)
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
     },
     /// The stop hook for Claude Code and Codex: refuse a stop while the plan is unfinished
     #[command(

@@ -139,7 +139,9 @@ fn main() -> ExitCode {
             let code = report(eval_cmd::run(&req, &mut out, &mut std::io::stderr()));
             finish(code, out.flush())
         }
-        Command::Mcp { place } => report(mcp_cmd::mcp(&place.place())),
+        Command::Mcp { place, http } => {
+            report(mcp_cmd::mcp(&place.place(), http.as_deref(), &mut std::io::stderr()))
+        }
         Command::Gate { action: Some(GateAction::Status { session, run, place }), .. } => {
             let mut out = BufWriter::new(stdout.lock());
             let code = report(mcp_cmd::gate_status(

@@ -56,9 +56,23 @@ fn runtime() -> Result<tokio::runtime::Runtime, Fail> {
         .map_err(|e| Fail(EXIT_FAILED, format!("cannot start the runtime: {e}")))
 }
 
-/// `pev mcp`: serves stdin/stdout until stdin closes.
-pub(crate) fn mcp(place: &Place) -> Result<u8, Fail> {
+/// `pev mcp`: serves stdin/stdout until stdin closes (or HTTP on a loopback address).
+pub(crate) fn mcp(place: &Place, http: Option<&str>, err: &mut dyn Write) -> Result<u8, Fail> {
     let (ctx, db) = place.open(None).map_err(|m| Fail(EXIT_BAD_INPUT, m))?;
+    if let Some(addr) = http {
+        let listener = pev_mcp::http::bind(addr).map_err(|e| Fail(EXIT_BAD_INPUT, e.0))?;
+        let local = listener.local_addr().map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+        let server = Server::new(Arc::new(Sessions::shared(ctx, db)), env!("CARGO_PKG_VERSION"));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| Fail(EXIT_FAILED, format!("cannot start the runtime: {e}")))?;
+        let _ = writeln!(err, "pev mcp: listening on http://{local}/mcp");
+        pev_mcp::http::serve(&listener, &server, &Arc::new(runtime))
+            .map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+        return Ok(EXIT_OK);
+    }
     let env = |name: &str| std::env::var(name).ok();
     let session = session_from_env(&env).map(|(id, _)| id);
     let sessions = Arc::new(Sessions::new(ctx, db, session));

@@ -476,6 +476,16 @@ fn summary(result: &RunResult) -> String {
     )
 }
 
+fn newest_client_run(store: &Store, workspace: &str) -> Result<Option<String>, McpError> {
+    Ok(store
+        .run_options()?
+        .into_iter()
+        .find(|r| {
+            r.workspace == workspace && r.options.get("mode").and_then(Value::as_str) == Some(MODE)
+        })
+        .map(|r| r.run_id))
+}
+
 /// `pev gate status`: the run of `session` (or `run`), its stored result when the gate has
 /// recorded one, else the verdict now (not recorded).
 pub async fn status(
@@ -486,14 +496,23 @@ pub async fn status(
 ) -> Result<RunResult, McpError> {
     let store = Store::open_existing(db)?;
     let workspace = ctx.workspace.root().display().to_string();
+    // Without a session: the one the SessionStart hook pinned, else the newest client run.
+    let pinned = crate::session::pinned(db);
+    let session = session.or(pinned.as_deref());
     let run_id = match run {
         Some(run) => store.resolve_run(run)?,
-        None => find_run(&store, &workspace, session)?.ok_or_else(|| {
-            McpError(match session {
-                Some(s) => format!("no pev mcp run for session {s} in {}", db.display()),
-                None => format!("no open pev mcp run in {}", db.display()),
-            })
-        })?,
+        None => match find_run(&store, &workspace, session)? {
+            Some(id) => id,
+            None if session.is_none() => newest_client_run(&store, &workspace)?
+                .ok_or_else(|| McpError(format!("no pev mcp run in {}", db.display())))?,
+            None => {
+                return Err(McpError(format!(
+                    "no pev mcp run for session {} in {}",
+                    session.unwrap_or_default(),
+                    db.display()
+                )));
+            }
+        },
     };
     let record = store.load_run(&run_id)?;
     if record.options.get("mode").and_then(Value::as_str) != Some(MODE) {

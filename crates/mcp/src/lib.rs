@@ -19,13 +19,14 @@
 //! - `gate`: the Stop / SubagentStop / SessionStart / PostToolUse hook command.
 //! - `transcript`: a checklist from a client's own todo tools, for a session without a pev plan.
 //! - `integrate`: the files that wire pev into Claude Code or Codex.
-//! - `stdio`: the stdio transport.
+//! - `stdio`: the stdio transport; `http`: the loopback HTTP one (stateless).
 //! - `client`: the other direction, `pev agent` using the tools of MCP servers listed in the
 //!   user's `pev.toml`.
 
 pub mod catalogue;
 pub mod client;
 pub mod gate;
+pub mod http;
 pub mod integrate;
 pub mod rpc;
 pub mod session;

@@ -116,6 +116,8 @@ pub struct Sessions {
     run: Mutex<Option<String>>,
     /// One call at a time: a call loads, changes and saves the state.
     lock: tokio::sync::Mutex<()>,
+    /// Shared by many clients (HTTP): no run is remembered or guessed; a call names its run.
+    pub shared: bool,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -130,6 +132,8 @@ struct Loaded {
     status: String,
     state: McpState,
     snapshot: Option<Snapshot>,
+    /// The client's calls journaled: pev's plan tools and its own (recorded by the hook).
+    calls: u64,
 }
 
 impl Sessions {
@@ -141,7 +145,13 @@ impl Sessions {
             client: Mutex::new(None),
             run: Mutex::new(None),
             lock: tokio::sync::Mutex::new(()),
+            shared: false,
         }
+    }
+
+    /// Sessions for a server many clients share (HTTP): every call names its run.
+    pub fn shared(ctx: Arc<ToolContext>, db: PathBuf) -> Self {
+        Self { shared: true, ..Self::new(ctx, db, None) }
     }
 
     /// The session this server's calls belong to.
@@ -166,6 +176,12 @@ impl Sessions {
             return Ok(crate::catalogue::lint_plan(&input));
         }
         let _one = self.lock.lock().await;
+        if self.shared && run.is_none() && !matches!(tool, PLAN_CREATE | TODO_WRITE) {
+            return Ok(refusal(format!(
+                "{tool} refused: this pev server is shared (HTTP), so each call names its run: \
+                 pass run_id as plan_create returned it"
+            )));
+        }
         let mut loaded = self.load(run)?;
         if run.is_some() && loaded.is_none() {
             return Ok(refusal(format!(
@@ -218,6 +234,9 @@ impl Sessions {
             if ok && tool == PLAN_CREATE && !fresh {
                 self.journal_revision(&store, run_id, &state)?;
             }
+            if changed {
+                record_steps(&store, run_id, &state)?;
+            }
             store.append_event(
                 run_id,
                 EventBody::ClientPlanCall {
@@ -228,7 +247,9 @@ impl Sessions {
                     state: changed.then_some(after),
                 },
             )?;
-            *self.run.lock().unwrap_or_else(PoisonError::into_inner) = Some(run_id.clone());
+            if !self.shared {
+                *self.run.lock().unwrap_or_else(PoisonError::into_inner) = Some(run_id.clone());
+            }
         }
         let structured = structured(ok, &text, run_id.as_deref(), &state);
         Ok(Answer { ok, text, structured })
@@ -242,6 +263,9 @@ impl Sessions {
             Err(e) => return Err(e.into()),
         };
         let known = self.run.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        if self.shared && run.is_none() {
+            return Ok(None);
+        }
         let run_id = match run.map(str::to_owned).or(known) {
             Some(id) => match store.resolve_run(&id) {
                 Ok(id) => Some(id),
@@ -340,6 +364,34 @@ impl Sessions {
     }
 }
 
+/// The plan's steps as the journal's step states (what `pev runs` counts).
+fn record_steps(store: &Store, run_id: &str, state: &McpState) -> Result<(), McpError> {
+    use pev_engine::agent::loop_mode::StepStatus as Model;
+    use pev_protocol::run::StepStatus;
+    let Some(plan) = &state.book.plan else { return Ok(()) };
+    let marks = state.book.marks();
+    for step in &plan.steps {
+        store.write(&Record::StepState(pev_store::StepState {
+            run_id: run_id.to_owned(),
+            step_id: step.id.clone(),
+            status: match step.status {
+                Model::Done => StepStatus::Done,
+                Model::InProgress => StepStatus::InProgress,
+                Model::Blocked => StepStatus::Blocked,
+                Model::Pending => StepStatus::Pending,
+            },
+            attempts: u32::from(step.status == Model::Done),
+            output: None,
+            error: step.blocked_reason.clone(),
+            started_at: None,
+            ended_at: None,
+            assertions: marks.step_results.get(&step.id).cloned().unwrap_or_default(),
+            evidence: step.evidence.iter().cloned().collect(),
+        }))?;
+    }
+    Ok(())
+}
+
 /// The newest `pev mcp` run of `workspace` for `session`: the session's own (any status: a
 /// client that goes on after a stop works on the same run), else, when the session has none,
 /// the newest open run without a session.
@@ -373,6 +425,12 @@ fn load_run(store: &Store, run_id: &str) -> Result<Loaded, McpError> {
     let events = store.events(run_id)?;
     let mut state = None;
     let mut snapshot = None;
+    let calls = events
+        .iter()
+        .filter(|e| {
+            matches!(e.body, EventBody::ClientPlanCall { .. } | EventBody::ClientTool { .. })
+        })
+        .count() as u64;
     for event in events.iter().rev() {
         match &event.body {
             EventBody::ClientPlanCall { state: Some(s), .. } if state.is_none() => {
@@ -400,13 +458,22 @@ fn load_run(store: &Store, run_id: &str) -> Result<Loaded, McpError> {
         status: record.status,
         state: state.unwrap_or_default(),
         snapshot,
+        calls,
     })
 }
 
-/// The state of `run_id` as the journal holds it (for the gate and `pev show`).
-pub fn state_of(store: &Store, run_id: &str) -> Result<(McpState, Option<Snapshot>), McpError> {
+/// What the journal holds of a client's run: its state, the snapshot, and how many calls the
+/// client made (for the gate, `pev show` and `pev gate status`).
+pub struct Journaled {
+    pub state: McpState,
+    pub snapshot: Option<Snapshot>,
+    pub calls: u64,
+}
+
+/// The state of `run_id` as the journal holds it.
+pub fn state_of(store: &Store, run_id: &str) -> Result<Journaled, McpError> {
     let loaded = load_run(store, run_id)?;
-    Ok((loaded.state, loaded.snapshot))
+    Ok(Journaled { state: loaded.state, snapshot: loaded.snapshot, calls: loaded.calls })
 }
 
 fn state_json(state: &McpState) -> Value {

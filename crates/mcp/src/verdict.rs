@@ -28,9 +28,16 @@ pub async fn verdict(
     ctx: &ToolContext,
 ) -> Result<RunResult, McpError> {
     let record = store.load_run(run_id)?;
-    let (state, snapshot) = state_of(store, run_id)?;
-    let run = Run { goal: &record.goal, run_id, state: &state, snapshot: snapshot.as_ref() };
-    Ok(decide(&run, store, ctx).await)
+    let journaled = state_of(store, run_id)?;
+    let run = Run {
+        goal: &record.goal,
+        run_id,
+        state: &journaled.state,
+        snapshot: journaled.snapshot.as_ref(),
+    };
+    let mut result = decide(&run, store, ctx).await;
+    result.usage.tool_calls = journaled.calls;
+    Ok(result)
 }
 
 /// What the journal holds of a client's run.

@@ -87,6 +87,16 @@ fn an_honest_session_stops_without_a_block_and_is_recorded_success() {
     let (code, result) = status(ws.path(), "s-honest");
     assert_eq!((code, result["status"].as_str()), (0, Some("success")), "{result}");
     assert_eq!(result["file_mutations"][0]["path"], "hello.txt");
+    // Without --session: the newest client run, finished or not.
+    let status = pev_in(ws.path(), &["gate", "status"]);
+    assert_eq!((status.code, status.json()["status"].as_str()), (0, Some("success")));
+    let runs = pev_in(ws.path(), &["runs", "--json"]);
+    let row: Value = serde_json::from_str(runs.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (row["steps_done"].as_u64(), row["status"].as_str()),
+        (Some(2), Some("success")),
+        "{row}"
+    );
     let shown = pev_in(ws.path(), &["show", "last"]);
     assert!(shown.stdout.contains("outcome: success"), "{}", shown.stdout);
 }
@@ -297,4 +307,61 @@ fn without_a_plan_missing_fields_pass_a_required_plan_blocks_and_the_transcript_
     std::fs::write(ws.path().join("transcript.jsonl"), todo("completed") + "\n").unwrap();
     let (code, out) = gate(ws.path(), tmp.path(), &payload, &["--from-transcript"]);
     assert_eq!((code, out), (0, Value::Null));
+}
+
+/// A payload recorded from the real client (`scripts/real-clients/`), pointed at `ws`.
+fn recorded(name: &str, ws: &Path) -> String {
+    let path = super::support::fixture("hooks").join(name);
+    let mut payload: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    payload["cwd"] = json!(ws.display().to_string());
+    payload.to_string()
+}
+
+/// The payloads Claude Code 2.1.197 and Codex 0.169.0 sent, replayed: SessionStart pins the
+/// session, PostToolUse is journaled, Stop is refused to the cap, and `pev gate status` with no
+/// session finds the pinned one.
+#[test]
+fn recorded_claude_code_and_codex_payloads() {
+    for client in ["claude", "codex"] {
+        let (ws, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let start = recorded(&format!("{client}_session_start.json"), ws.path());
+        let session = serde_json::from_str::<Value>(&start).unwrap()["session_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let (code, out) = gate(ws.path(), tmp.path(), &start, &[]);
+        assert_eq!(code, 0);
+        assert_eq!(out["hookSpecificOutput"]["hookEventName"], "SessionStart", "{client}: {out}");
+        // The server was given no session id (Codex gives none): the pin is its session.
+        let mut server = Client::initialized(ws.path(), &[]);
+        assert_eq!(server.call("plan_create", hello_plan())["isError"], false);
+        let post = match client {
+            "claude" => "claude_post_tool_use_write.json",
+            _ => "codex_post_tool_use_bash.json",
+        };
+        let mut post: Value = serde_json::from_str(&recorded(post, ws.path())).unwrap();
+        post["session_id"] = json!(session);
+        let (code, out) = gate(ws.path(), tmp.path(), &post.to_string(), &["--record"]);
+        assert_eq!((code, out), (0, Value::Null), "{client}");
+        let stop = recorded(&format!("{client}_stop.json"), ws.path());
+        for n in 1..=3 {
+            let (code, out) = gate(ws.path(), tmp.path(), &stop, &[]);
+            assert_eq!(code, 0);
+            assert_eq!(out["decision"], "block", "{client} refusal {n}: {out}");
+        }
+        let (_, out) = gate(ws.path(), tmp.path(), &stop, &[]);
+        assert_eq!(out["continue"], false, "{client}: {out}");
+        let status = pev_in(ws.path(), &["gate", "status"]);
+        assert_eq!(status.code, 1, "{client}: {}{}", status.stdout, status.stderr);
+        assert_eq!(status.json()["status"], "failed");
+        assert!(status.json()["usage"]["tool_calls"].as_u64().unwrap() >= 2, "{}", status.stdout);
+        let runs = pev_in(ws.path(), &["runs", "--json"]);
+        let row: Value = serde_json::from_str(runs.stdout.lines().next().unwrap()).unwrap();
+        assert_eq!(
+            (row["steps_done"].as_u64(), row["steps_total"].as_u64()),
+            (Some(0), Some(2)),
+            "{row}"
+        );
+    }
 }

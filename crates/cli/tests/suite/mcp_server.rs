@@ -205,3 +205,79 @@ fn a_step_naming_a_file_is_not_done_while_the_file_is_unchanged() {
     );
     assert_eq!(done["isError"], false, "{done}");
 }
+
+/// One HTTP exchange on a fresh connection: status line and body.
+fn http(port: u16, method: &str, body: &str, headers: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let request = format!(
+        "{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_owned(), body.to_owned())
+}
+
+#[test]
+fn http_transport_on_loopback_is_stateless_and_refuses_foreign_origins() {
+    use std::io::BufRead;
+    let ws = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("pev"))
+        .args(["mcp", "--http", "127.0.0.1:0", "--workspace"])
+        .arg(ws.path())
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    let port: u16 =
+        line.trim().rsplit(':').next().unwrap().trim_end_matches("/mcp").parse().unwrap();
+
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let (status, body) = http(port, "POST", init, "");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["result"]["protocolVersion"],
+        "2025-11-25"
+    );
+    let (status, body) =
+        http(port, "POST", r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, "");
+    assert_eq!((status.as_str(), body.as_str()), ("HTTP/1.1 202 Accepted", ""));
+    assert_eq!(http(port, "GET", "", "").0, "HTTP/1.1 405 Method Not Allowed");
+    assert_eq!(
+        http(port, "POST", init, "Origin: https://evil.example\r\n").0,
+        "HTTP/1.1 403 Forbidden"
+    );
+
+    let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let call = |args: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{{meta},"name":"plan_show","arguments":{args}}}}}"#
+        )
+    };
+    // Shared: a call without its run is refused, not guessed.
+    let (_, body) = http(port, "POST", &call("{}"), "");
+    let result = &serde_json::from_str::<Value>(&body).unwrap()["result"];
+    assert_eq!(result["isError"], true);
+    assert!(result["content"][0]["text"].as_str().unwrap().contains("run_id"), "{result}");
+    let create = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{{meta},"name":"plan_create","arguments":{}}}}}"#,
+        hello_plan()
+    );
+    let (_, body) = http(port, "POST", &create, "");
+    let run_id =
+        serde_json::from_str::<Value>(&body).unwrap()["result"]["structuredContent"]["run_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    let (_, body) = http(port, "POST", &call(&format!(r#"{{"run_id":"{run_id}"}}"#)), "");
+    let result = &serde_json::from_str::<Value>(&body).unwrap()["result"];
+    assert_eq!(result["isError"], false, "{result}");
+    assert_eq!(result["resultType"], "complete");
+    let _ = child.kill();
+    let _ = child.wait();
+}
