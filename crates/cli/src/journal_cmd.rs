@@ -86,7 +86,15 @@ pub fn show(run: &str, common: &Common, out: &mut dyn Write) -> Result<u8, Fail>
         };
         result = crate::mcp_cmd::verdict_now(&place, &run_id)?;
     }
-    let sandbox = sandbox_of(&store, &run_id);
+    let mut sandbox = sandbox_of(&store, &run_id);
+    if record.options.get("mode").and_then(serde_json::Value::as_str)
+        == Some(pev_mcp::session::MODE)
+    {
+        sandbox.push_str(
+            " (for the commands of pev's own assertions; the client ran its own tools under its \
+             own sandbox, not pev's)",
+        );
+    }
     if common.json {
         let text =
             serde_json::to_string_pretty(&result).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;

@@ -84,7 +84,7 @@ fn describe(name: &str, base: &str) -> String {
         PLAN_CREATE => format!(
             "{base} The first plan_create starts a pev run (its id is in the answer) and records \
              the workspace as it is now: changes are measured against it. To revise the plan, \
-             call plan_create again."
+             call plan_create again. {ASSERTIONS}"
         ),
         STEP_UPDATE => format!(
             "{base} A step may be named by its id or its position (1 for the first). A step whose \
@@ -93,6 +93,16 @@ fn describe(name: &str, base: &str) -> String {
         _ => base.to_owned(),
     }
 }
+
+/// The assertion shapes, in words: some clients (Codex) cut a tool's schema down to its
+/// skeleton, so the description must carry them too.
+pub const ASSERTIONS: &str = "Assertions (objects in `assertions`, paths relative to the \
+    workspace): {\"type\":\"file_exists\",\"path\":P}, {\"type\":\"file_not_exists\",\"path\":P}, \
+    {\"type\":\"file_contains\",\"path\":P,\"pattern\":TEXT} (add \"regex\":true for a regex), \
+    {\"type\":\"file_not_contains\",\"path\":P,\"pattern\":TEXT}, \
+    {\"type\":\"file_size_gt\",\"path\":P,\"bytes\":N}, {\"type\":\"content_changed\",\"path\":P}, \
+    {\"type\":\"command_succeeds\",\"command\":\"SHELL COMMAND\"} (run by pev in its sandbox, \
+    e.g. the tests), {\"type\":\"http_status\",\"url\":U,\"status\":200}.";
 
 const LINT_DESCRIPTION: &str = "Lint a pev plan file (JSON or YAML, the format `pev run` \
     executes: goal, steps with tools and parameters, assertions, postconditions) without running \

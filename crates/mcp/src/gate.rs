@@ -151,7 +151,7 @@ async fn stop(
         Err(e) => return Err(e.into()),
     };
     let run = match &store {
-        Some(store) => find_run(store, &workspace, payload.session.as_deref())?,
+        Some(store) => find_run(store, &workspace, payload.session.as_deref(), true)?,
         None => None,
     };
     let (Some(store), Some(run_id)) = (store, run) else {
@@ -325,7 +325,11 @@ fn session_start(payload: &Payload, env: &dyn GateEnv) -> Reply {
     Reply::json(json!({
         "hookSpecificOutput": {
             "hookEventName": "SessionStart",
-            "additionalContext": crate::catalogue::INSTRUCTIONS,
+            "additionalContext": format!(
+                "{} {}",
+                crate::catalogue::INSTRUCTIONS,
+                crate::catalogue::ASSERTIONS
+            ),
         },
     }))
 }
@@ -335,7 +339,7 @@ fn record_tool(payload: &Payload, env: &dyn GateEnv) -> Reply {
     let Ok((ctx, db)) = env.open(payload.cwd.as_deref()) else { return Reply::quiet() };
     let Ok(store) = Store::open_existing(&db) else { return Reply::quiet() };
     let workspace = ctx.workspace.root().display().to_string();
-    let Ok(Some(run_id)) = find_run(&store, &workspace, payload.session.as_deref()) else {
+    let Ok(Some(run_id)) = find_run(&store, &workspace, payload.session.as_deref(), true) else {
         return Reply::quiet();
     };
     let tool = payload.tool_name.clone().unwrap_or_else(|| "unknown".to_owned());
@@ -501,7 +505,7 @@ pub async fn status(
     let session = session.or(pinned.as_deref());
     let run_id = match run {
         Some(run) => store.resolve_run(run)?,
-        None => match find_run(&store, &workspace, session)? {
+        None => match find_run(&store, &workspace, session, true)? {
             Some(id) => id,
             None if session.is_none() => newest_client_run(&store, &workspace)?
                 .ok_or_else(|| McpError(format!("no pev mcp run in {}", db.display())))?,

@@ -215,7 +215,15 @@ impl Server {
             Some(Value::String(id)) if !id.trim().is_empty() => Some(id.trim().to_owned()),
             _ => None,
         };
-        let answer = self.sessions.call(name, arguments, run.as_deref()).await;
+        // Codex names its session in every call's `_meta` (the same id its hooks get).
+        let meta = params.get("_meta");
+        let session = meta
+            .and_then(|m| m.get("sessionId"))
+            .or_else(|| meta.and_then(|m| m.pointer("/x-codex-turn-metadata/session_id")))
+            .and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty());
+        let target = crate::session::Target { run: run.as_deref(), session };
+        let answer = self.sessions.call(name, arguments, target).await;
         Ok(match answer {
             Ok(answer) => tool_result(answer.ok, &answer.text, Some(answer.structured), stateless),
             Err(e) => {

@@ -96,6 +96,15 @@ fn unix_now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
+/// Which run a call is for.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Target<'a> {
+    /// Named by the call (`run_id`).
+    pub run: Option<&'a str>,
+    /// The client's session, as the request carries it.
+    pub session: Option<&'a str>,
+}
+
 /// A tool's answer: `ok: false` is a refusal or a mistake the model can fix (`isError`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answer {
@@ -134,6 +143,15 @@ struct Loaded {
     snapshot: Option<Snapshot>,
     /// The client's calls journaled: pev's plan tools and its own (recorded by the hook).
     calls: u64,
+    /// The client's own tool calls (`client.tool`, recorded by `pev gate --record`), in order.
+    client_tools: Vec<ClientCall>,
+}
+
+/// One of the client's own tool calls, as the PostToolUse hook recorded it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientCall {
+    pub tool: String,
+    pub summary: Value,
 }
 
 impl Sessions {
@@ -163,15 +181,18 @@ impl Sessions {
         self.ctx.workspace.root().display().to_string()
     }
 
-    /// Answers one plan tool call. `run` names the run (the HTTP transport, where every call
-    /// says which); otherwise the session's. Errors are the journal's; a model's mistake is an
-    /// [`Answer`] with `ok: false`.
+    /// Answers one plan tool call. `target.run` names the run (the HTTP transport, where every
+    /// call says which); otherwise it is the session's (the request's own session id, as Codex
+    /// sends it in `_meta`, else the server's). Errors are the journal's; a model's mistake is
+    /// an [`Answer`] with `ok: false`.
     pub async fn call(
         &self,
         tool: &str,
         input: Value,
-        run: Option<&str>,
+        target: Target<'_>,
     ) -> Result<Answer, McpError> {
+        let run = target.run;
+        let session = target.session.map(str::to_owned).or_else(|| self.session());
         if tool == LINT_PLAN {
             return Ok(crate::catalogue::lint_plan(&input));
         }
@@ -182,7 +203,7 @@ impl Sessions {
                  pass run_id as plan_create returned it"
             )));
         }
-        let mut loaded = self.load(run)?;
+        let mut loaded = self.load(run, session.as_deref())?;
         if run.is_some() && loaded.is_none() {
             return Ok(refusal(format!(
                 "unknown run `{}`: pass the run_id plan_create returned",
@@ -200,7 +221,10 @@ impl Sessions {
             let changes = snapshot::changes(snapshot, &self.ctx.workspace, store.as_ref());
             state.book.note_changes(changes.paths());
         }
-        state.book.note_position(None);
+        // Evidence accepted now is marked with how many of the client's own calls came before
+        // it, so the verdict can say which calls a step's evidence rests on.
+        let recorded = loaded.as_ref().map_or(0, |l| l.client_tools.len());
+        state.book.note_position(Some(recorded as u64));
         let reply = match tool {
             TODO_WRITE => todo::write(&mut state.todo, input.clone()),
             _ => state.book.call(tool, input.clone(), &self.ctx).await,
@@ -216,7 +240,7 @@ impl Sessions {
             (Some(l), _) => Some(l.run_id.clone()),
             // The first accepted plan (or todo list) makes the run.
             (None, true) if matches!(tool, PLAN_CREATE | TODO_WRITE) => {
-                Some(self.create_run(&state)?)
+                Some(self.create_run(&state, session.as_deref())?)
             }
             (None, _) => None,
         };
@@ -256,7 +280,7 @@ impl Sessions {
     }
 
     /// The run the call belongs to, with its state.
-    fn load(&self, run: Option<&str>) -> Result<Option<Loaded>, McpError> {
+    fn load(&self, run: Option<&str>, session: Option<&str>) -> Result<Option<Loaded>, McpError> {
         let store = match Store::open_existing(&self.db) {
             Ok(store) => store,
             Err(pev_store::StoreError::Missing { .. }) => return Ok(None),
@@ -272,13 +296,14 @@ impl Sessions {
                 Err(pev_store::StoreError::NotFound(_)) => None,
                 Err(e) => return Err(e.into()),
             },
-            None => find_run(&store, &self.workspace(), self.session().as_deref())?,
+            // A known session never takes over another client's run.
+            None => find_run(&store, &self.workspace(), session, false)?,
         };
         let Some(run_id) = run_id else { return Ok(None) };
         load_run(&store, &run_id).map(Some)
     }
 
-    fn create_run(&self, state: &McpState) -> Result<String, McpError> {
+    fn create_run(&self, state: &McpState, session: Option<&str>) -> Result<String, McpError> {
         let goal = goal_of(state);
         let run_id = pev_store::new_run_id();
         let plan = state.book.plan.as_ref().map_or_else(
@@ -292,7 +317,7 @@ impl Sessions {
             goal: goal.clone(),
             workspace: self.workspace(),
             plan: serde_json::to_value(&plan).map_err(|e| McpError(e.to_string()))?,
-            options: json!({"mode": MODE, "session": self.session(), "client": client}),
+            options: json!({"mode": MODE, "session": session, "client": client}),
             created_at: now_rfc3339(),
         })?;
         store.append_event(
@@ -393,12 +418,14 @@ fn record_steps(store: &Store, run_id: &str, state: &McpState) -> Result<(), Mcp
 }
 
 /// The newest `pev mcp` run of `workspace` for `session`: the session's own (any status: a
-/// client that goes on after a stop works on the same run), else, when the session has none,
-/// the newest open run without a session.
+/// client that goes on after a stop works on the same run); else the newest open run without a
+/// session, when no session is known or `adopt` says a known one may take it (the gate, for a
+/// client whose server could not learn its session).
 pub fn find_run(
     store: &Store,
     workspace: &str,
     session: Option<&str>,
+    adopt: bool,
 ) -> Result<Option<String>, McpError> {
     let runs = store.run_options()?;
     let ours = |r: &&RunOptions| {
@@ -411,6 +438,9 @@ pub fn find_run(
         && let Some(run) = runs.iter().filter(ours).find(|r| of_session(r) == Some(session))
     {
         return Ok(Some(run.run_id.clone()));
+    }
+    if session.is_some() && !adopt {
+        return Ok(None);
     }
     Ok(runs
         .iter()
@@ -431,6 +461,15 @@ fn load_run(store: &Store, run_id: &str) -> Result<Loaded, McpError> {
             matches!(e.body, EventBody::ClientPlanCall { .. } | EventBody::ClientTool { .. })
         })
         .count() as u64;
+    let client_tools = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::ClientTool { tool, summary } => {
+                Some(ClientCall { tool: tool.clone(), summary: summary.clone() })
+            }
+            _ => None,
+        })
+        .collect();
     for event in events.iter().rev() {
         match &event.body {
             EventBody::ClientPlanCall { state: Some(s), .. } if state.is_none() => {
@@ -459,6 +498,7 @@ fn load_run(store: &Store, run_id: &str) -> Result<Loaded, McpError> {
         state: state.unwrap_or_default(),
         snapshot,
         calls,
+        client_tools,
     })
 }
 
@@ -468,12 +508,18 @@ pub struct Journaled {
     pub state: McpState,
     pub snapshot: Option<Snapshot>,
     pub calls: u64,
+    pub client_tools: Vec<ClientCall>,
 }
 
 /// The state of `run_id` as the journal holds it.
 pub fn state_of(store: &Store, run_id: &str) -> Result<Journaled, McpError> {
     let loaded = load_run(store, run_id)?;
-    Ok(Journaled { state: loaded.state, snapshot: loaded.snapshot, calls: loaded.calls })
+    Ok(Journaled {
+        state: loaded.state,
+        snapshot: loaded.snapshot,
+        calls: loaded.calls,
+        client_tools: loaded.client_tools,
+    })
 }
 
 fn state_json(state: &McpState) -> Value {

@@ -10,15 +10,17 @@ use pev_engine::agent::loop_mode::{
     LoopReport, ModelPostcondition, StepStatus as ModelStatus, TodoStatus, VerifiedBy,
 };
 use pev_engine::agent::loop_run::{as_plan, final_recheck};
+use pev_protocol::run::FileMutation;
 use pev_protocol::run::{
     PostconditionResult, Reason, ReasonCode, RunResult, RunStatus, StepResult, StepStatus, Usage,
 };
 use pev_protocol::{Plan, Step, StepId};
 use pev_store::Store;
 use pev_tools::ToolContext;
+use serde_json::Value;
 
 use crate::McpError;
-use crate::session::{McpState, state_of};
+use crate::session::{ClientCall, McpState, state_of};
 use crate::snapshot::{self, Snapshot};
 
 /// The verdict on `run_id` now.
@@ -35,7 +37,7 @@ pub async fn verdict(
         state: &journaled.state,
         snapshot: journaled.snapshot.as_ref(),
     };
-    let mut result = decide(&run, store, ctx).await;
+    let mut result = decide(&run, store, ctx, &journaled.client_tools).await;
     result.usage.tool_calls = journaled.calls;
     Ok(result)
 }
@@ -48,7 +50,12 @@ struct Run<'a> {
     snapshot: Option<&'a Snapshot>,
 }
 
-async fn decide(run: &Run<'_>, store: &Store, ctx: &ToolContext) -> RunResult {
+async fn decide(
+    run: &Run<'_>,
+    store: &Store,
+    ctx: &ToolContext,
+    calls: &[ClientCall],
+) -> RunResult {
     let Run { goal, run_id, state, snapshot } = *run;
     let mut warnings = Vec::new();
     let changes = match snapshot {
@@ -64,10 +71,15 @@ async fn decide(run: &Run<'_>, store: &Store, ctx: &ToolContext) -> RunResult {
 
     let model = state.book.plan.as_ref();
     let marks = state.book.marks();
+    let mut changes = changes;
+    let no_ops = no_op_writes(calls, &changes, snapshot, ctx);
+    changes.mutations.extend(no_ops);
     let mut plan = match model {
         Some(p) => as_plan(goal, p),
         None => Plan { goal: goal.to_owned(), ..Plan::default() },
     };
+    let order: Vec<&str> =
+        model.map(|p| p.steps.iter().map(|s| s.id.as_str()).collect()).unwrap_or_default();
     let mut steps: Vec<StepResult> = model
         .map(|p| {
             p.steps
@@ -81,7 +93,12 @@ async fn decide(run: &Run<'_>, store: &Store, ctx: &ToolContext) -> RunResult {
                         ModelStatus::Pending => StepStatus::Pending,
                     },
                     attempts: u32::from(s.status == ModelStatus::Done),
-                    evidence: s.evidence.iter().cloned().collect(),
+                    evidence: s
+                        .evidence
+                        .iter()
+                        .cloned()
+                        .chain(calls_behind(&s.id, &order, &marks, calls))
+                        .collect(),
                     assertions: marks.step_results.get(&s.id).cloned().unwrap_or_default(),
                     output: None,
                     error: s.blocked_reason.clone(),
@@ -136,7 +153,7 @@ async fn decide(run: &Run<'_>, store: &Store, ctx: &ToolContext) -> RunResult {
     };
     let check = final_recheck(ctx, &report).await;
     let mutation_steps = vec![String::new(); changes.mutations.len()];
-    let goal_actions_executed = !changes.mutations.is_empty();
+    let goal_actions_executed = changes.mutations.iter().any(|m| !m.no_op);
     let input = pev_verify::OutcomeInput {
         plan: &plan,
         steps: &steps,
@@ -197,6 +214,85 @@ async fn decide(run: &Run<'_>, store: &Store, ctx: &ToolContext) -> RunResult {
         duration_ms: 0,
         final_check: Some(check),
     }
+}
+
+/// The client's own calls a done step's evidence rests on: those recorded after the previous
+/// step's accepted evidence and before this step's, one line each (steps whose evidence was
+/// accepted with no call between them: the calls go to the first in plan order).
+fn calls_behind(
+    step: &str,
+    order: &[&str],
+    marks: &pev_engine::agent::loop_mode::EvidenceMarks,
+    calls: &[ClientCall],
+) -> Vec<String> {
+    let Some(&at) = marks.step_at.get(step) else { return Vec::new() };
+    let position = |id: &str| order.iter().position(|o| *o == id);
+    let here = position(step);
+    let from = marks
+        .step_at
+        .iter()
+        .filter(|(id, m)| **m < at || (**m == at && id.as_str() != step && position(id) < here))
+        .map(|(_, m)| *m)
+        .max()
+        .unwrap_or(0);
+    if marks.step_at.iter().any(|(id, m)| *m == at && id.as_str() != step && position(id) < here) {
+        return Vec::new();
+    }
+    let (from, at) = (usize::try_from(from).unwrap_or(0), usize::try_from(at).unwrap_or(0));
+    let at = at.min(calls.len());
+    calls
+        .get(from.min(at)..at)
+        .unwrap_or_default()
+        .iter()
+        .map(|c| {
+            let what = ["command", "path"]
+                .iter()
+                .find_map(|k| c.summary.get(*k).and_then(Value::as_str))
+                .unwrap_or_default();
+            let exit = ["exit_code", "exitCode", "returnCode"]
+                .iter()
+                .find_map(|k| c.summary.get(*k))
+                .map(|v| format!(" (exit {v})"))
+                .unwrap_or_default();
+            format!("client call: {} {what}{exit}", c.tool)
+        })
+        .collect()
+}
+
+/// Files the client wrote (its recorded calls name them) whose content is byte-for-byte what
+/// the snapshot saw: no-op mutations, as a write that changes nothing is in any run.
+fn no_op_writes(
+    calls: &[ClientCall],
+    changes: &snapshot::Changes,
+    snapshot: Option<&Snapshot>,
+    ctx: &ToolContext,
+) -> Vec<FileMutation> {
+    let Some(snapshot) = snapshot else { return Vec::new() };
+    let root = ctx.workspace.root();
+    let mut out: Vec<FileMutation> = Vec::new();
+    for call in calls {
+        let Some(path) = call.summary.get("path").and_then(Value::as_str) else { continue };
+        let relative = std::path::Path::new(path)
+            .strip_prefix(root)
+            .map_or_else(|_| path.to_owned(), |p| p.display().to_string());
+        let Some(entry) = snapshot.files.get(&relative) else { continue };
+        let changed = changes.mutations.iter().any(|m| m.path == relative);
+        let now = ctx.workspace.sha256(&relative).ok().flatten();
+        if !changed
+            && now.as_deref() == Some(entry.sha256.as_str())
+            && !out.iter().any(|m| m.path == relative)
+        {
+            out.push(FileMutation {
+                path: relative,
+                bytes_before: entry.bytes,
+                bytes_after: entry.bytes,
+                lines_added: 0,
+                lines_removed: 0,
+                no_op: true,
+            });
+        }
+    }
+    out
 }
 
 fn postcondition(pc: &ModelPostcondition) -> PostconditionResult {

@@ -365,3 +365,57 @@ fn recorded_claude_code_and_codex_payloads() {
         );
     }
 }
+
+/// The client's recorded calls become the evidence a step rests on, and a write that left a file
+/// byte-for-byte as it was is a no-op mutation, as in any run.
+#[test]
+fn recorded_calls_are_a_steps_evidence_and_a_no_op_write_is_not_success() {
+    let (ws, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::write(ws.path().join("README.md"), "# same\n").unwrap();
+    let mut client = plan_with(ws.path(), "s-rec");
+    let post = |tool: &str, input: Value| {
+        json!({"session_id": "s-rec", "cwd": ws.path().display().to_string(), "hook_event_name": "PostToolUse",
+               "tool_name": tool, "tool_input": input, "tool_response": {"exit_code": 0}}).to_string()
+    };
+    std::fs::write(ws.path().join("hello.txt"), "hi\n").unwrap();
+    gate(
+        ws.path(),
+        tmp.path(),
+        &post("Bash", json!({"command": "printf 'hi\\n' > hello.txt"})),
+        &["--record"],
+    );
+    let readme = ws.path().join("README.md").display().to_string();
+    gate(
+        ws.path(),
+        tmp.path(),
+        &post("Write", json!({"file_path": readme, "content": "# same\n"})),
+        &["--record"],
+    );
+    for (tool, args) in [
+        ("step_update", json!({"id": "write", "status": "done", "evidence": "wrote hello.txt"})),
+        ("step_update", json!({"id": "check", "status": "done", "evidence": "read it: hi"})),
+        ("postcondition_verify", json!({"id": "p1", "evidence": "it says hi"})),
+    ] {
+        assert_eq!(client.call(tool, args)["isError"], false);
+    }
+    let (code, result) = status(ws.path(), "s-rec");
+    assert_eq!(code, 3, "{result}");
+    let write = &result["steps"][0];
+    assert_eq!(
+        write["evidence"],
+        json!([
+            "wrote hello.txt",
+            "client call: Bash printf 'hi\\n' > hello.txt (exit 0)",
+            format!("client call: Write {readme} (exit 0)")
+        ])
+    );
+    assert_eq!(
+        result["steps"][1]["evidence"],
+        json!(["read it: hi"]),
+        "no calls after the first step's"
+    );
+    let codes: Vec<&str> =
+        result["reasons"].as_array().unwrap().iter().map(|r| r["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, ["no_op_mutation"], "{result}");
+    assert!(result["file_mutations"].to_string().contains("\"no_op\":true"));
+}

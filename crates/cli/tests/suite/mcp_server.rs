@@ -281,3 +281,28 @@ fn http_transport_on_loopback_is_stateless_and_refuses_foreign_origins() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// Codex names its session in each call's `_meta`: a new session gets its own run and never
+/// takes over an older session's open one.
+#[test]
+fn a_session_named_in_meta_gets_its_own_run() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut old = Client::initialized(ws.path(), &[]);
+    let first = old.call("plan_create", hello_plan());
+    let old_run = first["structuredContent"]["run_id"].as_str().unwrap().to_owned();
+    drop(old);
+    let mut codex = Client::initialized(ws.path(), &[]);
+    let call = |client: &mut Client, name: &str, arguments: Value| {
+        let params = json!({"name": name, "arguments": arguments,
+                            "_meta": {"sessionId": "codex-2", "threadId": "codex-2", "callId": "c1"}});
+        client.request("tools/call", params)["result"].clone()
+    };
+    let shown = call(&mut codex, "plan_show", json!({}));
+    assert_eq!(shown["structuredContent"]["run_id"], Value::Null, "{shown}");
+    let created = call(&mut codex, "plan_create", hello_plan());
+    let new_run = created["structuredContent"]["run_id"].as_str().unwrap().to_owned();
+    assert_ne!(new_run, old_run);
+    assert!(created["content"][0]["text"].as_str().unwrap().contains("revision 1"));
+    let status = pev_in(ws.path(), &["gate", "status", "--session", "codex-2"]);
+    assert_eq!(status.json()["run_id"], new_run.as_str());
+}
