@@ -130,11 +130,63 @@ pub fn show(run: &str, common: &Common, out: &mut dyn Write) -> Result<u8, Fail>
     let _ = write!(out, "{}", render_show(&run_id, stored, &plan, &result, &diffs, &style));
     let versions = store.plan_versions(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     let _ = write!(out, "{}", render_revisions(&versions, &style));
+    let _ = write!(out, "{}", render_gate(&store.events(&run_id).unwrap_or_default(), &style));
     let _ = writeln!(out, "\n{} {}", style.bold("sandbox:"), sandbox);
     let journal = integrity.describe();
     let journal = if integrity.is_broken() { style.red(&journal) } else { style.dim(&journal) };
     let _ = writeln!(out, "{} {journal}", style.bold("journal:"));
     Ok(code)
+}
+
+/// What `pev gate` answered each time an MCP client wanted to stop, and the client's own calls
+/// it recorded (nothing for other runs).
+fn render_gate(events: &[pev_protocol::event::Event], style: &Style) -> String {
+    use pev_protocol::event::EventBody;
+    let mut out = String::new();
+    let mut calls = Vec::new();
+    for event in events {
+        match &event.body {
+            EventBody::GateDecided { hook, decision, refusals, reasons, .. } => {
+                if out.is_empty() {
+                    out.push_str(&format!("\n{}\n", style.bold("stop gate")));
+                }
+                let what = match decision.as_str() {
+                    "allow" => style.green("allowed"),
+                    "block" => style.yellow(&format!("refused (refusal {refusals})")),
+                    _ => style.red(&format!("stopped the client after {refusals} refusals")),
+                };
+                let why = reasons
+                    .first()
+                    .map(|r| format!(": {}", crate::style::clean(r)))
+                    .unwrap_or_default();
+                out.push_str(&format!("  {} {hook} {what}{why}\n", style.dim(&event.at)));
+            }
+            EventBody::ClientTool { tool, summary } => {
+                let what = ["command", "path"]
+                    .iter()
+                    .find_map(|k| summary.get(*k).and_then(serde_json::Value::as_str))
+                    .unwrap_or_default();
+                calls.push(format!(
+                    "  {} {} {}",
+                    style.dim(&event.at),
+                    crate::style::clean(tool),
+                    crate::style::clean(what)
+                ));
+            }
+            _ => {}
+        }
+    }
+    if !calls.is_empty() {
+        out.push_str(&format!(
+            "\n{} (recorded by the PostToolUse hook)\n",
+            style.bold("client calls")
+        ));
+        for line in calls {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// The result of the run's last `run.finished` event.
