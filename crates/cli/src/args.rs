@@ -331,6 +331,10 @@ pub(crate) enum Command {
         /// Record the client's tool call (a PostToolUse hook); never blocks
         #[arg(long)]
         record: bool,
+        /// Seconds the check may take before the stop is refused (keep it under the hook's
+        /// timeout: a hook that times out lets the stop through)
+        #[arg(long, value_name = "SECS", default_value_t = pev_mcp::gate::DEFAULT_DEADLINE.as_secs())]
+        deadline: u64,
     },
     /// Wire pev into Claude Code or Codex: the MCP server and the gate's hooks
     #[command(after_help = INTEGRATE_HELP)]

@@ -159,9 +159,14 @@ fn main() -> ExitCode {
             from_transcript,
             require_plan,
             record,
+            deadline,
         } => {
-            let options =
-                pev_mcp::gate::GateOptions { max_refusals, from_transcript, require_plan };
+            let options = pev_mcp::gate::GateOptions {
+                max_refusals,
+                from_transcript,
+                require_plan,
+                deadline: std::time::Duration::from_secs(deadline.max(1)),
+            };
             let mut out = BufWriter::new(stdout.lock());
             let code = report(mcp_cmd::gate(&place.place(), &options, record, &mut out));
             finish(code, out.flush())

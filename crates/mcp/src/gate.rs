@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use pev_protocol::event::{EventBody, now_rfc3339};
 use pev_protocol::run::{ReasonCode, RunResult, RunStatus};
-use pev_store::{Record, Store, StoreError};
+use pev_store::{Guard, Record, Store, StoreError};
 use pev_tools::ToolContext;
 use serde_json::{Value, json};
 
@@ -42,11 +42,22 @@ pub struct GateOptions {
     pub from_transcript: bool,
     /// Without a pev plan (and no checklist), refuse the stop: a plan is owed.
     pub require_plan: bool,
+    /// How long the check may take: past it the stop is refused (a client whose hook times
+    /// out would let the stop through unchecked, so this stays under the hook's timeout).
+    pub deadline: std::time::Duration,
 }
+
+/// The default deadline: under the 600 s hook timeout `pev integrate` writes.
+pub const DEFAULT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(540);
 
 impl Default for GateOptions {
     fn default() -> Self {
-        Self { max_refusals: DEFAULT_MAX_REFUSALS, from_transcript: false, require_plan: false }
+        Self {
+            max_refusals: DEFAULT_MAX_REFUSALS,
+            from_transcript: false,
+            require_plan: false,
+            deadline: DEFAULT_DEADLINE,
+        }
     }
 }
 
@@ -129,10 +140,19 @@ pub async fn gate(input: &[u8], options: &GateOptions, env: &dyn GateEnv) -> Rep
     match payload.hook.as_str() {
         "SessionStart" => session_start(&payload, env),
         "PostToolUse" => record_tool(&payload, env),
-        "Stop" | "SubagentStop" => match stop(&payload, options, env).await {
-            Ok(reply) => reply,
-            Err(e) => fail_closed(env, options, Some(&payload), &e.0),
-        },
+        "Stop" | "SubagentStop" => {
+            match tokio::time::timeout(options.deadline, stop(&payload, options, env)).await {
+                Ok(Ok(reply)) => reply,
+                Ok(Err(e)) => fail_closed(env, options, Some(&payload), &e.0),
+                Err(_) => {
+                    let why = format!(
+                        "the check took longer than {} s (--deadline), so it was not finished",
+                        options.deadline.as_secs()
+                    );
+                    fail_closed(env, options, Some(&payload), &why)
+                }
+            }
+        }
         // Another event wired to the gate by mistake: nothing to check, nothing blocked.
         _ => Reply::quiet(),
     }
@@ -157,20 +177,33 @@ async fn stop(
     let (Some(store), Some(run_id)) = (store, run) else {
         return no_plan(payload, options, env);
     };
+    // A journal changed behind pev's back is not evidence of anything.
+    let integrity = store.integrity(&run_id)?;
+    if integrity.is_broken() {
+        return Err(McpError(format!("the journal of run {run_id} is {}", integrity.describe())));
+    }
+    // What the client had done when the check began: a plan call after it means the verdict
+    // is stale, and nothing final is recorded on it.
+    let guard_seq = store
+        .events(&run_id)?
+        .iter()
+        .rev()
+        .find(|e| matches!(e.body, EventBody::ClientPlanCall { .. }))
+        .map(|e| e.seq);
+    let guard = Guard { kind: "client.plan_call", last: guard_seq };
     let result = verdict::verdict(&store, &run_id, &ctx).await?;
     let subagent = payload.hook == "SubagentStop";
     let regressed = result.final_check.as_ref().is_some_and(|c| !c.regressed.is_empty());
-    if result.status == RunStatus::Success || (subagent && !regressed) {
-        if subagent {
-            return Ok(Reply::quiet());
+    if subagent && !regressed {
+        // A sub-agent finishing its part is not the plan finishing.
+        return Ok(Reply::quiet());
+    }
+    let refusals = consecutive_refusals(&store, &run_id)?;
+    if result.status == RunStatus::Success && !subagent {
+        let decided = decision(payload, "allow", 0, &[]);
+        if !finish(&store, &result, guard, decided)? {
+            return stale(&store, &run_id, payload, refusals, options);
         }
-        record_decision(
-            &store,
-            &run_id,
-            payload,
-            Decision { decision: "allow", refusals: 0, reasons: &[] },
-        )?;
-        finish(&store, &result)?;
         return Ok(Reply::json(json!({
             "systemMessage": format!(
                 "pev: run {run_id} verified: {} (checked by pev against the workspace)",
@@ -188,45 +221,73 @@ async fn stop(
     } else {
         result.reasons.iter().map(|r| r.message.clone()).collect()
     };
-    let refusals = consecutive_refusals(&store, &run_id)?;
     if refusals < options.max_refusals {
-        let n = refusals.saturating_add(1);
-        record_decision(
-            &store,
-            &run_id,
-            payload,
-            Decision { decision: "block", refusals: n, reasons: &reasons },
-        )?;
-        return Ok(Reply::json(json!({
-            "decision": "block",
-            "reason": block_reason(&run_id, &reasons, n, options.max_refusals),
-        })));
+        return block((&store, &run_id), payload, &reasons, refusals, options);
+    }
+    if subagent {
+        // The cap is the main agent's: a sub-agent past it is let go, and its parent's stop
+        // will be decided as usual.
+        return Ok(Reply::quiet());
     }
     // The cap: the client stops, and the run says it is unfinished.
     let mut result = result;
-    let message = format!(
-        "the stop gate refused {refusals} stop(s) and then let the client stop with the plan unfinished"
-    );
-    result.warnings.push(message);
-    if result.status == RunStatus::Success {
-        // Only a sub-agent's regression reaches here with a passing run: still not success.
-        result.status = RunStatus::Partial;
-    } else if result.status != RunStatus::Failed {
+    result.warnings.push(format!(
+        "the stop gate refused {refusals} stop(s) and then let the client stop with the plan \
+         unfinished"
+    ));
+    if result.status != RunStatus::Failed {
         result.status = RunStatus::Partial;
     }
-    record_decision(
-        &store,
-        &run_id,
-        payload,
-        Decision { decision: "stop", refusals, reasons: &reasons },
-    )?;
-    finish(&store, &result)?;
+    let decided = decision(payload, "stop", refusals, &reasons);
+    if !finish(&store, &result, guard, decided)? {
+        return stale(&store, &run_id, payload, refusals, options);
+    }
     let status = pev_engine::status_name(result.status);
     let why = reasons.first().cloned().unwrap_or_default();
     let stop = format!(
         "pev: stopped unfinished after {refusals} refusals; run {run_id} is {status}: {why}"
     );
     Ok(Reply::json(json!({"continue": false, "stopReason": stop, "systemMessage": stop})))
+}
+
+/// Refuses the stop: the reasons, journaled, and the run open again (a run recorded finished
+/// earlier is not finished while its client is told to go on).
+fn block(
+    (store, run_id): (&Store, &str),
+    payload: &Payload,
+    reasons: &[String],
+    refusals: u32,
+    options: &GateOptions,
+) -> Result<Reply, McpError> {
+    let n = refusals.saturating_add(1);
+    let reopen = Record::RunStatus {
+        run_id: run_id.to_owned(),
+        status: "running".to_owned(),
+        result: None,
+        updated_at: now_rfc3339(),
+    };
+    store.append_guarded(run_id, None, &[reopen], vec![decision(payload, "block", n, reasons)])?;
+    Ok(Reply::json(json!({
+        "decision": "block",
+        "reason": block_reason(run_id, reasons, n, options.max_refusals),
+    })))
+}
+
+/// The client changed the plan while pev was checking it: the verdict is stale, so the stop is
+/// refused and will be checked again.
+fn stale(
+    store: &Store,
+    run_id: &str,
+    payload: &Payload,
+    refusals: u32,
+    options: &GateOptions,
+) -> Result<Reply, McpError> {
+    let why = vec![
+        "the plan changed while pev was checking it (a plan tool call came in meanwhile); stop \
+         again to have it checked"
+            .to_owned(),
+    ];
+    block((store, run_id), payload, &why, refusals, options)
 }
 
 /// No pev run for the session: the transcript's checklist when asked, a refusal when a plan is
@@ -245,6 +306,7 @@ fn no_plan(payload: &Payload, options: &GateOptions, env: &dyn GateEnv) -> Resul
             .map(|i| format!("{} ({})", i.text, i.status))
             .collect();
         if open.is_empty() {
+            let _ = std::fs::remove_file(counter_file(env, payload));
             return Ok(Reply::quiet());
         }
         return Ok(counted_block(
@@ -279,8 +341,7 @@ fn counted_block(
     payload: &Payload,
     reason: &str,
 ) -> Reply {
-    let key = payload.session.clone().or_else(|| payload.cwd.clone()).unwrap_or_default();
-    let counter = env.counter_dir().join(sha256_hex(key.as_bytes()));
+    let counter = counter_file(env, payload);
     let count: u32 =
         std::fs::read_to_string(&counter).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
     if count >= options.max_refusals {
@@ -288,9 +349,27 @@ fn counted_block(
         let stop = format!("pev: stopped after {count} refusals: {}", first_line(reason));
         return Reply::json(json!({"continue": false, "stopReason": stop, "systemMessage": stop}));
     }
-    let _ = std::fs::create_dir_all(env.counter_dir());
-    let _ = std::fs::write(&counter, count.saturating_add(1).to_string());
+    let written = std::fs::create_dir_all(env.counter_dir())
+        .and_then(|()| std::fs::write(&counter, count.saturating_add(1).to_string()));
+    if let Err(e) = written {
+        // Without a count there is no cap, and Codex has none of its own: stop the client
+        // rather than refuse forever (nothing is recorded as a success).
+        let stop = format!(
+            "pev: stopped: {} (and the refusal count cannot be kept in {}: {e})",
+            first_line(reason),
+            env.counter_dir().display()
+        );
+        return Reply::json(json!({"continue": false, "stopReason": stop, "systemMessage": stop}));
+    }
     Reply::json(json!({"decision": "block", "reason": reason}))
+}
+
+/// Where refusals without a journal are counted: by session, else by directory.
+fn counter_file(env: &dyn GateEnv, payload: &Payload) -> std::path::PathBuf {
+    let cwd = || std::env::current_dir().ok().map(|d| d.display().to_string());
+    let key =
+        payload.session.clone().or_else(|| payload.cwd.clone()).or_else(cwd).unwrap_or_default();
+    env.counter_dir().join(sha256_hex(key.as_bytes()))
 }
 
 /// Something went wrong: the stop is refused with why (under the cap).
@@ -365,6 +444,13 @@ pub fn tool_summary(input: Option<&Value>, response: Option<&Value>) -> Value {
     if let Some(Value::String(path)) = pick(input, &["file_path", "path", "notebook_path"]) {
         out.insert("path".to_owned(), json!(clip(&path, 500)));
     }
+    // A write that left the file as it was, by the client's own account of before and after
+    // (Claude Code's Write answers with `originalFile`).
+    let content = input.and_then(|i| i.get("content")).and_then(Value::as_str);
+    let original = response.and_then(|r| r.get("originalFile")).and_then(Value::as_str);
+    if let (Some(content), Some(original)) = (content, original) {
+        out.insert("no_op".to_owned(), json!(content == original));
+    }
     for key in ["exit_code", "exitCode", "returnCode", "interrupted", "success"] {
         if let Some(v) =
             response.and_then(|r| r.get(key)).filter(|v| !v.is_object() && !v.is_array())
@@ -389,9 +475,7 @@ fn consecutive_refusals(store: &Store, run_id: &str) -> Result<u32, McpError> {
     let mut n = 0u32;
     for event in store.events(run_id)?.iter().rev() {
         match &event.body {
-            EventBody::GateDecided { decision, hook, .. }
-                if hook == "Stop" || hook == "SubagentStop" =>
-            {
+            EventBody::GateDecided { decision, hook, .. } if hook == "Stop" => {
                 if decision == "block" {
                     n = n.saturating_add(1);
                 } else {
@@ -404,49 +488,38 @@ fn consecutive_refusals(store: &Store, run_id: &str) -> Result<u32, McpError> {
     Ok(n)
 }
 
-/// One answer of the gate, for the journal.
-struct Decision<'a> {
-    decision: &'a str,
-    refusals: u32,
-    reasons: &'a [String],
+/// The gate's answer, for the journal.
+fn decision(payload: &Payload, decision: &str, refusals: u32, reasons: &[String]) -> EventBody {
+    EventBody::GateDecided {
+        hook: payload.hook.clone(),
+        decision: decision.to_owned(),
+        refusals,
+        reasons: reasons.to_vec(),
+        session: payload.session.clone(),
+    }
 }
 
-fn record_decision(
+/// Records the gate's decision and the run's result (the verdict event, the status and
+/// `run.finished`) in one transaction, unless the client made a plan call after `guard`
+/// (then nothing is written and the answer is `false`).
+pub fn finish(
     store: &Store,
-    run_id: &str,
-    payload: &Payload,
-    Decision { decision, refusals, reasons }: Decision<'_>,
-) -> Result<(), McpError> {
-    store.append_event(
-        run_id,
-        EventBody::GateDecided {
-            hook: payload.hook.clone(),
-            decision: decision.to_owned(),
-            refusals,
-            reasons: reasons.to_vec(),
-            session: payload.session.clone(),
-        },
-    )?;
-    Ok(())
-}
-
-/// Records the run's result: the verdict event, the status and `run.finished`.
-pub fn finish(store: &Store, result: &RunResult) -> Result<(), McpError> {
-    store.append_event(
-        &result.run_id,
-        EventBody::VerifyFinished { status: result.status, reasons: result.reasons.clone() },
-    )?;
-    store.write(&Record::RunStatus {
+    result: &RunResult,
+    guard: Guard<'_>,
+    decided: EventBody,
+) -> Result<bool, McpError> {
+    let status = Record::RunStatus {
         run_id: result.run_id.clone(),
         status: pev_engine::status_name(result.status).to_owned(),
         result: Some(Box::new(result.clone())),
         updated_at: now_rfc3339(),
-    })?;
-    store.append_event(
-        &result.run_id,
+    };
+    let bodies = vec![
+        decided,
+        EventBody::VerifyFinished { status: result.status, reasons: result.reasons.clone() },
         EventBody::RunFinished { result: Box::new(result.clone()) },
-    )?;
-    Ok(())
+    ];
+    Ok(store.append_guarded(&result.run_id, Some(guard), &[status], bodies)?.is_some())
 }
 
 fn block_reason(run_id: &str, reasons: &[String], n: u32, max: u32) -> String {

@@ -32,6 +32,10 @@ pub struct Wiring {
     pub notes: Vec<String>,
 }
 
+/// Seconds a hook may run (both clients count in seconds): above the gate's own deadline
+/// (540 s), so the gate refuses an unfinished check before the client gives up on it.
+const HOOK_TIMEOUT: u64 = 600;
+
 /// Claude Code's hook events the gate answers, with their matchers.
 const CLAUDE_HOOKS: [(&str, Option<&str>, &str); 4] = [
     ("Stop", None, "gate"),
@@ -62,7 +66,7 @@ pub fn claude_project(project: &Path, pev: &Path) -> Result<Wiring, String> {
     let mcp = project.join(".mcp.json");
     let settings = project.join(".claude").join("settings.json");
     let mut settings_doc = read_json(&settings)?;
-    add_hooks(&mut settings_doc, pev, &CLAUDE_HOOKS, None)?;
+    add_hooks(&mut settings_doc, pev, &CLAUDE_HOOKS, Some(HOOK_TIMEOUT))?;
     enable_server(&mut settings_doc)?;
     let mut mcp_doc = read_json(&mcp)?;
     add_server(&mut mcp_doc, pev)?;
@@ -80,7 +84,7 @@ pub fn claude_project(project: &Path, pev: &Path) -> Result<Wiring, String> {
 pub fn claude_user(home: &Path, pev: &Path) -> Result<Wiring, String> {
     let settings = home.join(".claude").join("settings.json");
     let mut doc = read_json(&settings)?;
-    add_hooks(&mut doc, pev, &CLAUDE_HOOKS, None)?;
+    add_hooks(&mut doc, pev, &CLAUDE_HOOKS, Some(HOOK_TIMEOUT))?;
     Ok(Wiring {
         files: vec![file(&settings, &doc)?],
         notes: vec![format!(
@@ -99,7 +103,7 @@ pub fn claude_plugin(dir: &Path, pev: &Path) -> Result<Wiring, String> {
                         that re-checks the plan against the workspace before Claude may stop.",
     });
     let mut hooks = json!({"description": "pev's stop gate", "hooks": {}});
-    add_hooks(&mut hooks, pev, &CLAUDE_HOOKS, None)?;
+    add_hooks(&mut hooks, pev, &CLAUDE_HOOKS, Some(HOOK_TIMEOUT))?;
     let mut mcp = json!({});
     add_server(&mut mcp, pev)?;
     Ok(Wiring {
@@ -143,7 +147,7 @@ pub fn codex(codex_dir: &Path, pev: &Path) -> Result<Wiring, String> {
         text
     };
     let mut hooks = read_json(&hooks_path)?;
-    add_hooks(&mut hooks, pev, &CODEX_HOOKS, Some(60))?;
+    add_hooks(&mut hooks, pev, &CODEX_HOOKS, Some(HOOK_TIMEOUT))?;
     Ok(Wiring {
         files: vec![
             FileOut { unchanged: content == existing, path: config, content },
@@ -306,7 +310,7 @@ mod tests {
         );
         let hooks: Value = serde_json::from_str(&wiring.files[1].content).unwrap();
         assert_eq!(hooks.as_object().unwrap().keys().collect::<Vec<_>>(), ["hooks"]);
-        assert_eq!(hooks["hooks"]["Stop"][0]["hooks"][0]["timeout"], 60);
+        assert_eq!(hooks["hooks"]["Stop"][0]["hooks"][0]["timeout"], 600);
         assert!(wiring.notes[0].contains("/hooks"));
         std::fs::write(&wiring.files[0].path, config).unwrap();
         assert!(codex(dir.path(), Path::new(PEV)).unwrap().files[0].unchanged);

@@ -13,12 +13,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pev_engine::agent::loop_mode::plan_state::PlanBook;
-use pev_engine::agent::loop_mode::plan_tools::{PLAN_CREATE, PLAN_SHOW};
+use pev_engine::agent::loop_mode::plan_tools::{PLAN_CREATE, PLAN_SHOW, STEP_UPDATE};
 use pev_engine::agent::loop_mode::todo::{self, TODO_WRITE};
 use pev_engine::agent::loop_mode::{ModelPlan, TodoItem, TodoStatus};
 use pev_engine::agent::loop_run::as_plan;
 use pev_protocol::event::{EventBody, now_rfc3339};
-use pev_store::{Journal, NewRun, Record, RunOptions, Store};
+use pev_store::{Guard, Journal, NewRun, Record, RunOptions, Store};
 use pev_tools::ToolContext;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -29,6 +29,9 @@ use crate::snapshot::{self, Snapshot};
 
 /// The `mode` a `pev mcp` run carries in its options.
 pub const MODE: &str = "mcp";
+
+/// The event kind of a plan tool call.
+const PLAN_CALL: &str = "client.plan_call";
 
 /// What the plan tools remember between calls: loop mode's plan book and the todo list.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -83,13 +86,18 @@ pub fn pin(db: &Path, session: &str, client: Option<&str>) -> Result<(), McpErro
 
 /// The pinned session, when it is recent.
 pub fn pinned(db: &Path) -> Option<String> {
+    pinned_at(db).map(|(id, _)| id)
+}
+
+/// The pinned session and when it was pinned (Unix seconds), when it is recent.
+fn pinned_at(db: &Path) -> Option<(String, u64)> {
     let text = std::fs::read_to_string(pin_path(db)).ok()?;
     let value: Value = serde_json::from_str(&text).ok()?;
     let at = value.get("at")?.as_u64()?;
     if unix_now().saturating_sub(at) > PIN_FRESH_SECS {
         return None;
     }
-    value.get("session_id")?.as_str().map(str::to_owned)
+    Some((value.get("session_id")?.as_str()?.to_owned(), at))
 }
 
 fn unix_now() -> u64 {
@@ -121,12 +129,14 @@ pub struct Sessions {
     pub env_session: Option<String>,
     /// The client's name, from `initialize` or the request's `_meta`.
     pub client: Mutex<Option<String>>,
-    /// The run this process works on, once known.
-    run: Mutex<Option<String>>,
+    /// The run this process works on, once known, with the session it was found for.
+    run: Mutex<Option<(Option<String>, String)>>,
     /// One call at a time: a call loads, changes and saves the state.
     lock: tokio::sync::Mutex<()>,
     /// Shared by many clients (HTTP): no run is remembered or guessed; a call names its run.
     pub shared: bool,
+    /// When this server started (Unix seconds).
+    started: u64,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -145,6 +155,10 @@ struct Loaded {
     calls: u64,
     /// The client's own tool calls (`client.tool`, recorded by `pev gate --record`), in order.
     client_tools: Vec<ClientCall>,
+    /// The sequence number of the run's newest `client.plan_call` (the guard of the save).
+    last_call: Option<u64>,
+    /// The run is a `pev mcp` run (a named `pev run` or `pev agent` run is not the client's).
+    is_client_run: bool,
 }
 
 /// One of the client's own tool calls, as the PostToolUse hook recorded it.
@@ -164,6 +178,7 @@ impl Sessions {
             run: Mutex::new(None),
             lock: tokio::sync::Mutex::new(()),
             shared: false,
+            started: unix_now(),
         }
     }
 
@@ -172,9 +187,14 @@ impl Sessions {
         Self { shared: true, ..Self::new(ctx, db, None) }
     }
 
-    /// The session this server's calls belong to.
+    /// The session this server's calls belong to: a session pinned (by the SessionStart hook)
+    /// since this server started (Claude Code's /clear starts a new session under the same
+    /// server), else the environment's, else the pinned one.
     pub fn session(&self) -> Option<String> {
-        self.env_session.clone().or_else(|| pinned(&self.db))
+        match pinned_at(&self.db) {
+            Some((id, at)) if at >= self.started => Some(id),
+            pin => self.env_session.clone().or_else(|| pin.map(|(id, _)| id)),
+        }
     }
 
     fn workspace(&self) -> String {
@@ -216,7 +236,10 @@ impl Sessions {
 
         // What the client changed since the plan was made, found by pev: the mismatch rule and
         // the evidence of each step are held to it.
-        if let Some(snapshot) = loaded.as_ref().and_then(|l| l.snapshot.as_ref()) {
+        // (Only step_update consults them: the others need not pay for the workspace's listing.)
+        if tool == STEP_UPDATE
+            && let Some(snapshot) = loaded.as_ref().and_then(|l| l.snapshot.as_ref())
+        {
             let store = Store::open_existing(&self.db).ok();
             let changes = snapshot::changes(snapshot, &self.ctx.workspace, store.as_ref());
             state.book.note_changes(changes.paths());
@@ -239,40 +262,53 @@ impl Sessions {
         let run_id = match (&loaded, ok && changed) {
             (Some(l), _) => Some(l.run_id.clone()),
             // The first accepted plan (or todo list) makes the run.
-            (None, true) if matches!(tool, PLAN_CREATE | TODO_WRITE) => {
+            (None, true)
+                if tool == PLAN_CREATE || (tool == TODO_WRITE && !state.todo.is_empty()) =>
+            {
                 Some(self.create_run(&state, session.as_deref())?)
             }
             (None, _) => None,
         };
         if let Some(run_id) = &run_id {
             let store = Store::open(&self.db)?;
+            let mut records = Vec::new();
+            let mut bodies = Vec::new();
             let reopened = loaded.as_ref().is_some_and(|l| l.status != "running");
             if changed && reopened {
-                store.write(&Record::RunStatus {
+                records.push(Record::RunStatus {
                     run_id: run_id.clone(),
                     status: "running".to_owned(),
                     result: None,
                     updated_at: now_rfc3339(),
-                })?;
+                });
             }
             if ok && tool == PLAN_CREATE && !fresh {
-                self.journal_revision(&store, run_id, &state)?;
+                let (record, body) = revision(&store, run_id, &state)?;
+                records.extend(record);
+                bodies.extend(body);
             }
             if changed {
-                record_steps(&store, run_id, &state)?;
+                records.extend(step_records(run_id, &state));
             }
-            store.append_event(
-                run_id,
-                EventBody::ClientPlanCall {
-                    tool: tool.to_owned(),
-                    arguments: input,
-                    ok,
-                    reply: text.clone(),
-                    state: changed.then_some(after),
-                },
-            )?;
+            bodies.push(EventBody::ClientPlanCall {
+                tool: tool.to_owned(),
+                arguments: input,
+                ok,
+                reply: text.clone(),
+                state: changed.then_some(after),
+            });
+            // Another process may have answered a call of this run since it was loaded: then
+            // this answer rests on a stale plan, and nothing of it is written.
+            let guard = loaded.as_ref().map(|l| Guard { kind: PLAN_CALL, last: l.last_call });
+            if store.append_guarded(run_id, guard, &records, bodies)?.is_none() {
+                return Ok(refusal(format!(
+                    "{tool} was not recorded: the plan of run {run_id} changed meanwhile (another \
+                     pev process answered a call for it). Call plan_show, then try again."
+                )));
+            }
             if !self.shared {
-                *self.run.lock().unwrap_or_else(PoisonError::into_inner) = Some(run_id.clone());
+                *self.run.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Some((session.clone(), run_id.clone()));
             }
         }
         let structured = structured(ok, &text, run_id.as_deref(), &state);
@@ -286,7 +322,15 @@ impl Sessions {
             Err(pev_store::StoreError::Missing { .. }) => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        let known = self.run.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        // The run this process worked on, while the session is the one it was for (after
+        // Claude Code's /clear the session changes, and so does the run).
+        let known = self
+            .run
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .filter(|(s, _)| s.as_deref() == session)
+            .map(|(_, run)| run);
         if self.shared && run.is_none() {
             return Ok(None);
         }
@@ -300,7 +344,8 @@ impl Sessions {
             None => find_run(&store, &self.workspace(), session, false)?,
         };
         let Some(run_id) = run_id else { return Ok(None) };
-        load_run(&store, &run_id).map(Some)
+        let loaded = load_run(&store, &run_id)?;
+        Ok(loaded.is_client_run.then_some(loaded))
     }
 
     fn create_run(&self, state: &McpState, session: Option<&str>) -> Result<String, McpError> {
@@ -354,49 +399,48 @@ impl Sessions {
         )?;
         Ok(run_id)
     }
+}
 
-    fn journal_revision(
-        &self,
-        store: &Store,
-        run_id: &str,
-        state: &McpState,
-    ) -> Result<(), McpError> {
-        let (Some(plan), Some(revision)) = (&state.book.plan, state.book.revisions.last()) else {
-            return Ok(());
-        };
-        let record = store.load_run(run_id)?;
-        let version = record.plan_version.saturating_add(1);
-        let goal = record.goal;
-        let mut reason = format!("plan_create #{} by the client", revision.number);
-        if !revision.dropped.is_empty() {
-            let dropped: Vec<String> =
-                revision.dropped.iter().map(|d| format!("`{}` ({})", d.id, d.reason)).collect();
-            reason.push_str(&format!("; dropped {}", dropped.join(", ")));
-        }
-        store.write(&Record::PlanVersion {
-            run_id: run_id.to_owned(),
-            version,
-            plan: serde_json::to_value(as_plan(&goal, plan))
-                .map_err(|e| McpError(e.to_string()))?,
-            reason: reason.clone(),
-            created_at: now_rfc3339(),
-        })?;
-        store.append_event(
-            run_id,
-            EventBody::PlanRevised { version, steps: plan.steps.len(), reason },
-        )?;
-        Ok(())
+/// The plan version and `plan.revised` event of an accepted rewrite.
+fn revision(
+    store: &Store,
+    run_id: &str,
+    state: &McpState,
+) -> Result<(Option<Record>, Option<EventBody>), McpError> {
+    let (Some(plan), Some(revision)) = (&state.book.plan, state.book.revisions.last()) else {
+        return Ok((None, None));
+    };
+    let record = store.load_run(run_id)?;
+    let version = record.plan_version.saturating_add(1);
+    let mut reason = format!("plan_create #{} by the client", revision.number);
+    if !revision.dropped.is_empty() {
+        let dropped: Vec<String> =
+            revision.dropped.iter().map(|d| format!("`{}` ({})", d.id, d.reason)).collect();
+        reason.push_str(&format!("; dropped {}", dropped.join(", ")));
     }
+    let version_record = Record::PlanVersion {
+        run_id: run_id.to_owned(),
+        version,
+        plan: serde_json::to_value(as_plan(&record.goal, plan))
+            .map_err(|e| McpError(e.to_string()))?,
+        reason: reason.clone(),
+        created_at: now_rfc3339(),
+    };
+    Ok((
+        Some(version_record),
+        Some(EventBody::PlanRevised { version, steps: plan.steps.len(), reason }),
+    ))
 }
 
 /// The plan's steps as the journal's step states (what `pev runs` counts).
-fn record_steps(store: &Store, run_id: &str, state: &McpState) -> Result<(), McpError> {
+fn step_records(run_id: &str, state: &McpState) -> Vec<Record> {
     use pev_engine::agent::loop_mode::StepStatus as Model;
     use pev_protocol::run::StepStatus;
-    let Some(plan) = &state.book.plan else { return Ok(()) };
+    let Some(plan) = &state.book.plan else { return Vec::new() };
     let marks = state.book.marks();
+    let mut out = Vec::new();
     for step in &plan.steps {
-        store.write(&Record::StepState(pev_store::StepState {
+        out.push(Record::StepState(pev_store::StepState {
             run_id: run_id.to_owned(),
             step_id: step.id.clone(),
             status: match step.status {
@@ -412,9 +456,9 @@ fn record_steps(store: &Store, run_id: &str, state: &McpState) -> Result<(), Mcp
             ended_at: None,
             assertions: marks.step_results.get(&step.id).cloned().unwrap_or_default(),
             evidence: step.evidence.iter().cloned().collect(),
-        }))?;
+        }));
     }
-    Ok(())
+    out
 }
 
 /// The newest `pev mcp` run of `workspace` for `session`: the session's own (any status: a
@@ -461,6 +505,11 @@ fn load_run(store: &Store, run_id: &str) -> Result<Loaded, McpError> {
             matches!(e.body, EventBody::ClientPlanCall { .. } | EventBody::ClientTool { .. })
         })
         .count() as u64;
+    let last_call = events
+        .iter()
+        .rev()
+        .find(|e| matches!(e.body, EventBody::ClientPlanCall { .. }))
+        .map(|e| e.seq);
     let client_tools = events
         .iter()
         .filter_map(|e| match &e.body {
@@ -499,6 +548,8 @@ fn load_run(store: &Store, run_id: &str) -> Result<Loaded, McpError> {
         snapshot,
         calls,
         client_tools,
+        last_call,
+        is_client_run: record.options.get("mode").and_then(Value::as_str) == Some(MODE),
     })
 }
 

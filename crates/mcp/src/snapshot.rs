@@ -104,8 +104,15 @@ pub fn changes(snapshot: &Snapshot, ws: &Workspace, store: Option<&Store>) -> Ch
     };
     let hashes = hashed(ws, &now, None);
     let paths: BTreeSet<&String> = snapshot.files.keys().chain(hashes.keys()).collect();
+    let ignored = ignored(ws.root());
+    let is_ignored = |path: &str| {
+        ignored.iter().any(|i| i == path || (i.ends_with('/') && path.starts_with(i.as_str())))
+    };
     let mut mutations = Vec::new();
     for path in paths {
+        if is_ignored(path) {
+            continue;
+        }
         let (before, after) = (snapshot.files.get(path), hashes.get(path));
         if before.map(|b| &b.sha256) == after.map(|a| &a.sha256) {
             continue;
@@ -195,34 +202,58 @@ fn packed_ref(dir: &Path, name: &str) -> Option<String> {
 }
 
 fn git_status(root: &Path) -> Option<Vec<String>> {
+    let out = git(root, &["status", "--porcelain", "--untracked-files=normal"])?;
+    Some(out.lines().take(200).map(str::to_owned).collect())
+}
+
+/// The untracked paths git ignores (directories end in `/`), when `root` is a repository: build
+/// outputs and caches (`target/`, `__pycache__/`, what `pev`'s own assertion commands leave) are
+/// not the client's work.
+fn ignored(root: &Path) -> Vec<String> {
+    if !root.join(".git").exists() {
+        return Vec::new();
+    }
+    git(root, &["ls-files", "--others", "--ignored", "--exclude-standard", "--directory"])
+        .map(|out| out.lines().map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// Runs git in `root` with the repository's fsmonitor and hooks off, reading its output while
+/// it runs (a full pipe never blocks it), for at most [`GIT_TIMEOUT`].
+fn git(root: &Path, args: &[&str]) -> Option<String> {
     let mut child = Command::new("git")
         .arg("-C")
         .arg(root)
         .args(["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"])
-        .args(["status", "--porcelain", "--untracked-files=normal"])
+        .args(args)
         .env("GIT_OPTIONAL_LOCKS", "0")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .ok()?;
+    let mut stdout = child.stdout.take()?;
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ =
+            std::io::Read::read_to_end(&mut std::io::Read::take(&mut stdout, 16 << 20), &mut out);
+        out
+    });
     let started = Instant::now();
-    loop {
+    let ok = loop {
         match child.try_wait() {
-            Ok(Some(status)) if status.success() => break,
-            Ok(Some(_)) | Err(_) => return None,
+            Ok(Some(status)) => break status.success(),
+            Err(_) => break false,
             Ok(None) if started.elapsed() > GIT_TIMEOUT => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return None;
+                break false;
             }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
         }
-    }
-    let mut out = String::new();
-    let mut stdout = child.stdout.take()?;
-    std::io::Read::read_to_string(&mut stdout, &mut out).ok()?;
-    Some(out.lines().take(200).map(str::to_owned).collect())
+    };
+    let out = reader.join().ok()?;
+    ok.then(|| String::from_utf8_lossy(&out).into_owned())
 }
 
 #[cfg(test)]
@@ -281,6 +312,31 @@ mod tests {
         let snapshot = Snapshot { truncated: true, ..Snapshot::default() };
         let changes = changes(&snapshot, &ws, None);
         assert!(changes.unknown.unwrap().contains("more than 5000 files"));
+    }
+
+    #[test]
+    fn files_git_ignores_are_not_changes() {
+        let (dir, ws) = ws();
+        let git = |args: &[&str]| {
+            let ok = Command::new("git")
+                .arg("-C")
+                .arg(dir.path())
+                .args(args)
+                .output()
+                .map(|o| o.status.success());
+            ok.unwrap_or(false)
+        };
+        if !git(&["init", "-q"]) {
+            return; // no git on this machine: nothing to ignore with
+        }
+        std::fs::write(dir.path().join(".gitignore"), "cache/\n*.log\n").unwrap();
+        let taken = take(&ws);
+        assert!(taken.snapshot.git.is_some());
+        std::fs::create_dir(dir.path().join("cache")).unwrap();
+        std::fs::write(dir.path().join("cache/x.bin"), "x").unwrap();
+        std::fs::write(dir.path().join("run.log"), "log").unwrap();
+        std::fs::write(dir.path().join("src.txt"), "work").unwrap();
+        assert_eq!(changes(&taken.snapshot, &ws, None).paths(), ["src.txt"]);
     }
 
     #[test]

@@ -189,6 +189,17 @@ async fn decide(
     if !dropped.is_empty() {
         warnings.push(format!("the client dropped step(s) from its plan: {}", dropped.join(", ")));
     }
+    // A todo list is the client's own account: without a plan the run is never `success`.
+    if model.is_none() && !state.todo.is_empty() && status == RunStatus::Success {
+        status = RunStatus::Partial;
+        reasons.push(Reason {
+            code: ReasonCode::StepsNotRun,
+            step: None,
+            message: "the run has a todo list but no plan: nothing pev could check shows the \
+                      items were done (create a plan with assertions: plan_create)"
+                .to_owned(),
+        });
+    }
     if model.is_none() && state.todo.is_empty() {
         status = RunStatus::Failed;
         if reasons.is_empty() {
@@ -271,6 +282,11 @@ fn no_op_writes(
     let root = ctx.workspace.root();
     let mut out: Vec<FileMutation> = Vec::new();
     for call in calls {
+        // Only a write the client itself reports as leaving the file as it was: an edit undone
+        // later, or a tool that only reads a path, is not a no-op write.
+        if call.summary.get("no_op").and_then(Value::as_bool) != Some(true) {
+            continue;
+        }
         let Some(path) = call.summary.get("path").and_then(Value::as_str) else { continue };
         let relative = std::path::Path::new(path)
             .strip_prefix(root)

@@ -30,7 +30,7 @@ pub use records::{
     ApprovalRecord, FileHashRecord, HashPhase, MutationRecord, NewRun, Record, RunOptions,
     RunRecord, RunSummary, StepState, ToolCallEnd, ToolCallRecord, ToolCallStart, ToolCallStatus,
 };
-pub use store::Store;
+pub use store::{Guard, Store};
 
 /// The journal's default place: `workspace/.pev/pev.db`.
 pub fn default_path(workspace: &Path) -> PathBuf {

@@ -16,6 +16,13 @@ use crate::records::{ApprovalRecord, NewRun, Record, RunOptions, RunRecord, RunS
 use crate::schema::{self, Create};
 use crate::write::{self, PlanRow};
 
+/// See [`Store::append_guarded`]: the newest event of `kind` the caller read (`None`: none).
+#[derive(Debug, Clone, Copy)]
+pub struct Guard<'a> {
+    pub kind: &'a str,
+    pub last: Option<u64>,
+}
+
 /// A connection to one journal file.
 pub struct Store {
     conn: Connection,
@@ -84,27 +91,65 @@ impl Store {
     /// transaction: for processes that add events to a run no engine is driving (`pev mcp`,
     /// `pev gate`), where two writers may race.
     pub fn append_event(&self, run_id: &str, body: EventBody) -> Result<Event, StoreError> {
-        let op = format!("append event to run {run_id}");
+        let events = self.append_guarded(run_id, None, &[], vec![body])?;
+        events.and_then(|mut e| e.pop()).ok_or_else(|| StoreError::NotFound(run_id.to_owned()))
+    }
+
+    /// Writes `records` and appends `bodies` (numbered in order) to `run_id` in one transaction,
+    /// unless `guard` says another writer got there first: when the run's newest event of
+    /// `guard.kind` is later than `guard.last` (what the caller read before deciding), nothing
+    /// is written and the answer is `None`. An optimistic lock for read-decide-write callers
+    /// in separate processes.
+    pub fn append_guarded(
+        &self,
+        run_id: &str,
+        guard: Option<Guard<'_>>,
+        records: &[Record],
+        bodies: Vec<EventBody>,
+    ) -> Result<Option<Vec<Event>>, StoreError> {
+        let op = format!("append events to run {run_id}");
         let sql = |e| db_err(&self.path, &op, e);
-        // IMMEDIATE: the write lock is taken before the sequence number is read.
+        // IMMEDIATE: the write lock is taken before the guard and the sequence are read.
         self.conn.execute_batch("BEGIN IMMEDIATE").map_err(sql)?;
         let written = (|| {
             if !self.run_exists(run_id)? {
                 return Err(StoreError::NotFound(run_id.to_owned()));
             }
-            let seq: u64 = self
+            if let Some(guard) = guard {
+                let newest: Option<u64> = self
+                    .conn
+                    .prepare_cached("SELECT MAX(seq) FROM events WHERE run_id = ?1 AND kind = ?2")
+                    .and_then(|mut st| st.query_row(params![run_id, guard.kind], |row| row.get(0)))
+                    .map_err(sql)?;
+                if newest > guard.last {
+                    return Ok(None);
+                }
+            }
+            for record in records {
+                write::apply(&self.conn, &self.path, record)?;
+            }
+            let mut seq: u64 = self
                 .conn
                 .prepare_cached("SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE run_id = ?1")
                 .and_then(|mut st| st.query_row([run_id], |row| row.get(0)))
                 .map_err(sql)?;
-            let event = Event { run_id: run_id.to_owned(), seq, at: now_rfc3339(), body };
-            write::apply(&self.conn, &self.path, &Record::Event(event.clone()))?;
-            Ok(event)
+            let mut events = Vec::with_capacity(bodies.len());
+            for body in bodies {
+                let event = Event { run_id: run_id.to_owned(), seq, at: now_rfc3339(), body };
+                write::apply(&self.conn, &self.path, &Record::Event(event.clone()))?;
+                events.push(event);
+                seq = seq.saturating_add(1);
+            }
+            Ok(Some(events))
         })();
         match written {
-            Ok(event) => {
+            Ok(Some(events)) => {
                 self.conn.execute_batch("COMMIT").map_err(sql)?;
-                Ok(event)
+                Ok(Some(events))
+            }
+            Ok(None) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Ok(None)
             }
             Err(e) => {
                 let _ = self.conn.execute_batch("ROLLBACK");

@@ -385,12 +385,14 @@ fn recorded_calls_are_a_steps_evidence_and_a_no_op_write_is_not_success() {
         &["--record"],
     );
     let readme = ws.path().join("README.md").display().to_string();
-    gate(
-        ws.path(),
-        tmp.path(),
-        &post("Write", json!({"file_path": readme, "content": "# same\n"})),
-        &["--record"],
-    );
+    let write = json!({"session_id": "s-rec", "cwd": ws.path().display().to_string(),
+        "hook_event_name": "PostToolUse", "tool_name": "Write",
+        "tool_input": {"file_path": readme, "content": "# same\n"},
+        "tool_response": {"type": "update", "filePath": readme, "content": "# same\n", "originalFile": "# same\n"}});
+    gate(ws.path(), tmp.path(), &write.to_string(), &["--record"]);
+    // A read that names a path is no write at all.
+    let hello = ws.path().join("hello.txt").display().to_string();
+    gate(ws.path(), tmp.path(), &post("Read", json!({"file_path": hello})), &["--record"]);
     for (tool, args) in [
         ("step_update", json!({"id": "write", "status": "done", "evidence": "wrote hello.txt"})),
         ("step_update", json!({"id": "check", "status": "done", "evidence": "read it: hi"})),
@@ -406,7 +408,8 @@ fn recorded_calls_are_a_steps_evidence_and_a_no_op_write_is_not_success() {
         json!([
             "wrote hello.txt",
             "client call: Bash printf 'hi\\n' > hello.txt (exit 0)",
-            format!("client call: Write {readme} (exit 0)")
+            format!("client call: Write {readme}"),
+            format!("client call: Read {hello} (exit 0)")
         ])
     );
     assert_eq!(

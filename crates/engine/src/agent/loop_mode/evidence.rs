@@ -71,6 +71,7 @@ pub(crate) fn passes(results: &[AssertionResult]) -> String {
 /// The files each step's title names as what it changes, and what the loop changed: the
 /// plan-execution mismatch rule (`pev_verify::mismatch`) for loop-mode steps.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub(crate) struct StepTargets {
     /// Step id → the files its title names (empty: read-only, or none).
     named: HashMap<String, Vec<String>>,

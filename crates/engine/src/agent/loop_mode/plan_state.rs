@@ -51,6 +51,7 @@ pub type Reply = Result<String, String>;
 /// The model's plan and everything the plan tools remember about it. Serialisable, so that a
 /// process that answers one call at a time (`pev mcp`) can keep it in the journal between calls.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct PlanBook {
     pub plan: Option<ModelPlan>,
     pub revisions: Vec<PlanRevision>,
@@ -71,6 +72,7 @@ pub struct PlanBook {
 /// when each step was marked done and each postcondition verified (the calls after that mark
 /// are the ones that may have undone it).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct EvidenceMarks {
     /// The baseline of postconditions (and of steps never marked in progress).
     pub first_seen: HashMap<String, Option<String>>,
