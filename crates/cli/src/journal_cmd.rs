@@ -80,11 +80,20 @@ pub fn show(run: &str, common: &Common, out: &mut dyn Write) -> Result<u8, Fail>
         && record.options.get("mode").and_then(serde_json::Value::as_str)
             == Some(pev_mcp::session::MODE);
     if open_mcp {
+        // The run's own workspace (the journal says where), whatever directory `show` ran in.
         let place = crate::mcp_cmd::Place {
-            workspace: common.workspace.clone(),
-            store: common.store.clone(),
+            workspace: Some(
+                common.workspace.clone().unwrap_or_else(|| record.workspace.clone().into()),
+            ),
+            store: Some(store.path().to_path_buf()),
         };
-        result = crate::mcp_cmd::verdict_now(&place, &run_id)?;
+        match crate::mcp_cmd::verdict_now(&place, &run_id) {
+            Ok(now) => result = now,
+            Err(Fail(_, why)) => result.warnings.insert(
+                0,
+                format!("the verdict on the workspace now could not be computed: {why}"),
+            ),
+        }
     }
     let mut sandbox = sandbox_of(&store, &run_id);
     if record.options.get("mode").and_then(serde_json::Value::as_str)

@@ -11,6 +11,7 @@
 //! tools fail from then on.
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -51,10 +52,22 @@ impl std::fmt::Debug for Connection {
 impl Drop for Connection {
     fn drop(&mut self) {
         if let Some(mut io) = self.io.lock().unwrap_or_else(PoisonError::into_inner).take() {
-            let _ = io.child.kill();
-            let _ = io.child.wait();
+            stop(&mut io.child);
         }
     }
+}
+
+/// Ends a server and everything it started (`npx`, `uvx` and shells start the real server as a
+/// grandchild): it runs in its own process group, which is killed whole.
+fn stop(child: &mut Child) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 impl Connection {
@@ -70,12 +83,13 @@ impl Connection {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
             .map_err(|e| {
                 format!("MCP server `{}`: cannot start `{}`: {e}", server.name, server.command)
             })?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            let _ = child.kill();
+            stop(&mut child);
             return Err(format!("MCP server `{}`: no stdio pipes", server.name));
         };
         let (tx, lines) = mpsc::channel();
@@ -158,8 +172,7 @@ impl Connection {
             let line = match io.lines.recv_timeout(left) {
                 Ok(line) => line,
                 Err(RecvTimeoutError::Timeout) => {
-                    let _ = io.child.kill();
-                    let _ = io.child.wait();
+                    stop(&mut io.child);
                     *guard = None;
                     return Err(format!(
                         "MCP server `{}` did not answer {method} within {} s; it was stopped",

@@ -10,6 +10,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::McpError;
@@ -39,16 +40,25 @@ pub fn serve(
     server: &Server,
     runtime: &Arc<tokio::runtime::Runtime>,
 ) -> Result<(), McpError> {
+    let open = Arc::new(AtomicUsize::new(0));
     for stream in listener.incoming() {
-        let Ok(stream) = stream else { continue };
-        let server = server.clone();
-        let runtime = Arc::clone(runtime);
+        let Ok(mut stream) = stream else { continue };
+        if open.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
+            let _ = respond(&mut stream, 503, Some("too many connections"), "text/plain");
+            continue;
+        }
+        open.fetch_add(1, Ordering::SeqCst);
+        let (server, runtime, open) = (server.clone(), Arc::clone(runtime), Arc::clone(&open));
         std::thread::spawn(move || {
             let _ = connection(stream, &server, &runtime);
+            open.fetch_sub(1, Ordering::SeqCst);
         });
     }
     Ok(())
 }
+
+/// The most connections served at once (past it one is answered 503 and closed).
+const MAX_CONNECTIONS: usize = 64;
 
 struct Request {
     method: String,
@@ -72,7 +82,7 @@ fn connection(
     let mut writer = stream.try_clone()?;
     let mut reader = BufReader::new(stream);
     loop {
-        let request = match read_request(&mut reader) {
+        let request = match read_request(&mut reader, &mut writer) {
             Ok(Some(r)) => r,
             Ok(None) => return Ok(()),
             Err((status, why)) => {
@@ -130,7 +140,10 @@ fn loopback_origin(origin: &str) -> bool {
 }
 
 /// One request; `Ok(None)` when the peer closed between requests.
-fn read_request(reader: &mut impl BufRead) -> Result<Option<Request>, (u16, String)> {
+fn read_request(
+    reader: &mut impl BufRead,
+    writer: &mut impl Write,
+) -> Result<Option<Request>, (u16, String)> {
     let mut head = Vec::new();
     loop {
         let mut line = Vec::new();
@@ -172,6 +185,15 @@ fn read_request(reader: &mut impl BufRead) -> Result<Option<Request>, (u16, Stri
     if length > MAX_BODY {
         return Err((413, format!("body larger than {MAX_BODY} bytes")));
     }
+    // curl and others wait for this before they send the body.
+    if length > 0
+        && request.header("expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
+    {
+        writer
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .and_then(|()| writer.flush())
+            .map_err(|e| (400, format!("write: {e}")))?;
+    }
     let mut body = vec![0; length];
     reader.read_exact(&mut body).map_err(|e| (400, format!("body: {e}")))?;
     request.body = body;
@@ -192,6 +214,7 @@ fn respond(
         404 => "Not Found",
         405 => "Method Not Allowed",
         411 => "Length Required",
+        503 => "Service Unavailable",
         413 => "Payload Too Large",
         _ => "Request Header Fields Too Large",
     };
@@ -224,10 +247,17 @@ mod tests {
     #[test]
     fn reads_a_request_with_a_body_and_refuses_chunked() {
         let raw = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
-        let request = read_request(&mut &raw[..]).unwrap().unwrap();
+        let request = read_request(&mut &raw[..], &mut Vec::new()).unwrap().unwrap();
         assert_eq!((request.method.as_str(), request.body.as_slice()), ("POST", &b"{}"[..]));
         let raw = b"POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
-        assert_eq!(read_request(&mut &raw[..]).err().map(|e| e.0), Some(411));
-        assert!(read_request(&mut &b""[..]).unwrap().is_none());
+        assert_eq!(read_request(&mut &raw[..], &mut Vec::new()).err().map(|e| e.0), Some(411));
+        assert!(read_request(&mut &b""[..], &mut Vec::new()).unwrap().is_none());
+        let raw = b"POST /mcp HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n{}";
+        let mut interim = Vec::new();
+        let request = read_request(&mut &raw[..], &mut interim).unwrap().unwrap();
+        assert_eq!(
+            (interim.as_slice(), request.body.as_slice()),
+            (&b"HTTP/1.1 100 Continue\r\n\r\n"[..], &b"{}"[..])
+        );
     }
 }

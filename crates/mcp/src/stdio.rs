@@ -29,9 +29,9 @@ pub fn serve(
             return Ok(());
         }
         let answer = if line.len() > MAX_LINE && !line.ends_with(b"\n") {
-            // Skip the rest of the oversized message, then say why it was dropped.
-            let mut rest = Vec::new();
-            let _ = input.read_until(b'\n', &mut rest);
+            // Skip the rest of the oversized message, a buffer at a time, then say why it was
+            // dropped.
+            skip_line(&mut input);
             Some(oversized())
         } else {
             let text = String::from_utf8_lossy(&line);
@@ -48,6 +48,37 @@ pub fn serve(
                 .and_then(|()| output.flush())
                 .map_err(|e| McpError(format!("cannot write stdout: {e}")))?;
         }
+    }
+}
+
+fn skip_line(input: &mut impl BufRead) {
+    loop {
+        let (consumed, done) = match input.fill_buf() {
+            Ok([]) | Err(_) => return,
+            Ok(buf) => match buf.iter().position(|b| *b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (buf.len(), false),
+            },
+        };
+        input.consume(consumed);
+        if done {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_oversized_line_is_skipped_without_holding_it() {
+        let mut input = std::io::BufReader::with_capacity(
+            16,
+            &b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\nnext\n"[..],
+        );
+        super::skip_line(&mut input);
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut input, &mut rest).unwrap();
+        assert_eq!(rest, "next\n");
     }
 }
 

@@ -422,3 +422,50 @@ fn recorded_calls_are_a_steps_evidence_and_a_no_op_write_is_not_success() {
     assert_eq!(codes, ["no_op_mutation"], "{result}");
     assert!(result["file_mutations"].to_string().contains("\"no_op\":true"));
 }
+
+/// A stop allowed earlier does not stay `success` once the client undoes the work: the next stop
+/// is refused and the run is open again, so `pev gate status` decides it afresh.
+#[test]
+fn a_run_allowed_then_undone_is_reopened_by_the_next_refusal() {
+    let (ws, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut client = plan_with(ws.path(), "s-again");
+    std::fs::write(ws.path().join("hello.txt"), "hi\n").unwrap();
+    for (tool, args) in [
+        ("step_update", json!({"id": "write", "status": "done", "evidence": "wrote hello.txt"})),
+        ("step_update", json!({"id": "check", "status": "done", "evidence": "read it: hi"})),
+        ("postcondition_verify", json!({"id": "p1", "evidence": "it says hi"})),
+    ] {
+        assert_eq!(client.call(tool, args)["isError"], false);
+    }
+    let stop = claude_stop(ws.path(), "s-again", false).to_string();
+    let (_, out) = gate(ws.path(), tmp.path(), &stop, &[]);
+    assert!(out["systemMessage"].as_str().unwrap().contains("verified"), "{out}");
+    assert_eq!(status(ws.path(), "s-again").0, 0);
+    // The user asks for more; the model breaks the file and wants to stop.
+    std::fs::write(ws.path().join("hello.txt"), "bye\n").unwrap();
+    let (_, out) = gate(ws.path(), tmp.path(), &stop, &[]);
+    assert_eq!(out["decision"], "block", "{out}");
+    let (code, result) = status(ws.path(), "s-again");
+    assert_ne!(code, 0, "{result}");
+    assert!(result["reasons"].to_string().contains("evidence_regressed"), "{result}");
+}
+
+/// A todo list is the client's own account: all items completed and files changed is still not
+/// `success` without a plan pev could check.
+#[test]
+fn a_todo_list_alone_is_never_success() {
+    let (ws, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut client = Client::initialized(ws.path(), &[("PEV_SESSION_ID", "s-todo-only")]);
+    let empty = client.call("todo_write", json!({"todos": []}));
+    assert_eq!(empty["structuredContent"]["run_id"], Value::Null, "an empty list makes no run");
+    let todos = json!({"todos": [
+        {"content": "Write notes.md", "status": "completed", "activeForm": "Writing notes.md"}
+    ]});
+    assert_eq!(client.call("todo_write", todos)["isError"], false);
+    std::fs::write(ws.path().join("notes.md"), "notes\n").unwrap();
+    let (_, out) =
+        gate(ws.path(), tmp.path(), &claude_stop(ws.path(), "s-todo-only", false).to_string(), &[]);
+    assert_eq!(out["decision"], "block", "{out}");
+    let (code, result) = status(ws.path(), "s-todo-only");
+    assert_eq!((code, result["status"].as_str()), (3, Some("partial")), "{result}");
+}

@@ -1,5 +1,6 @@
 //! Shared fixtures: a journal in a temporary directory, runs, and one record of each kind.
 
+mod append;
 mod chain;
 mod journal;
 mod open;
