@@ -67,6 +67,15 @@ fn skip_line(input: &mut impl BufRead) {
     }
 }
 
+fn oversized() -> String {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": crate::rpc::INVALID_REQUEST, "message": format!("message longer than {MAX_LINE} bytes")},
+    })
+    .to_string()
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -80,13 +89,4 @@ mod tests {
         std::io::Read::read_to_string(&mut input, &mut rest).unwrap();
         assert_eq!(rest, "next\n");
     }
-}
-
-fn oversized() -> String {
-    serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": {"code": crate::rpc::INVALID_REQUEST, "message": format!("message longer than {MAX_LINE} bytes")},
-    })
-    .to_string()
 }
