@@ -100,7 +100,7 @@ pub struct Payload {
     pub tool_name: Option<String>,
     pub tool_input: Option<Value>,
     pub tool_response: Option<Value>,
-    /// `codex` when the payload has Codex's `turn_id`, else `claude`.
+    /// `codex` when the payload has Codex's `turn_id` or rollout transcript, else `claude`.
     pub client: &'static str,
 }
 
@@ -126,7 +126,16 @@ impl Payload {
             tool_name: text("tool_name"),
             tool_input: map.get("tool_input").cloned(),
             tool_response: map.get("tool_response").cloned(),
-            client: if map.contains_key("turn_id") { "codex" } else { "claude" },
+            client: if map.contains_key("turn_id")
+                || map
+                    .get("transcript_path")
+                    .and_then(Value::as_str)
+                    .is_some_and(|p| p.contains("/rollout-"))
+            {
+                "codex"
+            } else {
+                "claude"
+            },
         })
     }
 }
