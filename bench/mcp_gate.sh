@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# What pev costs a Claude Code / Codex session (issue 14): the latency of `pev mcp`'s plan tools
+# over stdio and of one `pev gate` Stop decision, in workspaces of FILES small files (the
+# snapshot at plan_create and the diff at every update and stop are what grow with the
+# workspace), beside the floor of any command hook (spawning /bin/true).
+#
+# Usage: PEV=target/release/pev bench/mcp_gate.sh      env: FILES="0 2000", ROUNDS=20
+set -euo pipefail
+: "${PEV:?set PEV to the pev to measure}"
+files="${FILES:-0 2000}"
+rounds="${ROUNDS:-20}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+for count in $files; do
+  ws="$work/ws-$count"
+  python3 - "$ws" "$count" "$PEV" "$rounds" <<'PY'
+import json, os, subprocess, sys, time
+root, count, pev, rounds = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+os.makedirs(root)
+for i in range(count):
+    d = os.path.join(root, f"dir{i % 20}")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, f"f{i}.txt"), "w") as f:
+        f.write(("line %d\n" % i) * 256)
+env = dict(os.environ, PEV_SESSION_ID="bench")
+env.pop("CLAUDE_PROJECT_DIR", None)
+server = subprocess.Popen([pev, "mcp", "--workspace", root], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, env=env, text=True)
+ids = iter(range(1, 10**9))
+def rpc(method, params):
+    msg = {"jsonrpc": "2.0", "id": next(ids), "method": method, "params": params}
+    start = time.perf_counter()
+    server.stdin.write(json.dumps(msg) + "\n"); server.stdin.flush()
+    answer = json.loads(server.stdout.readline())
+    return (time.perf_counter() - start) * 1000, answer
+rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}})
+plan = {"objective": "Create hello.txt containing hi", "steps": [
+    {"id": "write", "title": "Write hello.txt", "assertions": [{"type": "file_contains", "path": "hello.txt", "pattern": "hi"}]}],
+    "postconditions": [{"description": "hello.txt says hi", "assertions": [{"type": "file_contains", "path": "hello.txt", "pattern": "hi"}]}]}
+create_ms, _ = rpc("tools/call", {"name": "plan_create", "arguments": plan})
+with open(os.path.join(root, "hello.txt"), "w") as f:
+    f.write("hi\n")
+update = []
+for _ in range(rounds):
+    for status in ("pending", "done"):
+        ms, answer = rpc("tools/call", {"name": "step_update", "arguments": {"id": "write", "status": status, "evidence": "wrote hello.txt"}})
+        assert not answer["result"]["isError"], answer
+        if status == "done":
+            update.append(ms)
+show = [rpc("tools/call", {"name": "plan_show", "arguments": {}})[0] for _ in range(rounds)]
+rpc("tools/call", {"name": "postcondition_verify", "arguments": {"id": "p1", "evidence": "says hi"}})
+server.stdin.close(); server.wait()
+payload = json.dumps({"hook_event_name": "Stop", "session_id": "bench", "cwd": root, "stop_hook_active": False})
+def timed(argv, stdin):
+    start = time.perf_counter()
+    out = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env)
+    return (time.perf_counter() - start) * 1000, out
+gate = []
+for _ in range(rounds):
+    ms, out = timed([pev, "gate", "--workspace", root], payload)
+    assert "verified" in out.stdout, out.stdout + out.stderr
+    gate.append(ms)
+floor = [timed(["/bin/true"], payload)[0] for _ in range(rounds)]
+med = lambda xs: sorted(xs)[len(xs) // 2]
+print(f"| {count} files | {create_ms:.1f} ms | {med(update):.1f} ms | {med(show):.1f} ms | {med(gate):.1f} ms | {med(floor):.1f} ms |")
+PY
+done
