@@ -2,7 +2,7 @@
 # Mutation testing of pev's decision core with cargo-mutants (https://mutants.rs): the code that
 # decides what a run may claim (verify's outcome, re-check, mutation and goal rules; the loop's
 # finalization gate and plan state; the final re-check's journal half; the budget; lint's step
-# graph; provider retries). Each mutant is a plausible bug; a mutant that no test of its own crate
+# graph; provider retries; an MCP client's verdict and its stop gate). Each mutant is a plausible bug; a mutant that no test of its own crate
 # notices ("missed") is a test that is owed. The target is zero missed mutants; the last report is
 # in docs/mutants.md.
 #
@@ -35,6 +35,8 @@ core=(
   crates/engine/src/agent/budget.rs
   crates/lint/src/graph.rs
   crates/providers/src/retry.rs
+  crates/mcp/src/verdict.rs
+  crates/mcp/src/gate.rs
 )
 
 out="${MUTANTS_OUT:-bench/out/mutants}"

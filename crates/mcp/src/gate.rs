@@ -609,3 +609,7 @@ pub async fn status(
         _ => verdict::verdict(&store, &run_id, ctx).await,
     }
 }
+
+#[cfg(test)]
+#[path = "gate_tests.rs"]
+mod tests;
