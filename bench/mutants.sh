@@ -2,9 +2,9 @@
 # Mutation testing of pev's decision core with cargo-mutants (https://mutants.rs): the code that
 # decides what a run may claim (verify's outcome, re-check, mutation and goal rules; the loop's
 # finalization gate and plan state; the final re-check's journal half; the budget; lint's step
-# graph; provider retries; an MCP client's verdict and its stop gate). Each mutant is a plausible bug; a mutant that no test of its own crate
-# notices ("missed") is a test that is owed. The target is zero missed mutants; the last report is
-# in docs/mutants.md.
+# graph; provider retries; an MCP client's verdict and its stop gate). Each mutant is a plausible
+# bug; a mutant that no test of its own crate notices ("missed") is a test that is owed. The
+# target is zero missed mutants; the last report is in docs/mutants.md.
 #
 # Usage:
 #   bench/mutants.sh                 every decision-core file (about 560 mutants: hours on 2 cores)
