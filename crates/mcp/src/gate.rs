@@ -604,9 +604,24 @@ pub async fn status(
     if record.options.get("mode").and_then(Value::as_str) != Some(MODE) {
         return Err(McpError(format!("run {run_id} is not a pev mcp run")));
     }
+    let now = || verdict::verdict(&store, &run_id, ctx);
     match record.result {
-        Some(result) if record.status != "running" => Ok(result),
-        _ => verdict::verdict(&store, &run_id, ctx).await,
+        // A success is a statement about the workspace: if it no longer holds, say so.
+        Some(stored) if record.status != "running" && stored.status == RunStatus::Success => {
+            let mut current = now().await?;
+            if current.status == RunStatus::Success {
+                return Ok(stored);
+            }
+            current.warnings.insert(
+                0,
+                "the gate recorded success, but the workspace has changed since: this is the \
+                 verdict now"
+                    .to_owned(),
+            );
+            Ok(current)
+        }
+        Some(stored) if record.status != "running" => Ok(stored),
+        _ => now().await,
     }
 }
 

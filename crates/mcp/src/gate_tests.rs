@@ -408,3 +408,338 @@ fn payloads_of_both_clients() {
     assert!(Payload::parse(b"[1]").unwrap_err().contains("not a JSON object"));
     assert!(Payload::parse(b"").is_err());
 }
+
+fn record(env: &Env, session: &str, tool: &str, input: Value, response: Value) {
+    let payload = json!({"hook_event_name": "PostToolUse", "session_id": session, "tool_name": tool,
+                         "tool_input": input, "tool_response": response});
+    assert_eq!(env.hook(&payload, &GateOptions::default()), Reply { stdout: None, exit: 0 });
+}
+
+#[test]
+fn session_start_pins_and_post_tool_use_records() {
+    let env = Env::new();
+    let start =
+        json!({"hook_event_name": "SessionStart", "session_id": "pin-1", "source": "startup"});
+    let out = env.hook(&start, &GateOptions::default()).stdout.unwrap();
+    assert_eq!(out["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    assert!(
+        out["hookSpecificOutput"]["additionalContext"].as_str().unwrap().contains("file_contains")
+    );
+    assert_eq!(crate::session::pinned(&env.db).as_deref(), Some("pin-1"));
+    let sessions = env.sessions("pin-1");
+    assert!(call(&sessions, "plan_create", hello_plan()).ok);
+    record(&env, "pin-1", "Bash", json!({"command": "make"}), json!({"exit_code": 0}));
+    let events = env.store().events(&env.run_id()).unwrap();
+    let recorded: Vec<Value> = events
+        .into_iter()
+        .filter_map(|e| match e.body {
+            EventBody::ClientTool { tool, summary } => {
+                Some(json!({"tool": tool, "summary": summary}))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(recorded, [json!({"tool": "Bash", "summary": {"command": "make", "exit_code": 0}})]);
+    // Another hook event is not a stop: nothing is checked or blocked.
+    let other = json!({"hook_event_name": "UserPromptSubmit", "session_id": "pin-1"});
+    assert_eq!(env.hook(&other, &GateOptions::default()).stdout, None);
+}
+
+#[test]
+fn each_done_step_rests_on_the_client_calls_before_it() {
+    let env = Env::new();
+    let sessions = env.sessions("s");
+    let plan = json!({"objective": "Create a.txt and b.txt", "steps": [
+        {"id": "a", "title": "Create a.txt", "assertions": [{"type": "file_exists", "path": "a.txt"}]},
+        {"id": "b", "title": "Create b.txt", "assertions": [{"type": "file_exists", "path": "b.txt"}]},
+        {"id": "c", "title": "Say so"}
+    ]});
+    assert!(call(&sessions, "plan_create", plan).ok);
+    record(&env, "s", "Bash", json!({"command": "touch a.txt"}), json!({"exit_code": 0}));
+    env.write("a.txt", "");
+    assert!(
+        call(&sessions, "step_update", json!({"id": "a", "status": "done", "evidence": "made a"}))
+            .ok
+    );
+    record(
+        &env,
+        "s",
+        "Write",
+        json!({"file_path": "b.txt", "content": "b"}),
+        json!({"originalFile": null}),
+    );
+    env.write("b.txt", "b");
+    // Two steps accepted with no call between them: the calls are the first's.
+    assert!(
+        call(&sessions, "step_update", json!({"id": "b", "status": "done", "evidence": "made b"}))
+            .ok
+    );
+    assert!(
+        call(&sessions, "step_update", json!({"id": "c", "status": "done", "evidence": "said so"}))
+            .ok
+    );
+    let result = env.status("s");
+    let evidence = |i: usize| result.steps[i].evidence.clone();
+    assert_eq!(evidence(0), ["made a", "client call: Bash touch a.txt (exit 0)"]);
+    assert_eq!(evidence(1), ["made b", "client call: Write b.txt"]);
+    assert_eq!(evidence(2), ["said so"]);
+    assert_eq!(result.steps.iter().map(|s| s.attempts).collect::<Vec<_>>(), [1, 1, 1]);
+    assert_eq!(result.status, RunStatus::Success, "{:?}", result.reasons);
+}
+
+#[test]
+fn a_write_the_client_reports_unchanged_is_a_no_op_and_other_calls_are_not() {
+    let env = Env::new();
+    env.write("same.txt", "same\n");
+    env.write("undone.txt", "orig\n");
+    let sessions = honest(&env, "s");
+    let root = env.ws.path().canonicalize().unwrap();
+    let abs = |p: &str| root.join(p).display().to_string();
+    record(
+        &env,
+        "s",
+        "Write",
+        json!({"file_path": abs("same.txt"), "content": "same\n"}),
+        json!({"originalFile": "same\n"}),
+    );
+    // Edited and put back: the client saw a change, so it is no no-op.
+    record(
+        &env,
+        "s",
+        "Write",
+        json!({"file_path": abs("undone.txt"), "content": "x"}),
+        json!({"originalFile": "orig\n"}),
+    );
+    // A file that did not exist when the plan was made is not a no-op either.
+    env.write("new.txt", "n");
+    record(
+        &env,
+        "s",
+        "Write",
+        json!({"file_path": abs("new.txt"), "content": "n"}),
+        json!({"originalFile": "n"}),
+    );
+    let _ = sessions;
+    let result = env.status("s");
+    let no_ops: Vec<&str> =
+        result.file_mutations.iter().filter(|m| m.no_op).map(|m| m.path.as_str()).collect();
+    assert_eq!(no_ops, ["same.txt"]);
+    assert_eq!(codes(&result), ["no_op_mutation"]);
+    assert!(result.goal_actions_executed);
+}
+
+#[test]
+fn a_no_op_write_to_a_file_changed_since_is_not_a_no_op() {
+    let env = Env::new();
+    env.write("f.txt", "one\n");
+    let _sessions = honest(&env, "s");
+    env.write("f.txt", "two\n");
+    record(
+        &env,
+        "s",
+        "Write",
+        json!({"file_path": "f.txt", "content": "two\n"}),
+        json!({"originalFile": "two\n"}),
+    );
+    let result = env.status("s");
+    assert!(result.file_mutations.iter().all(|m| !m.no_op), "{:?}", result.file_mutations);
+    assert_eq!(result.status, RunStatus::Success);
+}
+
+#[test]
+fn status_finds_the_run_never_reports_a_stale_success_and_keeps_a_recorded_cap() {
+    let env = Env::new();
+    let _sessions = honest(&env, "s");
+    // A run of another kind in the same journal, newer: not the client's.
+    env.store()
+        .create_run(&pev_store::NewRun {
+            run_id: "plain".into(),
+            goal: "g".into(),
+            workspace: env.ctx.workspace.root().display().to_string(),
+            plan: json!({"goal": "g", "steps": []}),
+            options: json!({}),
+            created_at: "2999-01-01T00:00:00.000Z".into(),
+        })
+        .unwrap();
+    assert!(env.stop("s", &GateOptions::default()).stdout.unwrap()["systemMessage"].is_string());
+    let found = block_on(status(None, None, &env.ctx, &env.db)).unwrap();
+    assert_eq!(
+        (found.run_id.as_str(), found.status),
+        (env.store().list_runs().unwrap()[1].run_id.as_str(), RunStatus::Success)
+    );
+    assert!(
+        block_on(status(Some("nobody"), None, &env.ctx, &env.db))
+            .unwrap_err()
+            .0
+            .contains("session nobody")
+    );
+    assert!(
+        block_on(status(None, Some("plain"), &env.ctx, &env.db))
+            .unwrap_err()
+            .0
+            .contains("not a pev mcp run")
+    );
+    // The workspace changes after the recorded success: the answer is the verdict now.
+    env.write("hello.txt", "bye\n");
+    let now = env.status("s");
+    assert_ne!(now.status, RunStatus::Success);
+    assert!(now.warnings[0].contains("changed since"), "{:?}", now.warnings);
+}
+
+#[test]
+fn a_recorded_cap_is_what_status_reports() {
+    let env = Env::new();
+    let sessions = env.sessions("s");
+    assert!(call(&sessions, "plan_create", hello_plan()).ok);
+    env.write("hello.txt", "hi\n");
+    assert!(
+        call(
+            &sessions,
+            "step_update",
+            json!({"id": "write", "status": "done", "evidence": "wrote it"})
+        )
+        .ok
+    );
+    let none = GateOptions { max_refusals: 0, ..GateOptions::default() };
+    assert_eq!(env.stop("s", &none).stdout.unwrap()["continue"], false);
+    let result = env.status("s");
+    assert_eq!(result.status, RunStatus::Partial);
+    assert!(
+        result.warnings.iter().any(|w| w.contains("refused 0 stop(s)")),
+        "{:?}",
+        result.warnings
+    );
+}
+
+#[test]
+fn subagent_refusals_do_not_count_toward_the_stop_cap() {
+    let env = Env::new();
+    let sessions = env.sessions("s");
+    assert!(call(&sessions, "plan_create", hello_plan()).ok);
+    env.write("hello.txt", "hi\n");
+    assert!(
+        call(
+            &sessions,
+            "step_update",
+            json!({"id": "write", "status": "done", "evidence": "wrote it"})
+        )
+        .ok
+    );
+    env.write("hello.txt", "bye\n");
+    let sub = json!({"hook_event_name": "SubagentStop", "session_id": "s"});
+    let one = GateOptions { max_refusals: 1, ..GateOptions::default() };
+    assert_eq!(env.hook(&sub, &one).stdout.unwrap()["decision"], "block");
+    // The main agent's first stop is still its first refusal, not past the cap.
+    let out = env.stop("s", &one).stdout.unwrap();
+    assert_eq!(out["decision"], "block", "{out}");
+    assert!(out["reason"].as_str().unwrap().contains("refusal 1 of 1"));
+}
+
+#[test]
+fn a_long_list_of_reasons_is_cut_with_a_count() {
+    let reasons: Vec<String> = (1..=13).map(|i| format!("reason {i}")).collect();
+    let text = block_reason("r", &reasons, 1, 3);
+    assert!(text.contains("- reason 12\n- … and 1 more"), "{text}");
+    let twelve = block_reason("r", &reasons[..12], 1, 3);
+    assert!(!twelve.contains("more"), "{twelve}");
+}
+
+#[test]
+fn the_transcript_checklist_and_its_counter() {
+    let env = Env::new();
+    let transcript = env.ws.path().join("t.jsonl");
+    let todo = |status: &str| {
+        json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "TodoWrite",
+            "input": {"todos": [{"content": "A", "status": "completed", "activeForm": "A"},
+                                {"content": "B", "status": status, "activeForm": "B"}]}}]}})
+        .to_string()
+    };
+    std::fs::write(&transcript, todo("pending")).unwrap();
+    let options = GateOptions { from_transcript: true, max_refusals: 1, ..GateOptions::default() };
+    let stop = json!({"hook_event_name": "Stop", "session_id": "t", "transcript_path": transcript.display().to_string()});
+    let out = env.hook(&stop, &options).stdout.unwrap();
+    assert_eq!(out["decision"], "block");
+    let reason = out["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("1 item(s) open")
+            && reason.contains("B (pending)")
+            && !reason.contains("- A"),
+        "{reason}"
+    );
+    let out = env.hook(&stop, &options).stdout.unwrap();
+    assert_eq!(out["continue"], false);
+    assert!(
+        out["stopReason"].as_str().unwrap().contains("your own todo list is not finished"),
+        "{out}"
+    );
+    // A SubagentStop does not read the parent's checklist.
+    let sub = json!({"hook_event_name": "SubagentStop", "session_id": "t", "transcript_path": transcript.display().to_string()});
+    assert_eq!(env.hook(&sub, &options).stdout, None);
+    std::fs::write(&transcript, todo("completed")).unwrap();
+    assert_eq!(env.hook(&stop, &options).stdout, None);
+}
+
+#[test]
+fn the_default_counter_dir_is_under_the_temp_dir() {
+    struct Bare;
+    impl GateEnv for Bare {
+        fn open(&self, _: Option<&str>) -> Result<(Arc<ToolContext>, PathBuf), String> {
+            Err("no workspace".into())
+        }
+    }
+    assert_eq!(Bare.counter_dir(), std::env::temp_dir().join("pev-gate"));
+}
+
+#[test]
+fn a_dropped_step_is_said_and_todos_beside_a_plan_can_all_be_done() {
+    let env = Env::new();
+    let sessions = honest(&env, "s");
+    let mut revised = hello_plan();
+    revised["steps"].as_array_mut().unwrap().truncate(1);
+    revised["dropped"] = json!([{"id": "check", "reason": "the postcondition reads it"}]);
+    assert!(call(&sessions, "plan_create", revised).ok);
+    let todos = json!({"todos": [{"content": "Tell the team", "status": "completed", "active_form": "Telling"}]});
+    assert!(call(&sessions, "todo_write", todos).ok);
+    let result = env.status("s");
+    assert_eq!(result.status, RunStatus::Success, "{:?}", result.reasons);
+    assert!(
+        result.warnings.iter().any(|w| w.contains("dropped step(s) from its plan: `check`")),
+        "{:?}",
+        result.warnings
+    );
+    assert!(!result.warnings.iter().any(|w| w.contains("todo list but no plan")));
+}
+
+#[test]
+fn a_todo_list_without_changes_asks_for_a_change_that_did_not_happen() {
+    let env = Env::new();
+    let sessions = env.sessions("s");
+    let todos = json!({"todos": [{"content": "Write a.txt", "status": "completed", "active_form": "Writing"}]});
+    assert!(call(&sessions, "todo_write", todos).ok);
+    let result = env.status("s");
+    assert_eq!(codes(&result), ["no_effects"]);
+    assert!(result.warnings.iter().any(|w| w.contains("todo list but no plan")));
+}
+
+#[test]
+fn content_changed_is_rechecked_against_the_hash_it_was_checked_against() {
+    let env = Env::new();
+    env.write("a.txt", "before\n");
+    let sessions = env.sessions("s");
+    let plan = json!({"objective": "Change a.txt", "steps": [{"id": "a", "title": "Change a.txt",
+        "assertions": [{"type": "content_changed", "path": "a.txt"}]}]});
+    assert!(call(&sessions, "plan_create", plan).ok);
+    assert!(call(&sessions, "step_update", json!({"id": "a", "status": "in_progress"})).ok);
+    env.write("a.txt", "after\n");
+    assert!(
+        call(
+            &sessions,
+            "step_update",
+            json!({"id": "a", "status": "done", "evidence": "changed it"})
+        )
+        .ok
+    );
+    let result = env.status("s");
+    assert_eq!(result.status, RunStatus::Success, "{:?}", result.reasons);
+    assert_eq!(result.final_check.unwrap().rechecked, 1);
+}

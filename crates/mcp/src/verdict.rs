@@ -112,11 +112,8 @@ async fn decide(
     // not completed), never make it one.
     for (i, item) in state.todo.iter().enumerate() {
         let id = format!("todo-{}", i.saturating_add(1));
-        let mut step = Step {
-            id: StepId::new(id.clone()),
-            title: Some(item.content.clone()),
-            ..Step::default()
-        };
+        // (The id is what the outcome names; the item's words are in the run's events.)
+        let mut step = Step { id: StepId::new(id.clone()), ..Step::default() };
         step.index_references();
         plan.steps.push(step);
         steps.push(StepResult {
@@ -145,12 +142,8 @@ async fn decide(
     let postconditions: Vec<PostconditionResult> =
         model.map(|p| p.postconditions.iter().map(postcondition).collect()).unwrap_or_default();
 
-    let report = LoopReport {
-        plan: model.cloned(),
-        revisions: state.book.revisions.clone(),
-        evidence: marks,
-        ..LoopReport::default()
-    };
+    // What the final re-check reads: the plan and where its evidence was taken.
+    let report = LoopReport { plan: model.cloned(), evidence: marks, ..LoopReport::default() };
     let check = final_recheck(ctx, &report).await;
     let mutation_steps = vec![String::new(); changes.mutations.len()];
     let goal_actions_executed = changes.mutations.iter().any(|m| !m.no_op);
