@@ -409,6 +409,7 @@ fn payloads_of_both_clients() {
     assert!(Payload::parse(b"").is_err());
 }
 
+#[allow(clippy::needless_pass_by_value)] // call sites build the JSON inline
 fn record(env: &Env, session: &str, tool: &str, input: Value, response: Value) {
     let payload = json!({"hook_event_name": "PostToolUse", "session_id": session, "tool_name": tool,
                          "tool_input": input, "tool_response": response});

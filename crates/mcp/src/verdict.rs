@@ -333,3 +333,13 @@ fn clip(text: &str, limit: usize) -> String {
     cut.push('…');
     cut
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn clip_keeps_short_text_and_cuts_long_text_on_one_line() {
+        assert_eq!(super::clip("a\nb", 3), "a b");
+        assert_eq!(super::clip("abcd", 3), "abc…");
+        assert_eq!(super::clip("abc", 3), "abc");
+    }
+}
