@@ -607,7 +607,8 @@ pub async fn status(
     let now = || verdict::verdict(&store, &run_id, ctx);
     match record.result {
         // A success is a statement about the workspace: if it no longer holds, say so.
-        Some(stored) if record.status != "running" && stored.status == RunStatus::Success => {
+        // (A run the gate recorded and nothing reopened since: a reopening clears the result.)
+        Some(stored) if stored.status == RunStatus::Success => {
             let mut current = now().await?;
             if current.status == RunStatus::Success {
                 return Ok(stored);
@@ -620,8 +621,8 @@ pub async fn status(
             );
             Ok(current)
         }
-        Some(stored) if record.status != "running" => Ok(stored),
-        _ => now().await,
+        Some(stored) => Ok(stored),
+        None => now().await,
     }
 }
 

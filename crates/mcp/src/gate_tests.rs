@@ -270,6 +270,9 @@ fn work_undone_after_it_was_verified_regresses_and_a_subagent_is_held_only_then(
     env.write("hello.txt", "bye\n");
     let out = env.hook(&sub, &GateOptions::default()).stdout.unwrap();
     assert_eq!(out["decision"], "block");
+    // Its reason is the undone work only, not the plan's unfinished steps.
+    let reason = out["reason"].as_str().unwrap();
+    assert!(reason.contains("hello.txt") && !reason.contains("'check'"), "{reason}");
     // A sub-agent's refusals do not count toward the main agent's cap.
     let counted = decisions(&env);
     assert_eq!(counted, [("SubagentStop".to_owned(), "block".to_owned(), 1)]);
@@ -385,6 +388,11 @@ fn the_summary_of_a_clients_call() {
         Some(&json!({"originalFile": "old"})),
     );
     assert_eq!(changed["no_op"], false);
+    let shapes = tool_summary(
+        None,
+        Some(&json!({"success": {"x": 1}, "exitCode": [1], "interrupted": false})),
+    );
+    assert_eq!(shapes, json!({"interrupted": false}), "objects and lists are not kept");
     let argv = tool_summary(Some(&json!({"command": ["git", "status"]})), None);
     assert_eq!(argv, json!({"command": "git status"}));
     assert_eq!(tool_summary(None, None), json!({}));
@@ -496,13 +504,16 @@ fn a_write_the_client_reports_unchanged_is_a_no_op_and_other_calls_are_not() {
     let sessions = honest(&env, "s");
     let root = env.ws.path().canonicalize().unwrap();
     let abs = |p: &str| root.join(p).display().to_string();
-    record(
-        &env,
-        "s",
-        "Write",
-        json!({"file_path": abs("same.txt"), "content": "same\n"}),
-        json!({"originalFile": "same\n"}),
-    );
+    // Recorded twice (the client wrote it twice): one no-op mutation.
+    for _ in 0..2 {
+        record(
+            &env,
+            "s",
+            "Write",
+            json!({"file_path": abs("same.txt"), "content": "same\n"}),
+            json!({"originalFile": "same\n"}),
+        );
+    }
     // Edited and put back: the client saw a change, so it is no no-op.
     record(
         &env,

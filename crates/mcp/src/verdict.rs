@@ -229,19 +229,15 @@ fn calls_behind(
     marks: &pev_engine::agent::loop_mode::EvidenceMarks,
     calls: &[ClientCall],
 ) -> Vec<String> {
-    let Some(&at) = marks.step_at.get(step) else { return Vec::new() };
-    let position = |id: &str| order.iter().position(|o| *o == id);
-    let here = position(step);
-    let from = marks
-        .step_at
-        .iter()
-        .filter(|(id, m)| **m < at || (**m == at && id.as_str() != step && position(id) < here))
-        .map(|(_, m)| *m)
-        .max()
-        .unwrap_or(0);
-    if marks.step_at.iter().any(|(id, m)| *m == at && id.as_str() != step && position(id) < here) {
-        return Vec::new();
-    }
+    // The accepted steps in the order their evidence came (ties in plan order); each step owns
+    // the calls since the one before it.
+    let position = |id: &str| order.iter().position(|o| *o == id).unwrap_or(usize::MAX);
+    let mut accepted: Vec<(u64, usize, &str)> =
+        marks.step_at.iter().map(|(id, m)| (*m, position(id), id.as_str())).collect();
+    accepted.sort_unstable();
+    let Some(i) = accepted.iter().position(|a| a.2 == step) else { return Vec::new() };
+    let at = accepted.get(i).map_or(0, |a| a.0);
+    let from = i.checked_sub(1).and_then(|p| accepted.get(p)).map_or(0, |a| a.0);
     let (from, at) = (usize::try_from(from).unwrap_or(0), usize::try_from(at).unwrap_or(0));
     let at = at.min(calls.len());
     calls
@@ -285,12 +281,9 @@ fn no_op_writes(
             .strip_prefix(root)
             .map_or_else(|_| path.to_owned(), |p| p.display().to_string());
         let Some(entry) = snapshot.files.get(&relative) else { continue };
+        // Unchanged since the snapshot (the diff compared the hashes), counted once.
         let changed = changes.mutations.iter().any(|m| m.path == relative);
-        let now = ctx.workspace.sha256(&relative).ok().flatten();
-        if !changed
-            && now.as_deref() == Some(entry.sha256.as_str())
-            && !out.iter().any(|m| m.path == relative)
-        {
+        if !changed && !out.iter().any(|m| m.path == relative) {
             out.push(FileMutation {
                 path: relative,
                 bytes_before: entry.bytes,
