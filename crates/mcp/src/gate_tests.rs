@@ -755,3 +755,35 @@ fn content_changed_is_rechecked_against_the_hash_it_was_checked_against() {
     assert_eq!(result.status, RunStatus::Success, "{:?}", result.reasons);
     assert_eq!(result.final_check.unwrap().rechecked, 1);
 }
+
+#[test]
+fn steps_accepted_together_give_the_calls_to_the_first_in_plan_order_not_by_name() {
+    let env = Env::new();
+    let sessions = env.sessions("s");
+    let plan = json!({"objective": "Create z.txt", "steps": [
+        {"id": "zeta", "title": "Create z.txt", "assertions": [{"type": "file_exists", "path": "z.txt"}]},
+        {"id": "alpha", "title": "Say so"}
+    ]});
+    assert!(call(&sessions, "plan_create", plan).ok);
+    record(&env, "s", "Bash", json!({"command": "touch z.txt"}), json!({"exit_code": 0}));
+    env.write("z.txt", "");
+    assert!(
+        call(
+            &sessions,
+            "step_update",
+            json!({"id": "zeta", "status": "done", "evidence": "made z"})
+        )
+        .ok
+    );
+    assert!(
+        call(
+            &sessions,
+            "step_update",
+            json!({"id": "alpha", "status": "done", "evidence": "said"})
+        )
+        .ok
+    );
+    let result = env.status("s");
+    assert_eq!(result.steps[0].evidence, ["made z", "client call: Bash touch z.txt (exit 0)"]);
+    assert_eq!(result.steps[1].evidence, ["said"]);
+}
