@@ -141,6 +141,18 @@ Examples:
 Existing files are merged (other servers, hooks and settings are kept); a file that is not valid
 JSON is left alone and reported.";
 
+pub(crate) const REPORT_HELP: &str = "\
+Examples:
+  pev report last                       # pev-report-<run>.html in this directory
+  pev report last -o run.html -w site
+  pev report 2026112 -o - > run.html
+
+The file needs nothing else (no network, no scripts; a Content Security Policy forbids them) and
+opens from disk. Everything that comes from a plan, a model, a tool or a file is escaped.
+
+Exit codes: 0 written, 1 the journal's hash chain is broken (the report says so first) or the file
+cannot be written, 2 no journal or no such run.";
+
 pub(crate) const SCHEMA_HELP: &str = "\
 Examples:
   pev schema plan > plan.schema.json
@@ -232,6 +244,18 @@ pub(crate) enum Command {
         /// Output format (`json` prints the run result, `pev schema result`)
         #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
         format: ShowFormat,
+        #[command(flatten)]
+        journal: JournalArgs,
+    },
+    /// Write a run as one self-contained HTML file: verdict, plan graph, timeline, evidence, diffs
+    #[command(after_help = REPORT_HELP)]
+    Report {
+        /// The run: its id, a unique prefix of it, or `last`
+        #[arg(value_name = "RUN")]
+        run: String,
+        /// Where to write it (`-` for stdout) [default: pev-report-RUN.html here]
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: Option<PathBuf>,
         #[command(flatten)]
         journal: JournalArgs,
     },

@@ -147,6 +147,67 @@ pub fn show(run: &str, common: &Common, out: &mut dyn Write) -> Result<u8, Fail>
     Ok(code)
 }
 
+/// `pev report RUN`: the run as one self-contained HTML file (`pev-report`), written to
+/// `output` (`-`: stdout; default `pev-report-RUN.html` here).
+pub fn report(
+    run: &str,
+    common: &Common,
+    output: Option<&std::path::Path>,
+    out: &mut dyn Write,
+) -> Result<u8, Fail> {
+    let store = open(common)?;
+    let run_id = store.resolve_run(run).map_err(|e| Fail(2, e.to_string()))?;
+    let record = store.load_run(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    let mut result = match (&record.result, record.status.as_str()) {
+        (Some(stored), status) if status != "running" => stored.clone(),
+        _ => pev_engine::snapshot(&record),
+    };
+    let mcp = record.options.get("mode").and_then(serde_json::Value::as_str)
+        == Some(pev_mcp::session::MODE);
+    if mcp && record.status == "running" {
+        let place = crate::mcp_cmd::Place {
+            workspace: Some(
+                common.workspace.clone().unwrap_or_else(|| record.workspace.clone().into()),
+            ),
+            store: Some(store.path().to_path_buf()),
+        };
+        if let Ok(now) = crate::mcp_cmd::verdict_now(&place, &run_id) {
+            result = now;
+        }
+    }
+    let integrity = store.integrity(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    if integrity.is_broken() {
+        result.warnings.insert(0, format!("journal {}", integrity.describe()));
+    }
+    let versions = store.plan_versions(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    let blob = |sha: &str| store.blob(sha).ok().flatten();
+    let generated_at = pev_protocol::event::now_rfc3339();
+    let html = pev_report::render(&pev_report::Input {
+        record: &record,
+        result: &result,
+        versions: &versions,
+        blob: &blob,
+        generated_at: &generated_at,
+    });
+    let default = std::path::PathBuf::from(format!("pev-report-{run_id}.html"));
+    let path = output.unwrap_or(&default);
+    if path == std::path::Path::new("-") {
+        out.write_all(html.as_bytes())
+            .map_err(|e| Fail(EXIT_FAILED, format!("cannot write stdout: {e}")))?;
+        return Ok(if integrity.is_broken() { EXIT_FAILED } else { EXIT_OK });
+    }
+    std::fs::write(path, &html)
+        .map_err(|e| Fail(EXIT_FAILED, format!("cannot write {}: {e}", path.display())))?;
+    let _ = writeln!(
+        out,
+        "wrote {} ({} KB): run {run_id}, {}; open it in a browser (it needs no network)",
+        path.display(),
+        html.len().div_ceil(1024),
+        pev_engine::status_name(result.status)
+    );
+    Ok(if integrity.is_broken() { EXIT_FAILED } else { EXIT_OK })
+}
+
 /// What `pev gate` answered each time an MCP client wanted to stop, and the client's own calls
 /// it recorded (nothing for other runs).
 fn render_gate(events: &[pev_protocol::event::Event], style: &Style) -> String {

@@ -139,6 +139,12 @@ fn main() -> ExitCode {
             let code = report(eval_cmd::run(&req, &mut out, &mut std::io::stderr()));
             finish(code, out.flush())
         }
+        Command::Report { run, output, journal } => {
+            let common = journal.common(None, false);
+            let mut out = BufWriter::new(stdout.lock());
+            let code = report(journal_cmd::report(&run, &common, output.as_deref(), &mut out));
+            finish(code, out.flush())
+        }
         Command::Mcp { place, http } => {
             report(mcp_cmd::mcp(&place.place(), http.as_deref(), &mut std::io::stderr()))
         }

@@ -109,8 +109,14 @@ pub fn render_summary_at(result: &RunResult, style: &Style, at: &str) -> String 
     let _ = writeln!(out, "{} {usage} in {}", s.dim("usage:"), duration(result.duration_ms));
     let next = match result.status {
         RunStatus::AwaitingApproval => format!("pev approve {id}{at} && pev resume {id}{at}"),
-        RunStatus::Success => format!("pev show {id}{at}  (steps, evidence and diffs)"),
-        RunStatus::Partial | RunStatus::Failed => format!("pev show {id}{at}"),
+        RunStatus::Success => {
+            format!(
+                "pev show {id}{at}  (steps, evidence and diffs; as one HTML file: pev report {id}{at})"
+            )
+        }
+        RunStatus::Partial | RunStatus::Failed => {
+            format!("pev show {id}{at}  (or as one HTML file: pev report {id}{at})")
+        }
     };
     let _ = writeln!(out, "{} {}", s.dim("next:"), s.bold(&next));
     out

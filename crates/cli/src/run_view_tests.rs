@@ -415,7 +415,12 @@ fn summary_of_a_success() {
     assert!(text.contains("postconditions: 1 of 1 satisfied\n  ✓ CSS changed: content_changed"));
     assert!(text.contains("\n  site/style.css  120 → 121 bytes  +1 −1\n"), "{text}");
     assert!(text.contains("\nusage: 3 tool calls in 12ms\n"), "{text}");
-    assert_eq!(lines.last(), Some(&"next: pev show RUN1  (steps, evidence and diffs)"));
+    assert_eq!(
+        lines.last(),
+        Some(
+            &"next: pev show RUN1  (steps, evidence and diffs; as one HTML file: pev report RUN1)"
+        )
+    );
     assert!(!text.contains('\x1b'));
 }
 
@@ -456,7 +461,10 @@ fn summary_of_a_partial_run_names_its_reasons() {
     assert!(text.contains("  site/style.css  50 → 50 bytes  no-op\n"));
     assert!(text.contains("  ! warning 19\n  … 5 more (pev show)\n"), "{text}");
     assert!(!text.contains("warning 20"));
-    assert!(text.ends_with("next: pev show RUN1\n"));
+    assert!(
+        text.ends_with("next: pev show RUN1  (or as one HTML file: pev report RUN1)\n"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -478,7 +486,10 @@ fn summary_of_a_failed_run_counts_failed_assertions() {
     assert!(text.contains("  assertion_failed [patch-css]: file_contains: `#0b3d0b` not found\n"));
     assert!(text.contains("steps: 1 done, 1 failed (of 2)"), "{text}");
     assert!(text.contains("assertions: 1 passed, 1 failed"));
-    assert!(text.ends_with("next: pev show RUN1\n"));
+    assert!(
+        text.ends_with("next: pev show RUN1  (or as one HTML file: pev report RUN1)\n"),
+        "{text}"
+    );
 }
 
 #[test]

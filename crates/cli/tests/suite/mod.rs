@@ -19,6 +19,7 @@ mod mcp_gate;
 mod mcp_server;
 mod mcp_support;
 mod output;
+mod report;
 mod run_approval;
 mod run_assertions;
 mod run_dag;
