@@ -534,8 +534,7 @@ fn files(out: &mut String, input: &Input<'_>) {
                         DiffTag::Delete => ("del", '-'),
                         DiffTag::Equal => ("ctx", ' '),
                     };
-                    let _ =
-                        writeln!(out, "<span class=\"{class}\">{sign}{}</span>", esc(&line.text));
+                    let _ = write!(out, "<span class=\"{class}\">{sign}{}</span>", esc(&line.text));
                 }
                 if lines.len() > MAX_DIFF_LINES {
                     let _ = write!(out, "… {} more lines", lines.len() - MAX_DIFF_LINES);
