@@ -40,7 +40,16 @@ pub fn runs(common: &Common, out: &mut dyn Write) -> Result<u8, Fail> {
                 steps_total: r.steps_total,
             })
             .collect();
-        let _ = write!(out, "{}", render_runs(&rows, &Style::for_stdout(common.color)));
+        let style = Style::for_stdout(common.color);
+        let _ = write!(out, "{}", render_runs(&rows, &style));
+        if !rows.is_empty() {
+            let _ = writeln!(
+                out,
+                "{}",
+                style
+                    .dim("pev show RUN: one run in the terminal; pev report RUN: as one HTML file")
+            );
+        }
     }
     Ok(EXIT_OK)
 }
@@ -144,6 +153,11 @@ pub fn show(run: &str, common: &Common, out: &mut dyn Write) -> Result<u8, Fail>
     let journal = integrity.describe();
     let journal = if integrity.is_broken() { style.red(&journal) } else { style.dim(&journal) };
     let _ = writeln!(out, "{} {journal}", style.bold("journal:"));
+    let _ = writeln!(
+        out,
+        "{} pev report {run_id}  (the same as one HTML file, to open or share)",
+        style.dim("report:")
+    );
     Ok(code)
 }
 
