@@ -6,9 +6,10 @@
 #   apt-get install -y --no-install-recommends chromium
 #   PEV=target/debug/pev scripts/report_browser_check.sh [OUT_DIR]
 set -euo pipefail
-pev="${PEV:-target/debug/pev}"
+pev="$(realpath "${PEV:-target/debug/pev}")"
 out="${1:-$(mktemp -d)}"
 mkdir -p "$out"
+out="$(realpath "$out")"
 browser="$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)"
 [[ -n "$browser" ]] || { echo "no chromium on PATH (apt-get install -y chromium)"; exit 2; }
 ws="$(mktemp -d)"
