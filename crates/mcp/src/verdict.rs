@@ -168,7 +168,7 @@ async fn decide(
         reason.message = format!(
             "the goal asks for a change (\"{}\"), but the workspace is exactly as it was when the \
              plan was made",
-            clip(goal, 120)
+            pev_engine::agent::loop_mode::plan_tools::clip(goal, 120)
         );
     }
     // A rewrite that dropped steps is the client's choice, recorded; it is not evidence.
@@ -314,25 +314,5 @@ fn postcondition(pc: &ModelPostcondition) -> PostconditionResult {
         satisfied: by_harness,
         evidence,
         judge: None,
-    }
-}
-
-fn clip(text: &str, limit: usize) -> String {
-    let one_line = text.trim().replace(['\n', '\r'], " ");
-    if one_line.chars().count() <= limit {
-        return one_line;
-    }
-    let mut cut: String = one_line.chars().take(limit).collect();
-    cut.push('…');
-    cut
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn clip_keeps_short_text_and_cuts_long_text_on_one_line() {
-        assert_eq!(super::clip("a\nb", 3), "a b");
-        assert_eq!(super::clip("abcd", 3), "abc…");
-        assert_eq!(super::clip("abc", 3), "abc");
     }
 }

@@ -323,7 +323,7 @@ pub fn render_plan(plan: &ModelPlan) -> String {
 }
 
 /// `text` on one line, cut to at most `limit` chars with an ellipsis.
-pub(crate) fn clip(text: &str, limit: usize) -> String {
+pub fn clip(text: &str, limit: usize) -> String {
     let one_line = text.trim().replace(['\n', '\r'], " ");
     if one_line.chars().count() <= limit {
         return one_line;
