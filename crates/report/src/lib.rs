@@ -112,14 +112,7 @@ fn status_word(status: RunStatus) -> &'static str {
 }
 
 fn step_word(status: StepStatus) -> &'static str {
-    match status {
-        StepStatus::Pending => "pending",
-        StepStatus::InProgress => "in_progress",
-        StepStatus::Done => "done",
-        StepStatus::Failed => "failed",
-        StepStatus::Blocked => "blocked",
-        StepStatus::Skipped => "skipped",
-    }
+    pev_store::step_status_str(status)
 }
 
 fn header(out: &mut String, input: &Input<'_>) {

@@ -29,6 +29,7 @@ pub use journal::{Journal, MAX_BATCH};
 pub use records::{
     ApprovalRecord, FileHashRecord, HashPhase, MutationRecord, NewRun, Record, RunOptions,
     RunRecord, RunSummary, StepState, ToolCallEnd, ToolCallRecord, ToolCallStart, ToolCallStatus,
+    step_status_str,
 };
 pub use store::{Guard, Store};
 

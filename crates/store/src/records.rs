@@ -296,7 +296,7 @@ pub struct ApprovalRecord {
 }
 
 /// A step status as stored (its JSON word).
-pub(crate) fn step_status_str(s: StepStatus) -> &'static str {
+pub fn step_status_str(s: StepStatus) -> &'static str {
     match s {
         StepStatus::Pending => "pending",
         StepStatus::InProgress => "in_progress",
