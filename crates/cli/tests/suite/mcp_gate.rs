@@ -62,6 +62,17 @@ fn plan_with(ws: &Path, session: &str) -> Client {
     client
 }
 
+/// Every step of [`hello_plan`] done and its postcondition verified (hello.txt already written).
+fn finish_hello(client: &mut Client) {
+    for (tool, args) in [
+        ("step_update", json!({"id": "write", "status": "done", "evidence": "wrote hello.txt"})),
+        ("step_update", json!({"id": "check", "status": "done", "evidence": "read it: hi"})),
+        ("postcondition_verify", json!({"id": "p1", "evidence": "it says hi"})),
+    ] {
+        assert_eq!(client.call(tool, args)["isError"], false, "{tool}");
+    }
+}
+
 fn status(ws: &Path, session: &str) -> (i32, Value) {
     let out = pev_in(ws, &["gate", "status", "--session", session]);
     (out.code, out.json())
@@ -72,13 +83,7 @@ fn an_honest_session_stops_without_a_block_and_is_recorded_success() {
     let (ws, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let mut client = plan_with(ws.path(), "s-honest");
     std::fs::write(ws.path().join("hello.txt"), "hi\n").unwrap();
-    for (tool, args) in [
-        ("step_update", json!({"id": "write", "status": "done", "evidence": "wrote hello.txt"})),
-        ("step_update", json!({"id": "check", "status": "done", "evidence": "read it: hi"})),
-        ("postcondition_verify", json!({"id": "p1", "evidence": "it says hi"})),
-    ] {
-        assert_eq!(client.call(tool, args)["isError"], false);
-    }
+    finish_hello(&mut client);
     let payload = claude_stop(ws.path(), "s-honest", false).to_string();
     let (code, out) = gate(ws.path(), tmp.path(), &payload, &[]);
     assert_eq!(code, 0);
@@ -393,13 +398,7 @@ fn recorded_calls_are_a_steps_evidence_and_a_no_op_write_is_not_success() {
     // A read that names a path is no write at all.
     let hello = ws.path().join("hello.txt").display().to_string();
     gate(ws.path(), tmp.path(), &post("Read", json!({"file_path": hello})), &["--record"]);
-    for (tool, args) in [
-        ("step_update", json!({"id": "write", "status": "done", "evidence": "wrote hello.txt"})),
-        ("step_update", json!({"id": "check", "status": "done", "evidence": "read it: hi"})),
-        ("postcondition_verify", json!({"id": "p1", "evidence": "it says hi"})),
-    ] {
-        assert_eq!(client.call(tool, args)["isError"], false);
-    }
+    finish_hello(&mut client);
     let (code, result) = status(ws.path(), "s-rec");
     assert_eq!(code, 3, "{result}");
     let write = &result["steps"][0];
@@ -430,13 +429,7 @@ fn a_run_allowed_then_undone_is_reopened_by_the_next_refusal() {
     let (ws, tmp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let mut client = plan_with(ws.path(), "s-again");
     std::fs::write(ws.path().join("hello.txt"), "hi\n").unwrap();
-    for (tool, args) in [
-        ("step_update", json!({"id": "write", "status": "done", "evidence": "wrote hello.txt"})),
-        ("step_update", json!({"id": "check", "status": "done", "evidence": "read it: hi"})),
-        ("postcondition_verify", json!({"id": "p1", "evidence": "it says hi"})),
-    ] {
-        assert_eq!(client.call(tool, args)["isError"], false);
-    }
+    finish_hello(&mut client);
     let stop = claude_stop(ws.path(), "s-again", false).to_string();
     let (_, out) = gate(ws.path(), tmp.path(), &stop, &[]);
     assert!(out["systemMessage"].as_str().unwrap().contains("verified"), "{out}");
