@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use pev_engine::ModelHooks;
 use pev_engine::agent::budget::{Budget, BudgetState, BudgetedClient};
+use pev_engine::agent::call_log::{CallLog, LoggedClient};
 use pev_engine::agent::executor::{ExecutorOptions, ModelExecutor};
 use pev_engine::agent::judge::{JudgeOptions, ModelJudge};
 use pev_engine::agent::planner::{
@@ -77,17 +78,21 @@ pub(crate) struct Models {
     pub planner: Planner,
     pub hooks: ModelHooks,
     pub state: Arc<BudgetState>,
+    /// Where every call of these clients is journaled, once the run is named.
+    pub calls: Arc<CallLog>,
 }
 
 /// `role`'s client, reporting through `notices` a call that waits long and each retry.
+/// Its calls are journaled through `calls`.
 fn client_for(
     config: &Config,
     role: Role,
-    notices: &Arc<Notices>,
+    (notices, calls): (&Arc<Notices>, &Arc<CallLog>),
 ) -> Result<Arc<dyn pev_providers::ModelClient>, Fail> {
-    config
+    let inner = config
         .client_with_notice(role, Some(notice_sink(config, role, notices)))
-        .map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))
+        .map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
+    Ok(Arc::new(LoggedClient::new(inner, role.name(), Arc::clone(calls))))
 }
 
 /// Notices of `role`'s calls: "pev: planner (claude-opus-4-6) has waited 30s for an answer
@@ -139,8 +144,9 @@ pub(crate) fn build_models(
     let config = Config::from_env(workspace).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
     let prices = config.prices().clone();
     let state = Arc::new(BudgetState::new(budget, prices.clone()));
+    let calls = CallLog::new();
     let client = |role: Role| -> Result<Arc<dyn pev_providers::ModelClient>, Fail> {
-        let inner = client_for(&config, role, notices)?;
+        let inner = client_for(&config, role, (notices, &calls))?;
         Ok(Arc::new(BudgetedClient::new(inner, role.name(), prices.clone(), Arc::clone(&state))))
     };
     let model = |role: Role| config.role(role).model.value.clone();
@@ -168,7 +174,7 @@ pub(crate) fn build_models(
             .map(str::to_owned)
             .collect(),
     };
-    Ok(Models { planner, hooks, state })
+    Ok(Models { planner, hooks, state, calls })
 }
 
 pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
@@ -301,6 +307,7 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         })
         .map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     drop(store);
+    attach_calls(&models.calls, &db, &run_id, err);
     let _ = writeln!(err, "pev: run {run_id} (journal {})", db.display());
     let agent = AgentLoop {
         engine: &session.engine,
@@ -310,7 +317,29 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         max_replans: req.max_replans,
     };
     let outcome = session.block_on(agent.run(run_id, plan));
+    close_calls(&models.calls, err);
     session.report(outcome, err)
+}
+
+/// Model calls are journaled as `run_id`'s from now on; a journal that refuses is a warning
+/// (the run's effects are journaled by the engine regardless).
+pub(crate) fn attach_calls(
+    calls: &CallLog,
+    db: &std::path::Path,
+    run_id: &str,
+    err: &mut dyn Write,
+) {
+    if let Err(e) = calls.attach(db, run_id) {
+        let _ = writeln!(err, "pev: warning: model calls will not be journaled: {e}");
+    }
+}
+
+/// Lets the call log's journal go, saying if calls stopped being journaled.
+pub(crate) fn close_calls(calls: &CallLog, err: &mut dyn Write) {
+    calls.close();
+    if let Some(e) = calls.error() {
+        let _ = writeln!(err, "pev: warning: {e}");
+    }
 }
 
 /// Shows the plan and asks for a yes on the terminal.
@@ -395,7 +424,8 @@ fn run_loop(
     let prices = config.prices().clone();
     let state = Arc::new(BudgetState::new(budget, prices.clone()));
     let notices = Notices::new();
-    let inner = client_for(&config, Role::Executor, &notices)?;
+    let calls = CallLog::new();
+    let inner = client_for(&config, Role::Executor, (&notices, &calls))?;
     let client: Arc<dyn pev_providers::ModelClient> =
         Arc::new(BudgetedClient::new(inner, "executor", prices.clone(), Arc::clone(&state)));
     let model = config.role(Role::Executor).model.value.clone();
@@ -404,6 +434,7 @@ fn run_loop(
     let verifier = config
         .client_with_notice(Role::Verifier, Some(notice_sink(&config, Role::Verifier, &notices)))
         .map(|inner| -> Arc<dyn pev_engine::instruct::Judge> {
+            let inner = Arc::new(LoggedClient::new(inner, "verifier", Arc::clone(&calls)));
             let client =
                 Arc::new(BudgetedClient::new(inner, "verifier", prices, Arc::clone(&state)));
             let model = config.role(Role::Verifier).model.value.clone();
@@ -481,6 +512,7 @@ fn run_loop(
         })
         .map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     drop(store);
+    attach_calls(&calls, &db, &run_id, err);
     let _ = writeln!(
         err,
         "pev: run {run_id} (loop mode, gate {}; journal {})",
@@ -489,6 +521,7 @@ fn run_loop(
     );
     let looped = LoopRun { engine: &session.engine, executor, db: &db, verifier };
     let outcome = session.block_on(looped.run(run_id, &req.goal));
+    close_calls(&calls, err);
     session.report(outcome, err)
 }
 

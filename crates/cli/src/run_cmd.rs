@@ -327,15 +327,18 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
         .and_then(Value::as_array)
         .is_some_and(|steps| steps.iter().any(|s| s.get("tool").is_none_or(Value::is_null)));
     let notices = crate::call_notice::Notices::new();
+    let mut calls = None;
     let models = if has_instructions {
         let budget = crate::agent_cmd::remaining_budget(&record.options, prior_usage.as_ref());
-        let mut hooks = crate::agent_cmd::build_models(
+        let models = crate::agent_cmd::build_models(
             &workspace,
             &notices,
             budget,
             (&CompiledPolicy::default(), &Registry::builtin()),
-        )?
-        .hooks;
+        )?;
+        crate::agent_cmd::attach_calls(&models.calls, &db, &run_id, err);
+        calls = Some(models.calls);
+        let mut hooks = models.hooks;
         // The tools the run's policy allowed when it started.
         hooks.allowed_tools = strings("allowed_tools");
         Some(hooks)
@@ -354,6 +357,9 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     let journal = session.journal()?;
     let input = ResumeInput { record, journal, blobs, warnings, prior_usage, revision: None };
     let outcome = session.block_on(session.engine.resume(input));
+    if let Some(calls) = &calls {
+        crate::agent_cmd::close_calls(calls, err);
+    }
     session.report(outcome, err)
 }
 

@@ -304,7 +304,10 @@ pub(crate) async fn run(
             diffs: Vec::new(),
             journal_error: None,
         };
-        let outcome = models.executor.execute(&request, &mut gate).await;
+        let attempt = request.attempt;
+        let outcome =
+            crate::model_scope::scoped(id, attempt, models.executor.execute(&request, &mut gate))
+                .await;
         // Journal the spend as it grows (a killed session's spend must survive it).
         shared.recorder.emit(EventBody::Usage { usage: (models.usage)() })?;
         let StepGate { report: r, calls, touched, diffs, journal_error, .. } = gate;
@@ -459,7 +462,7 @@ pub(crate) async fn judge(
     };
     // A person's stop abandons the judge's call too: it has no effect, and the step runs again.
     let verdict = tokio::select! {
-        verdict = judge.judge(&request) => verdict,
+        verdict = crate::model_scope::scoped(id, report.slot.attempts, judge.judge(&request)) => verdict,
         () = shared.engine.config.cancel.cancelled() => Err(Interruption::Stopped),
     };
     shared.recorder.emit(EventBody::Usage { usage: (models.usage)() })?;

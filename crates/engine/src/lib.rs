@@ -29,6 +29,7 @@ pub mod hooks;
 pub mod instruct;
 mod instruction;
 pub mod inventory;
+pub mod model_scope;
 mod recorder;
 mod recover;
 pub mod resolve;

@@ -232,6 +232,10 @@ impl ModelClient for AnthropicClient {
         PROVIDER
     }
 
+    fn server(&self) -> Option<String> {
+        crate::server_of(&self.base_url)
+    }
+
     fn chat<'a>(
         &'a self,
         request: &'a ChatRequest,

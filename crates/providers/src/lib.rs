@@ -31,6 +31,16 @@ pub use types::{
     ToolChoice, ToolSpec,
 };
 
+/// `host` or `host:port` of an http(s) URL (the port only when it is not the scheme's default).
+pub fn server_of(url: &str) -> Option<String> {
+    let url = reqwest::Url::parse(url).ok()?;
+    let host = url.host_str()?;
+    Some(match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    })
+}
+
 /// A boxed future that can cross threads.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -41,6 +51,12 @@ pub type StreamSink<'a> = &'a (dyn Fn(StreamEvent) + Send + Sync);
 pub trait ModelClient: Send + Sync {
     /// The provider's name, for messages (`anthropic`, `openai`, `script:plan.json`).
     fn provider(&self) -> &str;
+
+    /// The host (and port) of the API this client talks to, for traces (`api.anthropic.com`,
+    /// `localhost:8080`); `None` when it talks to none (a scripted model).
+    fn server(&self) -> Option<String> {
+        None
+    }
 
     /// One whole turn.
     fn chat<'a>(

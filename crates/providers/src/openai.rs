@@ -305,6 +305,10 @@ impl ModelClient for OpenAiClient {
         PROVIDER
     }
 
+    fn server(&self) -> Option<String> {
+        crate::server_of(&self.endpoint)
+    }
+
     fn chat<'a>(
         &'a self,
         request: &'a ChatRequest,

@@ -234,6 +234,10 @@ impl ModelClient for Retrying {
         self.inner.provider()
     }
 
+    fn server(&self) -> Option<String> {
+        self.inner.server()
+    }
+
     fn chat<'a>(
         &'a self,
         request: &'a ChatRequest,

@@ -27,9 +27,9 @@ pub use chain::Integrity;
 pub use error::StoreError;
 pub use journal::{Journal, MAX_BATCH};
 pub use records::{
-    ApprovalRecord, FileHashRecord, HashPhase, MutationRecord, NewRun, Record, RunOptions,
-    RunRecord, RunSummary, StepState, ToolCallEnd, ToolCallRecord, ToolCallStart, ToolCallStatus,
-    step_status_str,
+    ApprovalRecord, FileHashRecord, HashPhase, ModelCallRecord, MutationRecord, NewRun, Record,
+    RunOptions, RunRecord, RunSummary, StepState, ToolCallEnd, ToolCallRecord, ToolCallStart,
+    ToolCallStatus, step_status_str,
 };
 pub use store::{Guard, Store};
 

@@ -102,6 +102,8 @@ pub enum Record {
     },
     /// A second approval of the same step keeps the first.
     Approval(ApprovalRecord),
+    /// One model call; its `seq` is assigned by the writer (the next in the run).
+    ModelCall(ModelCallRecord),
 }
 
 impl Record {
@@ -118,6 +120,7 @@ impl Record {
             Self::RunStatus { .. } => "run status",
             Self::PlanVersion { .. } => "plan version",
             Self::Approval(_) => "approval",
+            Self::ModelCall(_) => "model call",
         }
     }
 
@@ -133,8 +136,56 @@ impl Record {
             Self::Mutation(m) => Some(&m.run_id),
             Self::RunStatus { run_id, .. } | Self::PlanVersion { run_id, .. } => Some(run_id),
             Self::Approval(a) => Some(&a.run_id),
+            Self::ModelCall(m) => Some(&m.run_id),
         }
     }
+}
+
+/// One call to a model: who made it (role, step, attempt), what answered (provider, server,
+/// model, response id, why it stopped), what it consumed and how long it took, or how it
+/// failed. What the tracing export's `chat` spans and the report's timeline are drawn from.
+/// Never a key; the conversation itself is not stored here.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ModelCallRecord {
+    pub run_id: String,
+    /// 1, 2, … in the order the calls were journaled within the run (assigned on write).
+    #[serde(default)]
+    pub seq: u64,
+    /// `planner`, `executor`, `verifier`.
+    pub role: String,
+    /// The step the call was made for (none for the planner's calls).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// `anthropic`, `openai`, `script`.
+    pub provider: String,
+    /// The API's host (and port), when the client talks to one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    pub request_model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
+    /// `end_turn`, `tool_use`, `max_tokens`, `refusal`, …
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    pub started_at: String,
+    pub duration_ms: u64,
+    /// The kind of failure (`rate_limited`, `timeout`, `abandoned`, …); none on success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// A step's state; recording it again replaces the previous one.

@@ -22,10 +22,23 @@ const APPLICATION_ID: i64 = 0x7065_7631;
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
 
 /// One entry per schema version: entry `i` migrates version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this build writes.
 pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Version 3: model calls (`ModelCallRecord`, whole in `body`; the other columns index it).
+const V3: &str = "
+CREATE TABLE model_calls (
+    run_id      TEXT NOT NULL REFERENCES runs(run_id),
+    seq         INTEGER NOT NULL,
+    role        TEXT NOT NULL,
+    step_id     TEXT,
+    started_at  TEXT NOT NULL,
+    body        TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+";
 
 /// Version 2: the hash chain over events (see `chain.rs`). Rows of version 1 keep a NULL chain
 /// and are reported as not verifiable.

@@ -12,7 +12,9 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::error::{StoreError, db_err, json_err};
 use crate::read;
-use crate::records::{ApprovalRecord, NewRun, Record, RunOptions, RunRecord, RunSummary};
+use crate::records::{
+    ApprovalRecord, ModelCallRecord, NewRun, Record, RunOptions, RunRecord, RunSummary,
+};
 use crate::schema::{self, Create};
 use crate::write::{self, PlanRow};
 
@@ -283,6 +285,20 @@ impl Store {
         if bodies.is_empty() && !self.run_exists(run_id)? {
             return Err(StoreError::NotFound(run_id.to_owned()));
         }
+        bodies
+            .iter()
+            .map(|b| serde_json::from_str(b).map_err(|e| json_err(&self.path, &op, e)))
+            .collect()
+    }
+
+    /// The run's model calls in the order they were journaled.
+    pub fn model_calls(&self, run_id: &str) -> Result<Vec<ModelCallRecord>, StoreError> {
+        let op = format!("read model calls of run {run_id}");
+        let bodies: Vec<String> = self
+            .conn
+            .prepare_cached("SELECT body FROM model_calls WHERE run_id = ?1 ORDER BY seq")
+            .and_then(|mut st| st.query_map([run_id], |row| row.get(0))?.collect())
+            .map_err(|e| db_err(&self.path, &op, e))?;
         bodies
             .iter()
             .map(|b| serde_json::from_str(b).map_err(|e| json_err(&self.path, &op, e)))

@@ -13,8 +13,8 @@ use serde::Serialize;
 
 use crate::error::{StoreError, db_err, json_err};
 use crate::records::{
-    ApprovalRecord, FileHashRecord, MutationRecord, Record, StepState, ToolCallEnd, ToolCallStart,
-    effect_str, step_status_str,
+    ApprovalRecord, FileHashRecord, ModelCallRecord, MutationRecord, Record, StepState,
+    ToolCallEnd, ToolCallStart, effect_str, step_status_str,
 };
 
 /// Writes `rec`. Errors name the record's kind and run.
@@ -87,6 +87,7 @@ pub(crate) fn apply(conn: &Connection, path: &Path, rec: &Record) -> Result<(), 
             insert_plan_version(conn, &row).map_err(sql)?;
         }
         Record::Approval(a) => approval(conn, a).map_err(sql)?,
+        Record::ModelCall(m) => model_call(conn, m).map_err(|e| e.into_store(path, &op()))?,
     }
     Ok(())
 }
@@ -124,6 +125,23 @@ fn to_json<T: Serialize + ?Sized>(v: &T) -> Result<String, WriteError> {
 
 fn opt_json<T: Serialize>(v: Option<&T>) -> Result<Option<String>, WriteError> {
     v.map(to_json).transpose()
+}
+
+/// Numbers the call after the run's last one: the writer is the run's only writer, so the
+/// read and the insert cannot race within one transaction.
+fn model_call(conn: &Connection, m: &ModelCallRecord) -> Result<(), WriteError> {
+    let seq: u64 = conn
+        .prepare_cached("SELECT COALESCE(MAX(seq), 0) + 1 FROM model_calls WHERE run_id = ?1")?
+        .query_row([&m.run_id], |row| row.get(0))?;
+    let mut numbered = m.clone();
+    numbered.seq = seq;
+    let body = to_json(&numbered)?;
+    conn.prepare_cached(
+        "INSERT INTO model_calls (run_id, seq, role, step_id, started_at, body)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![m.run_id, seq, m.role, m.step_id, m.started_at, body])?;
+    Ok(())
 }
 
 fn step_state(conn: &Connection, s: &StepState) -> Result<(), WriteError> {

@@ -496,6 +496,10 @@ impl ModelClient for BudgetedClient {
         self.inner.provider()
     }
 
+    fn server(&self) -> Option<String> {
+        self.inner.server()
+    }
+
     fn chat<'a>(
         &'a self,
         request: &'a ChatRequest,

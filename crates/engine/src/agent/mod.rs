@@ -5,6 +5,7 @@
 //! tier-1 verification and the outcome.
 
 pub mod budget;
+pub mod call_log;
 pub mod executor;
 pub mod judge;
 pub mod judge_post;

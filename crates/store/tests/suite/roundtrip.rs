@@ -7,8 +7,8 @@ use pev_protocol::run::{
 };
 use pev_protocol::tool::Effect;
 use pev_store::{
-    ApprovalRecord, FileHashRecord, HashPhase, Journal, MutationRecord, Record, Store, ToolCallEnd,
-    ToolCallStart, ToolCallStatus,
+    ApprovalRecord, FileHashRecord, HashPhase, Journal, ModelCallRecord, MutationRecord, Record,
+    Store, ToolCallEnd, ToolCallStart, ToolCallStatus,
 };
 use serde_json::json;
 
@@ -227,4 +227,55 @@ fn a_duplicate_run_id_is_refused() {
     assert!(msg.contains("create run r1") && msg.contains("UNIQUE"), "{msg}");
     // The failed create left the first run as it was.
     assert_eq!(store.load_run("r1").unwrap().created_at, "2026-01-01T00:00:00.000Z");
+}
+
+#[test]
+fn model_calls_are_numbered_per_run_and_come_back_whole() {
+    let db = db();
+    let store = Store::open(&db.path).unwrap();
+    create(&store, "r1", "2026-01-01T00:00:00.000Z");
+    create(&store, "r2", "2026-01-01T00:00:01.000Z");
+    let journal = Journal::start(&db.path).unwrap();
+    let call = |run: &str, role: &str, step: Option<&str>| ModelCallRecord {
+        run_id: run.into(),
+        seq: 0,
+        role: role.into(),
+        step_id: step.map(str::to_owned),
+        attempt: step.map(|_| 2),
+        provider: "anthropic".into(),
+        server: Some("api.anthropic.com:443".into()),
+        request_model: "claude-x".into(),
+        response_model: Some("claude-x-2026".into()),
+        response_id: Some(format!("msg_{role}")),
+        finish_reason: Some("tool_use".into()),
+        input_tokens: 120,
+        output_tokens: 30,
+        cache_read_tokens: 100,
+        cache_write_tokens: 0,
+        started_at: "2026-01-01T00:00:02.000Z".into(),
+        duration_ms: 812,
+        error_type: None,
+        error: None,
+    };
+    journal.record(Record::ModelCall(call("r1", "planner", None))).unwrap();
+    journal.record(Record::ModelCall(call("r2", "executor", Some("a")))).unwrap();
+    let mut failed = call("r1", "executor", Some("b"));
+    failed.error_type = Some("rate_limited".into());
+    failed.error = Some("429".into());
+    failed.response_id = None;
+    journal.record(Record::ModelCall(failed.clone())).unwrap();
+    journal.close().unwrap();
+
+    let calls = store.model_calls("r1").unwrap();
+    assert_eq!(calls.len(), 2);
+    assert_eq!((calls[0].seq, calls[1].seq), (1, 2), "numbered within the run");
+    let mut expected = call("r1", "planner", None);
+    expected.seq = 1;
+    assert_eq!(calls[0], expected);
+    failed.seq = 2;
+    assert_eq!(calls[1], failed);
+    let other = store.model_calls("r2").unwrap();
+    assert_eq!(other.len(), 1);
+    assert_eq!(other[0].seq, 1, "another run's numbering is its own");
+    assert!(store.model_calls("nope").unwrap().is_empty());
 }

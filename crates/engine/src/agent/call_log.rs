@@ -1,0 +1,260 @@
+//! Every model call of a run, journaled: [`LoggedClient`] wraps a role's client and hands a
+//! [`ModelCallRecord`] per call (role, step and attempt, provider, server, models, response id,
+//! finish reason, tokens, timing, or the kind of failure) to a [`CallLog`], which writes it to
+//! the run's journal. What traces and reports show of the models is read back from there.
+//!
+//! The planner's first call happens before its run exists: the log keeps calls until
+//! [`CallLog::attach`] names the run, then writes them first. Each call is made durable before
+//! its response is handed back, so no effect the response asks for can reach the journal ahead
+//! of the call that decided it. A call abandoned mid-flight (the run's deadline, a person's stop)
+//! is journaled as `abandoned`. A journal that cannot be written does not fail the run: the
+//! first error is kept for the caller to report ([`CallLog::error`]).
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Instant, SystemTime};
+
+use pev_protocol::event::rfc3339;
+use pev_providers::{
+    BoxFuture, ChatRequest, ChatResponse, ModelClient, ProviderError, StopReason, StreamSink,
+};
+use pev_store::{Journal, ModelCallRecord, Record, StoreError};
+
+use crate::model_scope;
+
+/// Where a run's model calls go.
+#[derive(Default)]
+pub struct CallLog {
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Calls made before the run was named.
+    pending: Vec<ModelCallRecord>,
+    target: Option<(Journal, String)>,
+    error: Option<String>,
+}
+
+impl std::fmt::Debug for CallLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallLog").finish_non_exhaustive()
+    }
+}
+
+impl CallLog {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// From now on, calls are journaled as run `run_id`'s in `db` (which must hold the run);
+    /// the calls made so far are written first.
+    pub fn attach(&self, db: &Path, run_id: &str) -> Result<(), StoreError> {
+        let journal = Journal::start(db)?;
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        for mut call in std::mem::take(&mut state.pending) {
+            call.run_id = run_id.to_owned();
+            journal.record(Record::ModelCall(call))?;
+        }
+        journal.flush()?;
+        state.target = Some((journal, run_id.to_owned()));
+        Ok(())
+    }
+
+    /// The first error met writing a call, if any (the calls after it were not journaled).
+    pub fn error(&self) -> Option<String> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).error.clone()
+    }
+
+    /// Flushes what was written and lets the journal go.
+    pub fn close(&self) {
+        let target = self.state.lock().unwrap_or_else(PoisonError::into_inner).target.take();
+        if let Some((journal, _)) = target
+            && let Err(e) = journal.close()
+        {
+            self.fail(&e);
+        }
+    }
+
+    fn log(&self, mut call: ModelCallRecord) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.error.is_some() {
+            return;
+        }
+        let Some((journal, run_id)) = &state.target else {
+            state.pending.push(call);
+            return;
+        };
+        call.run_id.clone_from(run_id);
+        let written = journal.record_durable(Record::ModelCall(call));
+        if let Err(e) = written {
+            state.error = Some(format!("model calls are no longer journaled: {e}"));
+        }
+    }
+
+    fn fail(&self, e: &StoreError) {
+        self.fail_with(format!("model calls are no longer journaled: {e}"));
+    }
+
+    fn fail_with(&self, message: String) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.error.get_or_insert(message);
+    }
+}
+
+/// A role's model client whose calls go to a [`CallLog`].
+pub struct LoggedClient {
+    inner: Arc<dyn ModelClient>,
+    role: String,
+    log: Arc<CallLog>,
+}
+
+impl LoggedClient {
+    pub fn new(inner: Arc<dyn ModelClient>, role: &str, log: Arc<CallLog>) -> Self {
+        Self { inner, role: role.to_owned(), log }
+    }
+
+    async fn call(
+        &self,
+        request: &ChatRequest,
+        sink: Option<StreamSink<'_>>,
+    ) -> Result<ChatResponse, ProviderError> {
+        let scope = model_scope::current();
+        let provider = self.inner.provider();
+        let record = ModelCallRecord {
+            run_id: String::new(),
+            seq: 0,
+            role: self.role.clone(),
+            step_id: scope.as_ref().map(|s| s.step.clone()),
+            attempt: scope.map(|s| s.attempt),
+            // `script:plan.json` is the scripted provider; the file is not the provider's name.
+            provider: provider.split(':').next().unwrap_or(provider).to_owned(),
+            server: self.inner.server(),
+            request_model: request.model.clone(),
+            started_at: rfc3339(SystemTime::now()),
+            ..ModelCallRecord::default()
+        };
+        let mut pending =
+            InFlight { log: &self.log, record: Some(record), started: Instant::now() };
+        let result = match sink {
+            Some(sink) => self.inner.chat_stream(request, sink).await,
+            None => self.inner.chat(request).await,
+        };
+        if let Some(record) = pending.finish(&result) {
+            let log = Arc::clone(&self.log);
+            // The write waits for a commit: off the async threads.
+            let written = tokio::task::spawn_blocking(move || log.log(record)).await;
+            if let Err(e) = written {
+                self.log.fail_with(format!("model calls are no longer journaled: {e}"));
+            }
+        }
+        result
+    }
+}
+
+/// A call not yet answered: journaled as `abandoned` if its future is dropped.
+struct InFlight<'a> {
+    log: &'a CallLog,
+    record: Option<ModelCallRecord>,
+    started: Instant,
+}
+
+impl InFlight<'_> {
+    /// The call's record, completed with its answer (taken: the drop writes nothing more).
+    fn finish(&mut self, result: &Result<ChatResponse, ProviderError>) -> Option<ModelCallRecord> {
+        let mut record = self.record.take()?;
+        record.duration_ms = millis(self.started);
+        match result {
+            Ok(response) => {
+                record.response_model = Some(response.model.clone()).filter(|m| !m.is_empty());
+                record.response_id = Some(response.id.clone()).filter(|id| !id.is_empty());
+                record.finish_reason = Some(finish_reason(&response.stop_reason));
+                record.input_tokens = response.usage.input_tokens;
+                record.output_tokens = response.usage.output_tokens;
+                record.cache_read_tokens = response.usage.cache_read_tokens;
+                record.cache_write_tokens = response.usage.cache_write_tokens;
+            }
+            Err(e) => {
+                record.error_type = Some(error_type(e).to_owned());
+                record.error = Some(e.to_string());
+            }
+        }
+        Some(record)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if let Some(mut record) = self.record.take() {
+            record.duration_ms = millis(self.started);
+            record.error_type = Some("abandoned".to_owned());
+            record.error = Some("the call was abandoned before it was answered".to_owned());
+            self.log.log(record);
+        }
+    }
+}
+
+fn millis(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The stop reason as the journal (and traces) spell it.
+pub fn finish_reason(reason: &StopReason) -> String {
+    match reason {
+        StopReason::EndTurn => "end_turn".to_owned(),
+        StopReason::ToolUse => "tool_use".to_owned(),
+        StopReason::MaxTokens => "max_tokens".to_owned(),
+        StopReason::StopSequence => "stop_sequence".to_owned(),
+        StopReason::Refusal => "refusal".to_owned(),
+        StopReason::Other(other) => other.clone(),
+    }
+}
+
+/// A low-cardinality name for a failure (an `error.type` in traces).
+pub fn error_type(error: &ProviderError) -> &'static str {
+    match error {
+        ProviderError::RateLimited { .. } => "rate_limited",
+        ProviderError::Overloaded { .. } => "overloaded",
+        ProviderError::Server { .. } => "server_error",
+        ProviderError::Timeout { .. } => "timeout",
+        ProviderError::Authentication { .. } => "authentication",
+        ProviderError::BadRequest { .. } => "bad_request",
+        ProviderError::ContextTooLong { .. } => "context_too_long",
+        ProviderError::Malformed { .. } => "malformed_response",
+        ProviderError::Transport { .. } => "transport",
+        ProviderError::Config(_) => "config",
+        ProviderError::Script { .. } => "script",
+        ProviderError::BudgetExhausted(_) => "budget_exhausted",
+        ProviderError::Refused { .. } => "refused",
+        ProviderError::InvalidStructuredOutput { .. } => "invalid_structured_output",
+    }
+}
+
+impl ModelClient for LoggedClient {
+    fn provider(&self) -> &str {
+        self.inner.provider()
+    }
+
+    fn server(&self) -> Option<String> {
+        self.inner.server()
+    }
+
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(self.call(request, None))
+    }
+
+    fn chat_stream<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        sink: StreamSink<'a>,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(self.call(request, Some(sink)))
+    }
+}
+
+#[cfg(test)]
+#[path = "call_log_tests.rs"]
+mod tests;

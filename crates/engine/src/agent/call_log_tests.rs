@@ -1,0 +1,132 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use pev_providers::script::{FailureKind, ScriptTurn, ScriptedClient};
+use pev_providers::{ChatRequest, Message, ModelClient, TokenUsage};
+use pev_store::{NewRun, Store};
+
+use super::*;
+use crate::model_scope;
+
+fn request(model: &str) -> ChatRequest {
+    ChatRequest::new(model, vec![Message::user("hi")])
+}
+
+fn store_with_run(dir: &Path) -> (std::path::PathBuf, Store) {
+    let db = dir.join("pev.db");
+    let store = Store::open(&db).unwrap();
+    store
+        .create_run(&NewRun {
+            run_id: "r1".into(),
+            goal: "g".into(),
+            workspace: "/ws".into(),
+            plan: serde_json::json!({"goal": "g", "steps": []}),
+            options: serde_json::json!({}),
+            created_at: "2026-01-01T00:00:00.000Z".into(),
+        })
+        .unwrap();
+    (db, store)
+}
+
+#[tokio::test]
+async fn calls_before_the_run_exists_are_written_when_it_is_attached_and_later_ones_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, store) = store_with_run(dir.path());
+    let usage = TokenUsage {
+        input_tokens: 11,
+        output_tokens: 7,
+        cache_read_tokens: 5,
+        ..TokenUsage::default()
+    };
+    let script = ScriptedClient::from_turns(
+        "t",
+        vec![
+            ScriptTurn::text("plan").with_usage(usage),
+            ScriptTurn::failure(FailureKind::RateLimited, Some(Duration::from_secs(1))),
+            ScriptTurn::text("done"),
+        ],
+    );
+    let log = CallLog::new();
+    let planner = LoggedClient::new(Arc::new(script), "planner", Arc::clone(&log));
+    planner.chat(&request("m-plan")).await.unwrap();
+    assert!(store.model_calls("r1").unwrap().is_empty(), "no run named yet: kept");
+    log.attach(&db, "r1").unwrap();
+    assert_eq!(store.model_calls("r1").unwrap().len(), 1, "written on attach");
+
+    let failed = model_scope::scoped("step-a", 2, planner.chat(&request("m-exec"))).await;
+    assert!(failed.is_err());
+    // Durable before the answer is handed back: visible to another connection at once.
+    let calls = store.model_calls("r1").unwrap();
+    assert_eq!(calls.len(), 2);
+    let first = &calls[0];
+    assert_eq!((first.seq, first.role.as_str(), first.step_id.as_deref()), (1, "planner", None));
+    assert_eq!(first.provider, "script", "the script's file is not the provider's name");
+    assert_eq!(first.request_model, "m-plan");
+    assert_eq!(first.finish_reason.as_deref(), Some("end_turn"));
+    assert_eq!((first.input_tokens, first.output_tokens, first.cache_read_tokens), (11, 7, 5));
+    assert_eq!(first.error_type, None);
+    let second = &calls[1];
+    assert_eq!((second.step_id.as_deref(), second.attempt), (Some("step-a"), Some(2)));
+    assert_eq!(second.error_type.as_deref(), Some("rate_limited"));
+    assert!(second.error.is_some());
+    assert_eq!(second.finish_reason, None);
+    assert!(log.error().is_none());
+    log.close();
+}
+
+/// A client that never answers.
+struct Silent;
+
+impl ModelClient for Silent {
+    fn provider(&self) -> &str {
+        "silent"
+    }
+
+    fn chat<'a>(
+        &'a self,
+        _request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(std::future::pending())
+    }
+
+    fn chat_stream<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        _sink: StreamSink<'a>,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        self.chat(request)
+    }
+}
+
+#[tokio::test]
+async fn an_abandoned_call_is_journaled_as_abandoned() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, store) = store_with_run(dir.path());
+    let log = CallLog::new();
+    log.attach(&db, "r1").unwrap();
+    let client = LoggedClient::new(Arc::new(Silent), "executor", Arc::clone(&log));
+    let req = request("m");
+    let timed_out = tokio::time::timeout(Duration::from_millis(20), client.chat(&req)).await;
+    assert!(timed_out.is_err());
+    let calls = store.model_calls("r1").unwrap();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].error_type.as_deref(), Some("abandoned"));
+    assert!(calls[0].duration_ms >= 20, "{}", calls[0].duration_ms);
+}
+
+#[tokio::test]
+async fn a_journal_that_fails_is_reported_once_and_does_not_fail_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, _store) = store_with_run(dir.path());
+    let log = CallLog::new();
+    // A run the journal does not hold: the write is refused (foreign key).
+    log.attach(&db, "no-such-run").unwrap();
+    let script =
+        ScriptedClient::from_turns("t", vec![ScriptTurn::text("a"), ScriptTurn::text("b")]);
+    let client = LoggedClient::new(Arc::new(script), "executor", Arc::clone(&log));
+    assert!(client.chat(&request("m")).await.is_ok());
+    let error = log.error().expect("the failure is kept");
+    assert!(error.contains("no longer journaled"), "{error}");
+    assert!(client.chat(&request("m")).await.is_ok());
+    assert_eq!(log.error(), Some(error), "the first error is kept");
+}
