@@ -237,7 +237,9 @@ impl Tracker {
             | EventBody::WorkspaceSnapshot { .. }
             | EventBody::ClientPlanCall { .. }
             | EventBody::ClientTool { .. }
-            | EventBody::GateDecided { .. } => Vec::new(),
+            | EventBody::GateDecided { .. }
+            // The judge's verdict shows in the step's line and in `pev show`.
+            | EventBody::JudgeDecided { .. } => Vec::new(),
         }
     }
 

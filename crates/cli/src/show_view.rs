@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use pev_protocol::Plan;
+use pev_protocol::event::epoch_ms;
 use pev_protocol::run::{RunResult, RunStatus, StepResult, StepStatus};
 use pev_verify::{DiffLine, DiffTag, diff_lines};
 use serde_json::Value;
@@ -419,28 +420,6 @@ fn hunk_header(hunk: &[DiffLine]) -> String {
     let new: Vec<usize> = hunk.iter().filter_map(|l| l.new_line).collect();
     let first = |v: &[usize]| v.first().copied().unwrap_or(0);
     format!("@@ -{},{} +{},{} @@", first(&old), old.len(), first(&new), new.len())
-}
-
-/// Milliseconds since the epoch of an RFC 3339 UTC time as pev writes it
-/// (`2026-11-21T14:03:07.123Z`); `None` for anything else.
-fn epoch_ms(text: &str) -> Option<u64> {
-    let num = |range: std::ops::Range<usize>| text.get(range)?.parse::<u64>().ok();
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let ms = if text.get(19..20) == Some(".") { num(20..23).unwrap_or(0) } else { 0 };
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || y < 1970 {
-        return None;
-    }
-    // Days from civil (Howard Hinnant), for years from 1970.
-    let y = if mo <= 2 { y - 1 } else { y };
-    let era = y / 400;
-    let yoe = y - era * 400;
-    let mp = if mo > 2 { mo - 3 } else { mo + 9 };
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = (era * 146_097 + doe).checked_sub(719_468)?;
-    let secs = days.checked_mul(86_400)?.checked_add(h * 3600 + mi * 60 + sec)?;
-    secs.checked_mul(1000)?.checked_add(ms)
 }
 
 /// `pev runs`: one aligned line per run, newest first as given, the goal cut to fit 100 columns.

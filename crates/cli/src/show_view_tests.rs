@@ -9,7 +9,7 @@ use pev_protocol::run::{
 use pev_protocol::{Plan, Step, StepId};
 use serde_json::json;
 
-use super::{FileDiff, RunRow, epoch_ms, output_summary, render_runs, render_show};
+use super::{FileDiff, RunRow, output_summary, render_runs, render_show};
 use crate::style::Style;
 
 fn plan() -> Plan {
@@ -268,16 +268,6 @@ fn output_summaries_stay_short() {
     let other = output_summary(None, &json!({"x": "y".repeat(500)}));
     assert_eq!(other.len(), 1);
     assert_eq!(other[0].chars().count(), 160);
-}
-
-#[test]
-fn timestamps_parse_to_epoch_millis() {
-    assert_eq!(epoch_ms("1970-01-01T00:00:00.000Z"), Some(0));
-    assert_eq!(epoch_ms("2024-02-29T23:59:59.500Z"), Some(1_709_251_199_500));
-    assert_eq!(epoch_ms("2026-11-18T11:06:40Z"), Some(1_795_000_000_000));
-    assert_eq!(epoch_ms("garbage"), None);
-    assert_eq!(epoch_ms("2026-13-01T00:00:00Z"), None);
-    assert_eq!(epoch_ms("2026-1é-01T00:00:00Z"), None);
 }
 
 fn row(id: &str, status: &str, goal: &str, done: u64, total: u64) -> RunRow {

@@ -400,6 +400,7 @@ mod reference_doc {
             EventBody::ClientPlanCall { .. } => "client.plan_call",
             EventBody::ClientTool { .. } => "client.tool",
             EventBody::GateDecided { .. } => "gate.decided",
+            EventBody::JudgeDecided { .. } => "judge.decided",
         }
     }
 

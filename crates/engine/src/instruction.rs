@@ -466,6 +466,24 @@ pub(crate) async fn judge(
         () = shared.engine.config.cancel.cancelled() => Err(Interruption::Stopped),
     };
     shared.recorder.emit(EventBody::Usage { usage: (models.usage)() })?;
+    if let Ok(v) = &verdict {
+        let outcome = if v.pass {
+            "passed"
+        } else if v.confidence >= models.judge_threshold {
+            "failed"
+        } else {
+            "doubted"
+        };
+        shared.recorder.emit(EventBody::JudgeDecided {
+            step: id.to_owned(),
+            attempt: report.slot.attempts,
+            pass: v.pass,
+            confidence: v.confidence,
+            outcome: outcome.to_owned(),
+            feedback: v.feedback.clone(),
+            answers: v.answers.clone(),
+        })?;
+    }
     match verdict {
         Err(Interruption::Stopped) => {
             report.cancelled = true;

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::assertion::AssertionResult;
-use crate::run::{Reason, RunResult, RunStatus, StepStatus, Usage};
+use crate::run::{JudgeAnswer, Reason, RunResult, RunStatus, StepStatus, Usage};
 use crate::tool::Effect;
 
 /// One event of a run.
@@ -84,6 +84,21 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         postcondition: Option<String>,
         result: AssertionResult,
+    },
+    /// The verifier model judged a step's attempt that tier 1 passed but could not fully check:
+    /// its decomposed questions with their answers, and what the engine made of the verdict
+    /// (`passed`, `failed`: a confident no, `doubted`: a no below the threshold, a warning).
+    #[serde(rename = "judge.decided")]
+    JudgeDecided {
+        step: String,
+        attempt: u32,
+        pass: bool,
+        confidence: f64,
+        outcome: String,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        feedback: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        answers: Vec<JudgeAnswer>,
     },
     /// A step reached a final state for this attempt.
     #[serde(rename = "step.finished")]
@@ -169,6 +184,7 @@ impl EventBody {
             Self::ToolCalled { .. } => "tool.called",
             Self::ToolFinished { .. } => "tool.finished",
             Self::AssertionChecked { .. } => "assertion.checked",
+            Self::JudgeDecided { .. } => "judge.decided",
             Self::StepFinished { .. } => "step.finished",
             Self::Warning { .. } => "warning",
             Self::Usage { .. } => "usage",
@@ -203,6 +219,31 @@ pub fn now_rfc3339() -> String {
     rfc3339(SystemTime::now())
 }
 
+/// Milliseconds since the epoch of an RFC 3339 UTC time as pev writes it
+/// (`2026-11-21T14:03:07.123Z`, the fraction optional); `None` for anything else.
+pub fn epoch_ms(text: &str) -> Option<u64> {
+    let num = |range: std::ops::Range<usize>| {
+        let part = text.get(range)?;
+        part.bytes().all(|b| b.is_ascii_digit()).then(|| part.parse::<u64>().ok())?
+    };
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    let ms = if text.get(19..20) == Some(".") { num(20..23).unwrap_or(0) } else { 0 };
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || y < 1970 || h > 23 || mi > 59 {
+        return None;
+    }
+    // Days from civil (Howard Hinnant), for years from 1970.
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y / 400;
+    let yoe = y - era * 400;
+    let mp = if mo > 2 { mo - 3 } else { mo + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = (era * 146_097 + doe).checked_sub(719_468)?;
+    let secs = days.checked_mul(86_400)?.checked_add(h * 3600 + mi * 60 + sec)?;
+    secs.checked_mul(1000)?.checked_add(ms)
+}
+
 /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm, for
 /// non-negative day counts).
 fn civil_from_days(days: u64) -> (u64, u64, u64) {
@@ -232,6 +273,21 @@ mod tests {
         assert_eq!(rfc3339(t), "2024-02-29T23:59:59.500Z");
         let t = UNIX_EPOCH + Duration::from_secs(1_795_000_000);
         assert_eq!(rfc3339(t), "2026-11-18T11:06:40.000Z");
+    }
+
+    #[test]
+    fn parses_what_it_formats() {
+        assert_eq!(epoch_ms("1970-01-01T00:00:00.000Z"), Some(0));
+        assert_eq!(epoch_ms("2024-02-29T23:59:59.500Z"), Some(1_709_251_199_500));
+        assert_eq!(epoch_ms("2026-11-18T11:06:40Z"), Some(1_795_000_000_000));
+        for ms in [0u64, 951_782_400_123, 1_709_251_199_500, 4_102_444_800_999] {
+            let t = UNIX_EPOCH + Duration::from_millis(ms);
+            assert_eq!(epoch_ms(&rfc3339(t)), Some(ms));
+        }
+        assert_eq!(epoch_ms("garbage"), None);
+        assert_eq!(epoch_ms("2026-13-01T00:00:00Z"), None);
+        assert_eq!(epoch_ms("2026-1é-01T00:00:00Z"), None);
+        assert_eq!(epoch_ms("2026-+1-01T00:00:00Z"), None);
     }
 
     #[test]

@@ -286,24 +286,9 @@ fn revisions(out: &mut String, versions: &[(u32, Value, String, String)]) {
     out.push_str("</ol></section>\n");
 }
 
-/// Milliseconds since the epoch of an RFC 3339 UTC time as pev writes it.
+/// Milliseconds since the epoch of a journal time.
 fn millis(at: &str) -> Option<i64> {
-    let (date, time) = at.split_once('T')?;
-    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
-    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
-    let time = time.trim_end_matches('Z');
-    let mut t = time.split(':');
-    let (hh, mm) = (t.next()?.parse::<i64>().ok()?, t.next()?.parse::<i64>().ok()?);
-    let secs: f64 = t.next()?.parse().ok()?;
-    // Days from civil (Howard Hinnant), for the proleptic Gregorian calendar.
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(((days * 86_400 + hh * 3_600 + mm * 60) as f64 * 1000.0 + secs * 1000.0).round() as i64)
+    i64::try_from(pev_protocol::event::epoch_ms(at)?).ok()
 }
 
 /// A Gantt chart of the steps that have times: one bar each, from start to end.
