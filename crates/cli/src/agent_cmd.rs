@@ -308,6 +308,7 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         .map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     drop(store);
     attach_calls(&models.calls, &db, &run_id, err);
+    session.trace(&run_id, false);
     let _ = writeln!(err, "pev: run {run_id} (journal {})", db.display());
     let agent = AgentLoop {
         engine: &session.engine,
@@ -513,6 +514,7 @@ fn run_loop(
         .map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     drop(store);
     attach_calls(&calls, &db, &run_id, err);
+    session.trace(&run_id, false);
     let _ = writeln!(
         err,
         "pev: run {run_id} (loop mode, gate {}; journal {})",

@@ -153,6 +153,22 @@ opens from disk. Everything that comes from a plan, a model, a tool or a file is
 Exit codes: 0 written, 1 the journal's hash chain is broken (the report says so first) or the file
 cannot be written, 2 no journal or no such run.";
 
+pub(crate) const EXPORT_HELP: &str = "\
+Examples:
+  pev export last --otlp http://localhost:4318           # a local Jaeger or Phoenix
+  pev export 20261125-1 20261125-2 --otlp https://otel.example.com --capture-content
+  OTEL_EXPORTER_OTLP_HEADERS='api_key=…' pev export last  # endpoint from OTEL_EXPORTER_OTLP_ENDPOINT
+
+Each run is one trace whose id is derived from the run id, so exporting a run again gives the same
+trace. The spans follow the OpenTelemetry GenAI semantic conventions: invoke_agent pev (the run),
+plan, step, chat MODEL, execute_tool TOOL, verify (assertions and the judge as
+gen_ai.evaluation.result events). Content stays out unless --capture-content or
+OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true. `pev run` and `pev agent` send the same
+spans live when OTEL_EXPORTER_OTLP_ENDPOINT (or [telemetry] in ~/.config/pev/pev.toml) is set.
+
+Exit codes: 0 sent, 1 the endpoint refused or could not be reached, 2 bad input (no such run, bad
+URL, no endpoint).";
+
 pub(crate) const SCHEMA_HELP: &str = "\
 Examples:
   pev schema plan > plan.schema.json
@@ -256,6 +272,22 @@ pub(crate) enum Command {
         /// Where to write it (`-` for stdout) [default: pev-report-RUN.html here]
         #[arg(long, short = 'o', value_name = "FILE")]
         output: Option<PathBuf>,
+        #[command(flatten)]
+        journal: JournalArgs,
+    },
+    /// Send finished runs as OpenTelemetry traces to an OTLP/HTTP endpoint (Phoenix, Jaeger, …)
+    #[command(after_help = EXPORT_HELP)]
+    Export {
+        /// The runs: ids, unique prefixes, or `last`
+        #[arg(value_name = "RUN", required = true)]
+        runs: Vec<String>,
+        /// The collector's URL (`http://localhost:4318`; `/v1/traces` is appended unless there)
+        /// [default: OTEL_EXPORTER_OTLP_ENDPOINT, or the user's pev.toml [telemetry]]
+        #[arg(long, value_name = "URL")]
+        otlp: Option<String>,
+        /// Put the goal, tool arguments and outputs, plans and judge feedback in the spans
+        #[arg(long)]
+        capture_content: bool,
         #[command(flatten)]
         journal: JournalArgs,
     },

@@ -25,6 +25,7 @@ mod sarif;
 mod scratch;
 mod show_view;
 mod style;
+mod telemetry;
 mod text;
 
 use std::io::{BufWriter, IsTerminal, Write};
@@ -137,6 +138,13 @@ fn main() -> ExitCode {
             let req = eval_cmd::EvalRequest { suite, json, gate, keep };
             let mut out = BufWriter::new(stdout.lock());
             let code = report(eval_cmd::run(&req, &mut out, &mut std::io::stderr()));
+            finish(code, out.flush())
+        }
+        Command::Export { runs, otlp, capture_content, journal } => {
+            let common = journal.common(None, false);
+            let mut out = BufWriter::new(stdout.lock());
+            let req = telemetry::ExportRequest { runs, url: otlp, capture_content };
+            let code = report(telemetry::export(&req, &common, &mut out));
             finish(code, out.flush())
         }
         Command::Report { run, output, journal } => {

@@ -236,6 +236,7 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         .map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     drop(store);
     let _ = writeln!(err, "pev: run {run_id} (journal {})", db.display());
+    session.trace(&run_id, false);
     let journal = session.journal()?;
     let outcome = session.block_on(session.engine.run(RunInput { run_id, plan, journal }));
     session.report(outcome, err)
@@ -354,6 +355,7 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
         models,
     )?;
     notices.attach(session.live());
+    session.trace(&run_id, true);
     let journal = session.journal()?;
     let input = ResumeInput { record, journal, blobs, warnings, prior_usage, revision: None };
     let outcome = session.block_on(session.engine.resume(input));
@@ -398,6 +400,8 @@ pub(crate) struct Session {
     events: Option<Arc<JsonLines>>,
     live: Option<Arc<LiveView>>,
     color: ColorChoice,
+    /// Traces of the run, live, when an OTLP endpoint is configured.
+    tracing: crate::telemetry::Tracing,
 }
 
 /// The workspace's and the user's `pev.toml`, if any. Only the files count (the environment is
@@ -447,6 +451,7 @@ impl Session {
             sandbox,
         });
         let hooks = hooks_for(&config, &ctx);
+        let tracing = crate::telemetry::Tracing::start(&config, db, &mut std::io::stderr());
         let stderr_tty = std::io::stderr().is_terminal();
         let style = Style::for_stderr(common.color);
         let live = (!common.json && stderr_tty).then(|| Arc::new(LiveView::stderr(style)));
@@ -514,7 +519,13 @@ impl Session {
             events,
             live,
             color: common.color,
+            tracing,
         })
+    }
+
+    /// Traces follow run `run_id` (new, or `resumed`), when traces are exported.
+    pub(crate) fn trace(&self, run_id: &str, resumed: bool) {
+        self.tracing.follow(run_id, resumed);
     }
 
     /// The run options' `sandbox` entry: the settings this run's commands are confined by.
@@ -536,13 +547,14 @@ impl Session {
     }
 
     pub(crate) fn report(
-        self,
+        mut self,
         outcome: Result<RunResult, EngineError>,
         err: &mut dyn Write,
     ) -> Result<u8, Fail> {
         if let Some(live) = &self.live {
             live.finish();
         }
+        self.tracing.finish(err);
         let result = match outcome {
             Ok(result) => result,
             Err(EngineError::Plan(message)) => return Err(Fail::input(message)),

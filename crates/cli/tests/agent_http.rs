@@ -19,6 +19,10 @@ mod mock;
 mod support;
 
 #[cfg(test)]
+#[path = "agent_http/otlp.rs"]
+mod otlp;
+
+#[cfg(test)]
 mod agent_http {
     use std::time::Duration;
 
@@ -27,9 +31,9 @@ mod agent_http {
     use crate::mock::{EXECUTOR_MODEL, MockModel, Reply, Request, Role};
     use crate::support::{KEY, Ws, plan_reply, tool_results, tool_use_ids, verdict};
 
-    const DARK_GREEN: &str = "Change the site background to dark green";
-    const STYLE: &str = "body {\n  background: #ffffff;\n  color: #222222;\n}\n";
-    const INDEX: &str = "<!DOCTYPE html>\n<html><head><link rel=\"stylesheet\" \
+    pub(crate) const DARK_GREEN: &str = "Change the site background to dark green";
+    pub(crate) const STYLE: &str = "body {\n  background: #ffffff;\n  color: #222222;\n}\n";
+    pub(crate) const INDEX: &str = "<!DOCTYPE html>\n<html><head><link rel=\"stylesheet\" \
                          href=\"style.css\"></head><body><h1>Hi</h1></body></html>\n";
 
     fn dark_green_plan() -> Value {
@@ -78,7 +82,7 @@ mod agent_http {
         }
     }
 
-    fn honest(r: &Request) -> Reply {
+    pub(crate) fn honest(r: &Request) -> Reply {
         match r.role {
             Role::Planner => plan_reply(&dark_green_plan()),
             Role::Executor => honest_executor(r),

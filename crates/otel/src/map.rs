@@ -134,13 +134,14 @@ impl<'a> Mapper<'a> {
         }
     }
 
-    fn span(&self, key: &str, parent: SpanId, name: String, kind: Kind, start_ms: u64) -> Span {
+    /// An internal span (a model call's is made a client span by its caller).
+    fn span(&self, key: &str, parent: SpanId, name: String, start_ms: u64) -> Span {
         Span {
             trace_id: self.trace,
             span_id: span_id(self.run.run_id, key),
             parent: Some(parent),
             name,
-            kind,
+            kind: Kind::Internal,
             start_ms,
             end_ms: start_ms,
             attributes: Vec::new(),
@@ -178,13 +179,8 @@ impl<'a> Mapper<'a> {
             match &event.body {
                 EventBody::PlanCreated { version, steps }
                 | EventBody::PlanRevised { version, steps, .. } => {
-                    let mut span = self.span(
-                        &format!("plan:{version}"),
-                        self.root,
-                        "plan".to_owned(),
-                        Kind::Internal,
-                        at,
-                    );
+                    let mut span =
+                        self.span(&format!("plan:{version}"), self.root, "plan".to_owned(), at);
                     span.attributes.push(("pev.plan.version".into(), (*version).into()));
                     span.attributes.push(("pev.plan.steps".into(), (*steps as u64).into()));
                     if let EventBody::PlanRevised { reason, .. } = &event.body {
@@ -203,7 +199,6 @@ impl<'a> Mapper<'a> {
                         &format!("step:{step}:{attempt}"),
                         self.root,
                         format!("step {step}"),
-                        Kind::Internal,
                         at,
                     );
                     span.open = true;
@@ -233,7 +228,6 @@ impl<'a> Mapper<'a> {
                         &format!("tool:{call_id}"),
                         parent,
                         format!("execute_tool {tool}"),
-                        Kind::Internal,
                         at,
                     );
                     span.open = true;
@@ -395,8 +389,7 @@ impl<'a> Mapper<'a> {
         let first_event = self.run.events.iter().find_map(|e| epoch_ms(&e.at));
         let first_call = self.run.model_calls.iter().filter_map(|c| epoch_ms(&c.started_at)).min();
         let start = first_event.into_iter().chain(first_call).min().unwrap_or(0);
-        let mut span =
-            self.span("run", self.root, "invoke_agent pev".to_owned(), Kind::Internal, start);
+        let mut span = self.span("run", self.root, "invoke_agent pev".to_owned(), start);
         span.span_id = self.root;
         span.parent = None;
         span.open = true;
@@ -456,8 +449,7 @@ impl<'a> Mapper<'a> {
     }
 
     fn run_verify(&self, at: u64) -> Span {
-        let mut span =
-            self.span("verify:run", self.root, "verify run".to_owned(), Kind::Internal, at);
+        let mut span = self.span("verify:run", self.root, "verify run".to_owned(), at);
         span.attributes.push(("pev.verify.of".into(), "postconditions".into()));
         span
     }
@@ -474,7 +466,7 @@ impl<'a> Mapper<'a> {
         let key = format!("verify:{}:{}", a.step, a.attempt);
         let attempt = a.attempt;
         Some(a.verify.get_or_insert_with(|| {
-            let mut span = self.span(&key, parent, format!("verify {step}"), Kind::Internal, at);
+            let mut span = self.span(&key, parent, format!("verify {step}"), at);
             span.attributes.push(("pev.step.id".into(), step.into()));
             span.attributes.push(("pev.step.attempt".into(), attempt.into()));
             span
@@ -499,13 +491,7 @@ impl<'a> Mapper<'a> {
                     let step = a.step.clone();
                     let attempt = a.attempt;
                     let verify = a.verify.get_or_insert_with(|| {
-                        let mut span = self.span(
-                            &key,
-                            parent,
-                            format!("verify {step}"),
-                            Kind::Internal,
-                            start,
-                        );
+                        let mut span = self.span(&key, parent, format!("verify {step}"), start);
                         span.attributes.push(("pev.step.id".into(), step.as_str().into()));
                         span.attributes.push(("pev.step.attempt".into(), attempt.into()));
                         span
@@ -536,9 +522,9 @@ impl<'a> Mapper<'a> {
             &format!("model:{}", call.seq),
             parent,
             format!("chat {}", call.request_model),
-            Kind::Client,
             start,
         );
+        span.kind = Kind::Client;
         span.end_ms = end;
         let attrs = &mut span.attributes;
         attrs.push(("gen_ai.operation.name".into(), "chat".into()));

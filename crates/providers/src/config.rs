@@ -76,6 +76,7 @@ use crate::retry::{RetryPolicy, Retrying};
 use crate::script::ScriptedClient;
 
 mod file;
+pub use file::TelemetryTable;
 mod resolve;
 
 /// The file name looked for in the workspace and in the user's config dir.
@@ -360,6 +361,7 @@ pub struct Config {
     keys: BTreeMap<String, Option<Secret>>,
     sandbox: Option<pev_protocol::policy::SandboxMode>,
     mcp_servers: Vec<McpServerConfig>,
+    telemetry: Option<TelemetryTable>,
 }
 
 impl Config {
@@ -417,6 +419,11 @@ impl Config {
     /// The MCP servers of the user's file, by name.
     pub fn mcp_servers(&self) -> &[McpServerConfig] {
         &self.mcp_servers
+    }
+
+    /// The user's `[telemetry]` table, if any.
+    pub fn telemetry(&self) -> Option<&TelemetryTable> {
+        self.telemetry.as_ref()
     }
 
     /// The hooks of the user's and the workspace's files, the user's first.

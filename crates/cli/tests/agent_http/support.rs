@@ -54,10 +54,16 @@ impl Ws {
 
     /// `pev agent GOAL --workspace WS --json --jobs 2 EXTRA…` with only PATH and the key.
     pub fn agent(&self, goal: &str, extra: &[&str]) -> Outcome {
+        self.agent_with(goal, extra, &[])
+    }
+
+    /// [`Ws::agent`] with these variables set too.
+    pub fn agent_with(&self, goal: &str, extra: &[&str], vars: &[(&str, &str)]) -> Outcome {
         let mut cmd = assert_cmd::cargo::cargo_bin_cmd!("pev");
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("ANTHROPIC_API_KEY", KEY)
+            .envs(vars.iter().copied())
             .current_dir(self.root.path())
             .timeout(Duration::from_secs(120))
             .args(["agent", goal, "--workspace"])

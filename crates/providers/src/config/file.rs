@@ -29,6 +29,22 @@ pub(super) struct FileConfig {
     /// `[mcp_servers.NAME]`: MCP servers whose tools `pev agent` offers (the user's file only).
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, McpServerTable>,
+    /// `[telemetry]`: where traces go (the user's file only).
+    pub telemetry: Option<TelemetryTable>,
+}
+
+/// `[telemetry]`: an OTLP/HTTP endpoint for traces (the `OTEL_*` variables win).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetryTable {
+    /// The collector's base URL (`http://localhost:4318`); `/v1/traces` is appended.
+    pub endpoint: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Goal, tool arguments and outputs, plans in the spans (off by default).
+    pub capture_content: Option<bool>,
+    #[serde(default, deserialize_with = "positive_ms")]
+    pub timeout_ms: Option<u64>,
 }
 
 /// `[mcp_servers.NAME]`: a stdio MCP server.

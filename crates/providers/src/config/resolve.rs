@@ -180,7 +180,35 @@ pub(super) fn load(
         }
     }
 
-    Ok(Config { roles, files, prices, price_sources, retry, hooks, keys, sandbox, mcp_servers })
+    let mut telemetry = None;
+    for layer in &layers {
+        let Some(table) = &layer.config.telemetry else { continue };
+        // Traces carry what a run did (and, opted in, its content): a workspace's file comes
+        // with the code and may not send them somewhere.
+        if let Source::Workspace(path) = &layer.source {
+            return Err(ConfigError::Refused {
+                path: path.clone(),
+                message: "[telemetry] is read from your own pev.toml only \
+                          (~/.config/pev/pev.toml) or the OTEL_* variables: a workspace's file \
+                          comes with the code and may not send your runs' traces elsewhere"
+                    .to_owned(),
+            });
+        }
+        telemetry = Some(table.clone());
+    }
+
+    Ok(Config {
+        roles,
+        files,
+        prices,
+        price_sources,
+        retry,
+        hooks,
+        keys,
+        sandbox,
+        mcp_servers,
+        telemetry,
+    })
 }
 
 /// Appends `layer`'s hooks (see [`HooksConfig`] for why they add up rather than override).

@@ -472,3 +472,30 @@ fn switching_to_openai_without_a_model_names_the_variable_to_set() {
         setup.ok(&[("PEV_PROVIDER", "openai"), ("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")]);
     assert_eq!(provider_of(config.client_for(Role::Planner)), "openai");
 }
+
+#[test]
+fn telemetry_is_read_from_the_users_file_and_refused_in_a_workspaces() {
+    let user = "[telemetry]\nendpoint = \"http://localhost:4318\"\ncapture_content = true\n\
+                timeout_ms = 2000\n[telemetry.headers]\napi_key = \"k\"\n";
+    let setup = Setup::new(None, Some(user));
+    let config = setup.ok(&[]);
+    let t = config.telemetry().expect("the user's [telemetry]");
+    assert_eq!(t.endpoint.as_deref(), Some("http://localhost:4318"));
+    assert_eq!(t.capture_content, Some(true));
+    assert_eq!(t.timeout_ms, Some(2000));
+    assert_eq!(t.headers.get("api_key").map(String::as_str), Some("k"));
+    assert!(Setup::new(None, None).ok(&[]).telemetry().is_none());
+
+    let setup = Setup::new(Some("[telemetry]\nendpoint = \"http://evil:4318\"\n"), None);
+    match setup.load(&[]) {
+        Err(ConfigError::Refused { path, message }) => {
+            assert_eq!(path, setup.ws_file());
+            assert!(message.contains("[telemetry] is read from your own pev.toml"), "{message}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let setup = Setup::new(None, Some("[telemetry]\nendpont = \"x\"\n"));
+    let (path, line, _, message) = parse_error(setup.load(&[]));
+    assert_eq!((path, line), (setup.user_file(), 2));
+    assert!(message.contains("endpont"), "{message}");
+}
