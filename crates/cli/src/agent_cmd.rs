@@ -144,7 +144,7 @@ pub(crate) fn build_models(
     let config = Config::from_env(workspace).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
     let prices = config.prices().clone();
     let state = Arc::new(BudgetState::new(budget, prices.clone()));
-    let calls = CallLog::new();
+    let calls = CallLog::priced(prices.clone());
     let client = |role: Role| -> Result<Arc<dyn pev_providers::ModelClient>, Fail> {
         let inner = client_for(&config, role, (notices, &calls))?;
         Ok(Arc::new(BudgetedClient::new(inner, role.name(), prices.clone(), Arc::clone(&state))))
@@ -425,7 +425,7 @@ fn run_loop(
     let prices = config.prices().clone();
     let state = Arc::new(BudgetState::new(budget, prices.clone()));
     let notices = Notices::new();
-    let calls = CallLog::new();
+    let calls = CallLog::priced(prices.clone());
     let inner = client_for(&config, Role::Executor, (&notices, &calls))?;
     let client: Arc<dyn pev_providers::ModelClient> =
         Arc::new(BudgetedClient::new(inner, "executor", prices.clone(), Arc::clone(&state)));

@@ -196,12 +196,16 @@ pub fn report(
     let versions = store.plan_versions(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     let blob = |sha: &str| store.blob(sha).ok().flatten();
     let generated_at = pev_protocol::event::now_rfc3339();
+    let events = store.events(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    let model_calls = store.model_calls(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     let html = pev_report::render(&pev_report::Input {
         record: &record,
         result: &result,
         versions: &versions,
         blob: &blob,
         generated_at: &generated_at,
+        events: &events,
+        model_calls: &model_calls,
     });
     let default = std::path::PathBuf::from(format!("pev-report-{run_id}.html"));
     let path = output.unwrap_or(&default);

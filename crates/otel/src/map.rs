@@ -569,6 +569,9 @@ impl<'a> Mapper<'a> {
                 ));
             }
         }
+        if let Some(cost) = call.cost_usd {
+            attrs.push(("pev.cost_usd".into(), cost.into()));
+        }
         if let Some(kind) = &call.error_type {
             attrs.push(("error.type".into(), kind.as_str().into()));
             span.status = Status::Error(call.error.clone().unwrap_or_default());

@@ -57,6 +57,7 @@ impl Journal {
             output_tokens: 20,
             cache_read_tokens: 80,
             cache_write_tokens: 0,
+            cost_usd: Some(0.01),
             started_at: at(ms),
             duration_ms,
             error_type: None,

@@ -34,6 +34,10 @@ pub struct Input<'a> {
     pub blob: &'a dyn Fn(&str) -> Option<Vec<u8>>,
     /// When the report was made (RFC 3339).
     pub generated_at: &'a str,
+    /// The run's events (the judge's questions and answers are read from them).
+    pub events: &'a [pev_protocol::event::Event],
+    /// The run's model calls, for the timeline and the usage per role.
+    pub model_calls: &'a [pev_store::ModelCallRecord],
 }
 
 /// The report as one HTML document.
@@ -54,11 +58,11 @@ pub fn render(input: &Input<'_>) -> String {
     reasons(&mut out, result);
     graph(&mut out, &plan, &result.steps);
     revisions(&mut out, input.versions);
-    timeline(&mut out, &result.steps);
+    timeline(&mut out, &result.steps, input.model_calls);
     steps(&mut out, input, &plan);
     postconditions(&mut out, result);
     files(&mut out, input);
-    usage(&mut out, result);
+    usage(&mut out, result, input.model_calls);
     let _ = write!(
         out,
         "<footer>pev report, made {} from the journal of run <code>{}</code> (<code>pev show {}</code> \
@@ -291,8 +295,9 @@ fn millis(at: &str) -> Option<i64> {
     i64::try_from(pev_protocol::event::epoch_ms(at)?).ok()
 }
 
-/// A Gantt chart of the steps that have times: one bar each, from start to end.
-fn timeline(out: &mut String, steps: &[StepResult]) {
+/// A Gantt chart of the steps that have times, one bar each from start to end, with the model
+/// calls made for each step drawn inside its lane (and the planner's in a lane of their own).
+fn timeline(out: &mut String, steps: &[StepResult], calls: &[pev_store::ModelCallRecord]) {
     let spans: Vec<(&StepResult, i64, i64)> = steps
         .iter()
         .filter_map(|s| {
@@ -301,26 +306,61 @@ fn timeline(out: &mut String, steps: &[StepResult]) {
             Some((s, start, end.max(start)))
         })
         .collect();
-    if spans.is_empty() {
+    let call_spans: Vec<(&pev_store::ModelCallRecord, i64, i64)> = calls
+        .iter()
+        .filter_map(|c| {
+            let start = millis(&c.started_at)?;
+            Some((c, start, start + i64::try_from(c.duration_ms).unwrap_or(0)))
+        })
+        .collect();
+    if spans.is_empty() && call_spans.is_empty() {
         return;
     }
-    let first = spans.iter().map(|s| s.1).min().unwrap_or(0);
-    let last = spans.iter().map(|s| s.2).max().unwrap_or(first);
+    let ends = spans.iter().map(|s| (s.1, s.2)).chain(call_spans.iter().map(|c| (c.1, c.2)));
+    let first = ends.clone().map(|s| s.0).min().unwrap_or(0);
+    let last = ends.map(|s| s.1).max().unwrap_or(first);
     let total = (last - first).max(1) as f64;
     let _ = write!(
         out,
         "<section><h2>Timeline</h2><p class=\"meta\">{} from the first step's start to the last one's end</p><div class=\"gantt\">",
         duration((last - first) as u64)
     );
-    for (step, start, end) in spans.iter().take(2_000) {
-        let left = (*start - first) as f64 / total * 100.0;
-        let width = ((*end - *start) as f64 / total * 100.0).max(0.3);
+    let bar = |start: i64, end: i64| {
+        let left = (start - first) as f64 / total * 100.0;
+        let width = ((end - start) as f64 / total * 100.0).max(0.3);
+        format!("left:{left:.3}%;width:{width:.3}%")
+    };
+    let call_bars = |step: Option<&str>| {
+        let mut bars = String::new();
+        for (call, start, end) in call_spans.iter().filter(|c| c.0.step_id.as_deref() == step) {
+            let _ = write!(
+                bars,
+                "<span class=\"bar call r-{}\" style=\"{}\" title=\"{} {} · {} ms\"></span>",
+                esc(&call.role),
+                bar(*start, *end),
+                esc(&call.role),
+                esc(&call.request_model),
+                end - start
+            );
+        }
+        bars
+    };
+    if call_spans.iter().any(|c| c.0.step_id.is_none()) {
         let _ = write!(
             out,
-            "<div class=\"lane\"><span class=\"lane-id\">{}</span><span class=\"bar n-{}\" style=\"left:{left:.3}%;width:{width:.3}%\" title=\"{} ms\"></span></div>",
+            "<div class=\"lane\"><span class=\"lane-id\">(planner)</span>{}</div>",
+            call_bars(None)
+        );
+    }
+    for (step, start, end) in spans.iter().take(2_000) {
+        let _ = write!(
+            out,
+            "<div class=\"lane\"><span class=\"lane-id\">{}</span><span class=\"bar n-{}\" style=\"{}\" title=\"{} ms\"></span>{}</div>",
             esc(&step.id),
             step_word(step.status),
-            end - start
+            bar(*start, *end),
+            end - start,
+            call_bars(Some(&step.id))
         );
     }
     out.push_str("</div></section>\n");
@@ -385,6 +425,7 @@ fn steps(out: &mut String, input: &Input<'_>, plan: &Plan) {
             }
             out.push_str("</ul>");
         }
+        judge(out, input.events, &step.id);
         let calls: Vec<_> =
             input.record.tool_calls.iter().filter(|c| c.step_id == step.id).collect();
         if !calls.is_empty() {
@@ -526,7 +567,51 @@ fn files(out: &mut String, input: &Input<'_>) {
     out.push_str("</section>\n");
 }
 
-fn usage(out: &mut String, result: &RunResult) {
+/// What the judge was asked about a step and what it answered, attempt by attempt.
+fn judge(out: &mut String, events: &[pev_protocol::event::Event], step: &str) {
+    use pev_protocol::event::EventBody;
+    let mut first = true;
+    for event in events {
+        let EventBody::JudgeDecided {
+            step: id,
+            attempt,
+            confidence,
+            outcome,
+            feedback,
+            answers,
+            ..
+        } = &event.body
+        else {
+            continue;
+        };
+        if id != step {
+            continue;
+        }
+        if first {
+            out.push_str("<h4>Judge</h4>");
+            first = false;
+        }
+        let class = if outcome == "passed" { "pass" } else { "fail" };
+        let _ = write!(
+            out,
+            "<p class=\"judge\">attempt {attempt}: <b class=\"{class}\">{}</b> (confidence {confidence:.2}){}</p><ul class=\"checks\">",
+            esc(outcome),
+            if feedback.is_empty() { String::new() } else { format!(": {}", esc(feedback)) }
+        );
+        for a in answers {
+            let (mark, class) = if a.yes { ("yes", "pass") } else { ("no", "fail") };
+            let _ = write!(
+                out,
+                "<li class=\"{class}\">{} — <b>{mark}</b> ({:.2})</li>",
+                esc(&a.question),
+                a.confidence
+            );
+        }
+        out.push_str("</ul>");
+    }
+}
+
+fn usage(out: &mut String, result: &RunResult, calls: &[pev_store::ModelCallRecord]) {
     let u = &result.usage;
     let _ = writeln!(
         out,
@@ -540,6 +625,48 @@ fn usage(out: &mut String, result: &RunResult) {
         u.tool_calls,
         duration(result.duration_ms)
     );
+    if calls.is_empty() {
+        return;
+    }
+    // Per role, in the order the roles first called.
+    let mut roles: Vec<(&str, [u64; 5], f64, bool)> = Vec::new();
+    for c in calls {
+        let i = match roles.iter().position(|r| r.0 == c.role) {
+            Some(i) => i,
+            None => {
+                roles.push((&c.role, [0; 5], 0.0, true));
+                roles.len() - 1
+            }
+        };
+        let r = &mut roles[i];
+        r.1[0] += 1;
+        r.1[1] += c.input_tokens;
+        r.1[2] += c.output_tokens;
+        r.1[3] += c.duration_ms;
+        r.1[4] += u64::from(c.error_type.is_some());
+        match c.cost_usd {
+            Some(usd) => r.2 += usd,
+            None if c.error_type.is_none() => r.3 = false,
+            None => {}
+        }
+    }
+    out.push_str(
+        "<h4>Per role</h4><table class=\"roles\"><tr><th>role</th><th>calls</th><th>failed</th><th>input tokens</th><th>output tokens</th><th>cost</th><th>time in calls</th></tr>",
+    );
+    for (role, n, usd, priced) in roles {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(role),
+            n[0],
+            n[4],
+            n[1],
+            n[2],
+            if priced { format!("${usd:.4}") } else { format!("${usd:.4} (unpriced calls)") },
+            duration(n[3])
+        );
+    }
+    out.push_str("</table>");
 }
 
 fn duration(ms: u64) -> String {
@@ -562,7 +689,7 @@ code,pre{font:12.5px ui-monospace,SFMono-Regular,Menlo,monospace}pre{background:
 .n-pending,.n-not_run{background:#8c959f;fill:#f6f8fa}.n-in_progress{background:#0969da;fill:#ddf4ff}.n-skipped{background:#afb8c1;fill:#f6f8fa}\
 .dag{display:block;overflow:visible;max-width:100%;height:auto}.dag rect{stroke:#57606a;stroke-width:1}.dag text{font:12px ui-monospace,monospace;fill:#1d1d1f}.edge{stroke:#888;stroke-width:1.2}\
 .gantt{border:1px solid #ddd;padding:6px}.lane{position:relative;height:18px;margin:2px 0 2px 160px}.lane-id{position:absolute;left:-160px;width:150px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;font:12px ui-monospace,monospace}\
-.bar{position:absolute;top:2px;height:14px;border-radius:3px}\
+.bar{position:absolute;top:2px;height:14px;border-radius:3px}.bar.call{top:6px;height:6px;background:#0969da;opacity:.75}.bar.r-verifier{background:#6e40c9}.bar.r-planner{background:#bf8700}.pass{color:#1a7f37}.fail{color:#cf222e}\
 details.step{border:1px solid #ddd;border-radius:6px;margin:6px 0;padding:4px 10px}details.call{margin:4px 0 4px 12px}summary{cursor:pointer}\
 .checks .pass{color:#1a7f37}.checks .fail{color:#cf222e}.diff .add{color:#1a7f37;background:#e6ffec;display:block}.diff .del{color:#cf222e;background:#ffebe9;display:block}.diff .ctx{color:#57606a;display:block}\
 .add{color:#1a7f37}.del{color:#cf222e}table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:4px 10px;text-align:right}\

@@ -116,13 +116,69 @@ fn report() -> String {
         (1, record.plan.clone(), "initial plan".to_owned(), "t1".to_owned()),
         (2, record.plan.clone(), "replanned: dropped `z` (<why>)".to_owned(), "t2".to_owned()),
     ];
+    let events = vec![pev_protocol::event::Event {
+        run_id: "r1".into(),
+        seq: 9,
+        at: "2026-11-25T10:00:01.000Z".into(),
+        body: pev_protocol::event::EventBody::JudgeDecided {
+            step: "a".into(),
+            attempt: 1,
+            pass: false,
+            confidence: 0.8,
+            outcome: "failed".into(),
+            feedback: "the <script>x</script> is still there".into(),
+            answers: vec![pev_protocol::run::JudgeAnswer {
+                question: "Is <b>it</b> green?".into(),
+                yes: false,
+                confidence: 0.8,
+            }],
+        },
+    }];
+    let call = |role: &str, step: Option<&str>, cost: Option<f64>| pev_store::ModelCallRecord {
+        run_id: "r1".into(),
+        seq: 1,
+        role: role.into(),
+        step_id: step.map(str::to_owned),
+        attempt: step.map(|_| 1),
+        provider: "anthropic".into(),
+        request_model: "<model>".into(),
+        input_tokens: 1000,
+        output_tokens: 100,
+        cost_usd: cost,
+        started_at: "2026-11-25T10:00:00.200Z".into(),
+        duration_ms: 300,
+        ..pev_store::ModelCallRecord::default()
+    };
+    let calls = vec![
+        call("planner", None, Some(0.5)),
+        call("executor", Some("a"), Some(0.25)),
+        call("executor", Some("a"), Some(0.25)),
+        call("verifier", Some("a"), None),
+    ];
     render(&Input {
         record: &record,
         result: &result,
         versions: &versions,
         blob: &blob,
         generated_at: "now",
+        events: &events,
+        model_calls: &calls,
     })
+}
+
+#[test]
+fn the_judge_model_calls_and_usage_per_role_are_shown_escaped() {
+    let html = report();
+    assert!(html.contains("<h4>Judge</h4>"), "the judge's section");
+    assert!(html.contains("Is &lt;b&gt;it&lt;/b&gt; green? — <b>no</b> (0.80)"), "its answer");
+    assert!(html.contains("the &lt;script&gt;x&lt;/script&gt; is still there"), "its feedback");
+    assert_eq!(html.matches("class=\"bar call r-executor\"").count(), 2, "the executor's calls");
+    assert!(html.contains("(planner)</span><span class=\"bar call r-planner\""));
+    assert!(html.contains("title=\"executor &lt;model&gt; · 300 ms\""));
+    assert!(html.contains(
+        "<td>executor</td><td>2</td><td>0</td><td>2000</td><td>200</td><td>$0.5000</td>"
+    ));
+    assert!(html.contains("<td>verifier</td><td>1</td><td>0</td><td>1000</td><td>100</td><td>$0.0000 (unpriced calls)</td>"));
 }
 
 #[test]
@@ -150,8 +206,8 @@ fn the_verdict_graph_timeline_steps_and_diffs_are_there() {
     assert_eq!(html.matches("<g class=\"node").count(), 3);
     assert_eq!(html.matches("class=\"edge\"").count(), 1);
     assert!(html.contains("<g class=\"node n-failed\"><title>b: failed</title>"));
-    // The timeline: a bar per step; c ran beside a.
-    assert_eq!(html.matches("class=\"lane\"").count(), 3);
+    // The timeline: a bar per step (and a lane for the planner's calls); c ran beside a.
+    assert_eq!(html.matches("class=\"lane\"").count(), 4);
     assert!(html.contains("left:25.000%;width:75.000%"), "b from 0.5 s to 2 s of 2 s");
     // Steps: the failed one open, the calls folded, the output escaped.
     assert!(html.contains("<details class=\"step\" id=\"step-b\" open>"));

@@ -179,6 +179,9 @@ pub struct ModelCallRecord {
     pub cache_read_tokens: u64,
     #[serde(default)]
     pub cache_write_tokens: u64,
+    /// What the call cost at the run's prices; none when the model has no price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     pub started_at: String,
     pub duration_ms: u64,
     /// The kind of failure (`rate_limited`, `timeout`, `abandoned`, …); none on success.

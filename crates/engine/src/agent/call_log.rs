@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Instant, SystemTime};
 
 use pev_protocol::event::rfc3339;
+use pev_providers::cost::PriceTable;
 use pev_providers::{
     BoxFuture, ChatRequest, ChatResponse, ModelClient, ProviderError, StopReason, StreamSink,
 };
@@ -26,6 +27,8 @@ use crate::model_scope;
 #[derive(Default)]
 pub struct CallLog {
     state: Mutex<State>,
+    /// What a call costs (the run's prices); with none, calls are not priced.
+    prices: Option<PriceTable>,
 }
 
 #[derive(Default)]
@@ -45,6 +48,11 @@ impl std::fmt::Debug for CallLog {
 impl CallLog {
     pub fn new() -> Arc<Self> {
         Arc::new(Self::default())
+    }
+
+    /// A log that prices each call with `prices`.
+    pub fn priced(prices: PriceTable) -> Arc<Self> {
+        Arc::new(Self { prices: Some(prices), ..Self::default() })
     }
 
     /// From now on, calls are journaled as run `run_id`'s in `db` (which must hold the run);
@@ -77,6 +85,19 @@ impl CallLog {
     }
 
     fn log(&self, mut call: ModelCallRecord) {
+        if let Some(prices) = &self.prices
+            && call.error_type.is_none()
+        {
+            let model = call.response_model.as_deref().unwrap_or(&call.request_model);
+            let usage = pev_providers::TokenUsage {
+                input_tokens: call.input_tokens,
+                output_tokens: call.output_tokens,
+                cache_read_tokens: call.cache_read_tokens,
+                cache_write_tokens: call.cache_write_tokens,
+            };
+            let cost = prices.cost(model, &usage);
+            call.cost_usd = cost.priced.then_some(cost.usd);
+        }
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if state.error.is_some() {
             return;

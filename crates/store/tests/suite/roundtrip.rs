@@ -252,6 +252,7 @@ fn model_calls_are_numbered_per_run_and_come_back_whole() {
         output_tokens: 30,
         cache_read_tokens: 100,
         cache_write_tokens: 0,
+        cost_usd: Some(0.0021),
         started_at: "2026-01-01T00:00:02.000Z".into(),
         duration_ms: 812,
         error_type: None,
