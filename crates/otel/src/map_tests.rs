@@ -62,6 +62,8 @@ impl Journal {
             duration_ms,
             error_type: None,
             error: None,
+            request: None,
+            response_sha256: None,
         });
         self.calls.last_mut().unwrap()
     }

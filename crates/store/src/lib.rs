@@ -8,6 +8,7 @@
 //! file is in WAL mode with `synchronous=FULL`, so a `Store` in another process can read while a
 //! `Journal` writes, and a committed record survives `kill -9` and power loss alike.
 
+mod blob;
 mod chain;
 mod error;
 mod journal;
@@ -28,8 +29,8 @@ pub use error::StoreError;
 pub use journal::{Journal, MAX_BATCH};
 pub use records::{
     ApprovalRecord, FileHashRecord, HashPhase, ModelCallRecord, MutationRecord, NewRun, Record,
-    RunOptions, RunRecord, RunSummary, StepState, ToolCallEnd, ToolCallRecord, ToolCallStart,
-    ToolCallStatus, step_status_str,
+    RequestRef, RunOptions, RunRecord, RunSummary, StepState, ToolCallEnd, ToolCallRecord,
+    ToolCallStart, ToolCallStatus, step_status_str,
 };
 pub use store::{Guard, Store};
 

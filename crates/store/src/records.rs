@@ -103,7 +103,7 @@ pub enum Record {
     /// A second approval of the same step keeps the first.
     Approval(ApprovalRecord),
     /// One model call; its `seq` is assigned by the writer (the next in the run).
-    ModelCall(ModelCallRecord),
+    ModelCall(Box<ModelCallRecord>),
 }
 
 impl Record {
@@ -189,6 +189,38 @@ pub struct ModelCallRecord {
     pub error_type: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The request as it was sent, by reference to blobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<RequestRef>,
+    /// The blob of the response as it was received (JSON), when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_sha256: Option<String>,
+}
+
+/// A model request kept without storing a conversation's growing prefix again on every turn:
+/// its messages are the first `prior_messages` of call `prior`'s (itself stored the same way),
+/// then `messages`; every message, the system prompt and the tool definitions are blobs
+/// (content-addressed, so each is stored once however many calls send it).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RequestRef {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prior: Option<u64>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub prior_messages: usize,
+    /// Blob sha256s of the messages after the prior ones, in order.
+    pub messages: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    /// The blob of the tool definitions (a JSON array).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<String>,
+    /// The rest of the request as sent: `max_tokens`, `tool_choice`, `temperature`, …
+    #[serde(default)]
+    pub params: Value,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// A step's state; recording it again replaces the previous one.

@@ -22,10 +22,16 @@ const APPLICATION_ID: i64 = 0x7065_7631;
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
 
 /// One entry per schema version: entry `i` migrates version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this build writes.
 pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Version 4: a blob may be stored deflated (`encoding = 'deflate'`); its sha256 is still the
+/// raw content's.
+const V4: &str = "
+ALTER TABLE blobs ADD COLUMN encoding TEXT;
+";
 
 /// Version 3: model calls (`ModelCallRecord`, whole in `body`; the other columns index it).
 const V3: &str = "

@@ -322,10 +322,22 @@ impl Store {
 
     /// The content stored under `sha256`, if any.
     pub fn blob(&self, sha256: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.conn
-            .prepare_cached("SELECT content FROM blobs WHERE sha256 = ?1")
-            .and_then(|mut st| st.query_row([sha256], |row| row.get(0)).optional())
-            .map_err(|e| db_err(&self.path, "read blob", e))
+        let row: Option<(Vec<u8>, Option<String>)> = self
+            .conn
+            .prepare_cached("SELECT content, encoding FROM blobs WHERE sha256 = ?1")
+            .and_then(|mut st| {
+                st.query_row([sha256], |row| Ok((row.get(0)?, row.get(1)?))).optional()
+            })
+            .map_err(|e| db_err(&self.path, "read blob", e))?;
+        row.map(|(content, encoding)| {
+            crate::blob::decode(content, encoding.as_deref()).map_err(|message| {
+                StoreError::Invalid {
+                    path: self.path.clone(),
+                    message: format!("blob {sha256}: {message}"),
+                }
+            })
+        })
+        .transpose()
     }
 
     /// SQLite's `PRAGMA integrity_check`: `"ok"` when intact, else its findings, one per line.

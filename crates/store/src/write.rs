@@ -61,9 +61,12 @@ pub(crate) fn apply(conn: &Connection, path: &Path, rec: &Record) -> Result<(), 
         }
         Record::FileHash(h) => file_hash(conn, h).map_err(sql)?,
         Record::Blob { sha256, content } => {
-            conn.prepare_cached("INSERT OR IGNORE INTO blobs (sha256, content) VALUES (?1, ?2)")
-                .and_then(|mut st| st.execute(params![sha256, content]))
-                .map_err(sql)?;
+            let (content, encoding) = crate::blob::encode(content);
+            conn.prepare_cached(
+                "INSERT OR IGNORE INTO blobs (sha256, content, encoding) VALUES (?1, ?2, ?3)",
+            )
+            .and_then(|mut st| st.execute(params![sha256, content.as_ref(), encoding]))
+            .map_err(sql)?;
         }
         Record::Mutation(m) => mutation(conn, m).map_err(sql)?,
         Record::RunStatus { run_id, status, result, updated_at } => {
@@ -127,12 +130,15 @@ fn opt_json<T: Serialize>(v: Option<&T>) -> Result<Option<String>, WriteError> {
     v.map(to_json).transpose()
 }
 
-/// Numbers the call after the run's last one: the writer is the run's only writer, so the
-/// read and the insert cannot race within one transaction.
+/// Numbers the call after the run's last one unless it comes numbered: the writer is the run's
+/// only writer, so the read and the insert cannot race within one transaction.
 fn model_call(conn: &Connection, m: &ModelCallRecord) -> Result<(), WriteError> {
-    let seq: u64 = conn
-        .prepare_cached("SELECT COALESCE(MAX(seq), 0) + 1 FROM model_calls WHERE run_id = ?1")?
-        .query_row([&m.run_id], |row| row.get(0))?;
+    let seq: u64 = if m.seq > 0 {
+        m.seq
+    } else {
+        conn.prepare_cached("SELECT COALESCE(MAX(seq), 0) + 1 FROM model_calls WHERE run_id = ?1")?
+            .query_row([&m.run_id], |row| row.get(0))?
+    };
     let mut numbered = m.clone();
     numbered.seq = seq;
     let body = to_json(&numbered)?;

@@ -1,7 +1,15 @@
 //! Every model call of a run, journaled: [`LoggedClient`] wraps a role's client and hands a
 //! [`ModelCallRecord`] per call (role, step and attempt, provider, server, models, response id,
 //! finish reason, tokens, timing, or the kind of failure) to a [`CallLog`], which writes it to
-//! the run's journal. What traces and reports show of the models is read back from there.
+//! the run's journal with the request and the response. What traces, reports and
+//! `pev show --conversation` show of the models is read back from there ([`requests`],
+//! [`response`]).
+//!
+//! A conversation grows by a turn or two per call, so a request is not stored whole: every
+//! message is a blob (content-addressed, deflated where it pays), and a call whose messages begin
+//! with those of the previous call of the same role, step and attempt names that call and lists
+//! only its new messages. A 50-turn session then stores each message once instead of fifty
+//! times. Keys are never part of a request.
 //!
 //! The planner's first call happens before its run exists: the log keeps calls until
 //! [`CallLog::attach`] names the run, then writes them first. Each call is made durable before
@@ -10,6 +18,7 @@
 //! is journaled as `abandoned`. A journal that cannot be written does not fail the run: the
 //! first error is kept for the caller to report ([`CallLog::error`]).
 
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Instant, SystemTime};
@@ -19,7 +28,7 @@ use pev_providers::cost::PriceTable;
 use pev_providers::{
     BoxFuture, ChatRequest, ChatResponse, ModelClient, ProviderError, StopReason, StreamSink,
 };
-use pev_store::{Journal, ModelCallRecord, Record, StoreError};
+use pev_store::{Journal, ModelCallRecord, Record, RequestRef, StoreError};
 
 use crate::model_scope;
 
@@ -31,12 +40,68 @@ pub struct CallLog {
     prices: Option<PriceTable>,
 }
 
-#[derive(Default)]
 struct State {
-    /// Calls made before the run was named.
-    pending: Vec<ModelCallRecord>,
+    /// Records of the calls made before the run was named (blobs and calls).
+    pending: Vec<Record>,
     target: Option<(Journal, String)>,
     error: Option<String>,
+    /// The number the next call takes.
+    next_seq: u64,
+    /// Blobs this log has written (or queued): not sent again.
+    written: HashSet<String>,
+    /// The last call of each conversation (role, step, attempt) and its messages' blobs.
+    conversations: HashMap<Conversation, (u64, Vec<String>)>,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        Self {
+            pending: Vec::new(),
+            target: None,
+            error: None,
+            next_seq: 1,
+            written: HashSet::new(),
+            conversations: HashMap::new(),
+        }
+    }
+}
+
+/// Who holds a conversation: role, step, attempt.
+type Conversation = (String, Option<String>, Option<u32>);
+
+/// A blob: its sha256 and content.
+type Blob = (String, Vec<u8>);
+
+/// A request's parts as blobs, made before the call is sent.
+pub(crate) struct Parts {
+    messages: Vec<Blob>,
+    system: Option<Blob>,
+    tools: Option<Blob>,
+    params: serde_json::Value,
+}
+
+fn blob(content: Vec<u8>) -> Blob {
+    (crate::step::sha256_hex(&content), content)
+}
+
+impl Parts {
+    fn of(request: &ChatRequest) -> Self {
+        let messages = request
+            .messages
+            .iter()
+            .map(|m| blob(serde_json::to_vec(m).unwrap_or_default()))
+            .collect();
+        let system = request.system.as_ref().map(|s| blob(s.as_bytes().to_vec()));
+        let tools = (!request.tools.is_empty())
+            .then(|| blob(serde_json::to_vec(&request.tools).unwrap_or_default()));
+        let mut params = serde_json::to_value(request).unwrap_or_default();
+        if let Some(obj) = params.as_object_mut() {
+            for key in ["system", "messages", "tools"] {
+                obj.remove(key);
+            }
+        }
+        Self { messages, system, tools, params }
+    }
 }
 
 impl std::fmt::Debug for CallLog {
@@ -59,10 +124,19 @@ impl CallLog {
     /// the calls made so far are written first.
     pub fn attach(&self, db: &Path, run_id: &str) -> Result<(), StoreError> {
         let journal = Journal::start(db)?;
+        let last = pev_store::Store::open_existing(db)?.model_calls(run_id)?.last().map(|c| c.seq);
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        for mut call in std::mem::take(&mut state.pending) {
-            call.run_id = run_id.to_owned();
-            journal.record(Record::ModelCall(call))?;
+        if state.pending.is_empty()
+            && let Some(last) = last
+        {
+            // A resumed run: its numbering goes on.
+            state.next_seq = last + 1;
+        }
+        for mut record in std::mem::take(&mut state.pending) {
+            if let Record::ModelCall(call) = &mut record {
+                call.run_id = run_id.to_owned();
+            }
+            journal.record(record)?;
         }
         journal.flush()?;
         state.target = Some((journal, run_id.to_owned()));
@@ -84,7 +158,7 @@ impl CallLog {
         }
     }
 
-    fn log(&self, mut call: ModelCallRecord) {
+    fn log(&self, mut call: ModelCallRecord, parts: Option<Parts>, response: Option<Vec<u8>>) {
         if let Some(prices) = &self.prices
             && call.error_type.is_none()
         {
@@ -102,12 +176,57 @@ impl CallLog {
         if state.error.is_some() {
             return;
         }
+        call.seq = state.next_seq;
+        state.next_seq += 1;
+        let mut records = Vec::new();
+        let mut keep = |state: &mut State, (sha, content): Blob| {
+            if state.written.insert(sha.clone()) {
+                records.push(Record::Blob { sha256: sha.clone(), content });
+            }
+            sha
+        };
+        if let Some(parts) = parts {
+            let key = (call.role.clone(), call.step_id.clone(), call.attempt);
+            let shas: Vec<String> = parts.messages.iter().map(|(sha, _)| sha.clone()).collect();
+            let prior = state.conversations.get(&key).and_then(|(seq, before)| {
+                (before.len() <= shas.len() && shas[..before.len()] == before[..])
+                    .then_some((*seq, before.len()))
+            });
+            let (prior, prior_messages) = match prior {
+                Some((seq, n)) => (Some(seq), n),
+                None => (None, 0),
+            };
+            let messages = parts
+                .messages
+                .into_iter()
+                .skip(prior_messages)
+                .map(|b| keep(&mut state, b))
+                .collect();
+            let system = parts.system.map(|b| keep(&mut state, b));
+            let tools = parts.tools.map(|b| keep(&mut state, b));
+            call.request = Some(RequestRef {
+                prior,
+                prior_messages,
+                messages,
+                system,
+                tools,
+                params: parts.params,
+            });
+            state.conversations.insert(key, (call.seq, shas));
+        }
+        call.response_sha256 = response.map(|r| keep(&mut state, blob(r)));
         let Some((journal, run_id)) = &state.target else {
-            state.pending.push(call);
+            records.push(Record::ModelCall(Box::new(call)));
+            state.pending.extend(records);
             return;
         };
         call.run_id.clone_from(run_id);
-        let written = journal.record_durable(Record::ModelCall(call));
+        let mut written = Ok(());
+        for record in records {
+            written = written.and_then(|()| journal.record(record));
+        }
+        let written =
+            written.and_then(|()| journal.record_durable(Record::ModelCall(Box::new(call))));
         if let Err(e) = written {
             state.error = Some(format!("model calls are no longer journaled: {e}"));
         }
@@ -155,16 +274,22 @@ impl LoggedClient {
             started_at: rfc3339(SystemTime::now()),
             ..ModelCallRecord::default()
         };
-        let mut pending =
-            InFlight { log: &self.log, record: Some(record), started: Instant::now() };
+        let mut pending = InFlight {
+            log: &self.log,
+            record: Some(record),
+            parts: Some(Parts::of(request)),
+            started: Instant::now(),
+        };
         let result = match sink {
             Some(sink) => self.inner.chat_stream(request, sink).await,
             None => self.inner.chat(request).await,
         };
-        if let Some(record) = pending.finish(&result) {
+        if let Some((record, parts)) = pending.finish(&result) {
             let log = Arc::clone(&self.log);
+            let response = result.as_ref().ok().and_then(|r| serde_json::to_vec(r).ok());
             // The write waits for a commit: off the async threads.
-            let written = tokio::task::spawn_blocking(move || log.log(record)).await;
+            let written =
+                tokio::task::spawn_blocking(move || log.log(record, parts, response)).await;
             if let Err(e) = written {
                 self.log.fail_with(format!("model calls are no longer journaled: {e}"));
             }
@@ -177,12 +302,16 @@ impl LoggedClient {
 struct InFlight<'a> {
     log: &'a CallLog,
     record: Option<ModelCallRecord>,
+    parts: Option<Parts>,
     started: Instant,
 }
 
 impl InFlight<'_> {
     /// The call's record, completed with its answer (taken: the drop writes nothing more).
-    fn finish(&mut self, result: &Result<ChatResponse, ProviderError>) -> Option<ModelCallRecord> {
+    fn finish(
+        &mut self,
+        result: &Result<ChatResponse, ProviderError>,
+    ) -> Option<(ModelCallRecord, Option<Parts>)> {
         let mut record = self.record.take()?;
         record.duration_ms = millis(self.started);
         match result {
@@ -200,7 +329,7 @@ impl InFlight<'_> {
                 record.error = Some(e.to_string());
             }
         }
-        Some(record)
+        Some((record, self.parts.take()))
     }
 }
 
@@ -210,7 +339,7 @@ impl Drop for InFlight<'_> {
             record.duration_ms = millis(self.started);
             record.error_type = Some("abandoned".to_owned());
             record.error = Some("the call was abandoned before it was answered".to_owned());
-            self.log.log(record);
+            self.log.log(record, self.parts.take(), None);
         }
     }
 }

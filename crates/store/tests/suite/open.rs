@@ -17,7 +17,7 @@ fn open_creates_the_directory_and_a_wal_journal() {
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
     assert_eq!(mode, "wal");
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     // Reopening a current journal is a no-op, and the Journal opens it too.
     drop(store);
     let store = Store::open(&db.path).unwrap();
@@ -63,7 +63,7 @@ fn a_newer_schema_version_is_refused() {
     Store::open(&db.path).unwrap();
     Connection::open(&db.path).unwrap().execute_batch("PRAGMA user_version = 99").unwrap();
     let err = Store::open(&db.path).unwrap_err();
-    assert!(matches!(err, StoreError::TooNew { found: 99, known: 3, .. }), "{err:?}");
+    assert!(matches!(err, StoreError::TooNew { found: 99, known: 4, .. }), "{err:?}");
     let msg = err.to_string();
     assert!(msg.contains("schema version is 99") && msg.contains("use a newer pev"), "{msg}");
     assert!(msg.contains(&db.path.display().to_string()), "{msg}");

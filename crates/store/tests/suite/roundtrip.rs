@@ -257,14 +257,16 @@ fn model_calls_are_numbered_per_run_and_come_back_whole() {
         duration_ms: 812,
         error_type: None,
         error: None,
+        request: None,
+        response_sha256: None,
     };
-    journal.record(Record::ModelCall(call("r1", "planner", None))).unwrap();
-    journal.record(Record::ModelCall(call("r2", "executor", Some("a")))).unwrap();
+    journal.record(Record::ModelCall(Box::new(call("r1", "planner", None)))).unwrap();
+    journal.record(Record::ModelCall(Box::new(call("r2", "executor", Some("a"))))).unwrap();
     let mut failed = call("r1", "executor", Some("b"));
     failed.error_type = Some("rate_limited".into());
     failed.error = Some("429".into());
     failed.response_id = None;
-    journal.record(Record::ModelCall(failed.clone())).unwrap();
+    journal.record(Record::ModelCall(Box::new(failed.clone()))).unwrap();
     journal.close().unwrap();
 
     let calls = store.model_calls("r1").unwrap();
