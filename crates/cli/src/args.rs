@@ -257,6 +257,16 @@ pub(crate) enum Command {
         /// The run: its id, a unique prefix of it, or `last`
         #[arg(value_name = "RUN")]
         run: String,
+        /// With --conversation: only this step's model calls
+        #[arg(value_name = "STEP", requires = "conversation")]
+        step: Option<String>,
+        /// Print the model conversations instead: every call's new messages, tool calls and
+        /// results (long ones folded) and the answer, as the journal recorded them
+        #[arg(long)]
+        conversation: bool,
+        /// With --conversation: print messages whole instead of folding long ones
+        #[arg(long, requires = "conversation")]
+        full: bool,
         /// Output format (`json` prints the run result, `pev schema result`)
         #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
         format: ShowFormat,

@@ -8,6 +8,7 @@ mod agent_cmd;
 mod approve_tty;
 mod args;
 mod call_notice;
+mod conversation_view;
 mod doctor_cmd;
 mod eval_cmd;
 mod explain;
@@ -115,7 +116,15 @@ fn main() -> ExitCode {
             let code = report(journal_cmd::runs(&journal.common(None, false), &mut out));
             finish(code, out.flush())
         }
-        Command::Show { run, format, journal } => {
+        Command::Show { run, step, conversation: true, full, format, journal } => {
+            let mut common = journal.common(None, false);
+            common.json |= format == ShowFormat::Json;
+            let mut out = BufWriter::new(stdout.lock());
+            let code =
+                report(conversation_view::show(&run, step.as_deref(), full, &common, &mut out));
+            finish(code, out.flush())
+        }
+        Command::Show { run, format, journal, .. } => {
             let mut common = journal.common(None, false);
             common.json |= format == ShowFormat::Json;
             let mut out = BufWriter::new(stdout.lock());

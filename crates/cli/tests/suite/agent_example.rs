@@ -64,3 +64,66 @@ fn the_offline_agent_example_makes_the_site_dark_green_on_a_scratch_copy() {
     let original = std::fs::read_to_string(example.join("site/style.css")).expect("style.css");
     assert!(original.contains("background: #ffffff;"), "{original}");
 }
+
+/// `pev show --conversation`: the run's model calls as the journal kept them, by step, in text
+/// and in JSON (each request read back whole).
+#[test]
+fn the_example_runs_conversation_is_shown_from_the_journal() {
+    let root = repo_root();
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let site = tmp.path().join("site");
+    std::fs::create_dir(&site).expect("mkdir");
+    for f in ["index.html", "style.css", "pev.toml"] {
+        std::fs::copy(root.join("examples/agent/site").join(f), site.join(f)).expect("copy");
+    }
+    let toml = std::fs::read_to_string(site.join("pev.toml")).expect("toml");
+    let scripts = root.join("examples/agent").display().to_string();
+    std::fs::write(site.join("pev.toml"), toml.replace("script:..", &format!("script:{scripts}")))
+        .expect("toml");
+    let ws = site.display().to_string();
+    let out = Outcome::from(run(
+        pev_clean().current_dir(tmp.path()),
+        &["agent", GREEN_GOAL, "-w", &ws, "--json"],
+    ));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    let text = run(
+        pev_clean().current_dir(tmp.path()),
+        &["show", "last", "--conversation", "patch-css", "-w", &ws],
+    );
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    let s = &text.stdout;
+    assert!(s.contains("step patch-css: 4 model call(s)"), "{s}");
+    assert!(
+        s.contains("call 2 · executor · step patch-css · attempt 1 · claude-sonnet-4-5"),
+        "{s}"
+    );
+    assert!(s.contains("→ file_read {\"path\":\"style.css\"}"), "{s}");
+    assert!(s.contains("← result"), "{s}");
+    assert!(s.contains("call 5 · verifier"), "{s}");
+    assert!(s.contains("more line(s) (--full shows them)"), "long prompts are folded: {s}");
+    assert!(!s.contains("check-html"), "only the step asked for: {s}");
+
+    let json = run(
+        pev_clean().current_dir(tmp.path()),
+        &["show", "last", "--conversation", "--format", "json", "-w", &ws],
+    );
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    let calls: serde_json::Value = serde_json::from_str(&json.stdout).expect("JSON");
+    let calls = calls.as_array().expect("an array");
+    assert_eq!(calls.len(), 7, "every call of the run");
+    let planner = &calls[0];
+    assert_eq!(planner["call"]["role"], "planner");
+    assert!(planner["request"]["messages"][0]["content"].to_string().contains("dark green"));
+    // The executor's last call of the step sent the whole conversation: 5 messages.
+    assert_eq!(calls[3]["request"]["messages"].as_array().map(Vec::len), Some(5));
+    assert!(calls.iter().all(|c| c["response"].is_object()));
+
+    let missing = run(
+        pev_clean().current_dir(tmp.path()),
+        &["show", "last", "--conversation", "nope", "-w", &ws],
+    );
+    assert_eq!(missing.code, 2);
+    assert!(missing.stderr.contains("no model call for step `nope`"), "{}", missing.stderr);
+    assert!(missing.stderr.contains("patch-css"), "{}", missing.stderr);
+}
