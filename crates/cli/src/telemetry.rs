@@ -28,13 +28,19 @@ mod enabled {
     /// The settings of the environment and the user's `[telemetry]`; `None` when no endpoint
     /// is named.
     pub(crate) fn settings(config: &Config) -> Result<Option<OtlpConfig>, String> {
+        settings_to(config, None)
+    }
+
+    /// [`settings`], sending to `url` when given.
+    fn settings_to(config: &Config, url: Option<&str>) -> Result<Option<OtlpConfig>, String> {
         let file = config.telemetry().map_or_else(FileSettings::default, |t| FileSettings {
             endpoint: t.endpoint.clone(),
             headers: t.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             capture_content: t.capture_content,
             timeout_ms: t.timeout_ms,
         });
-        OtlpConfig::from_vars(&|k| std::env::var(k).ok(), &file)
+        OtlpConfig::from_vars_to(&|k| std::env::var(k).ok(), &file, url)
+            .map_err(|e| if url.is_some() { format!("--otlp: {e}") } else { e })
     }
 
     /// A run's live exporter, or nothing.
@@ -77,31 +83,17 @@ mod enabled {
         out: &mut dyn Write,
     ) -> Result<u8, Fail> {
         let workspace = workspace_dir(common.workspace.as_deref())?;
-        let mut config = match &req.url {
-            Some(url) => OtlpConfig::for_url(url)
-                .map_err(|e| Fail(EXIT_BAD_INPUT, format!("--otlp: {e}")))?,
-            None => {
-                let file = crate::run_cmd::file_config(&workspace)?;
-                settings(&file).map_err(|e| Fail(EXIT_BAD_INPUT, e))?.ok_or_else(|| {
-                    Fail(
-                        EXIT_BAD_INPUT,
-                        "no endpoint: give --otlp URL, or set OTEL_EXPORTER_OTLP_ENDPOINT \
-                         (or [telemetry] endpoint in ~/.config/pev/pev.toml)"
-                            .to_owned(),
-                    )
-                })?
-            }
-        };
-        if req.url.is_some() {
-            // The URL on the command line; the rest (headers, service name) as the environment says.
-            let file = crate::run_cmd::file_config(&workspace)?;
-            if let Some(env) = settings(&file).map_err(|e| Fail(EXIT_BAD_INPUT, e))? {
-                config.headers = env.headers;
-                config.resource = env.resource;
-                config.timeout = env.timeout;
-                config.options = env.options;
-            }
-        }
+        let file = crate::run_cmd::file_config(&workspace)?;
+        let mut config = settings_to(&file, req.url.as_deref())
+            .map_err(|e| Fail(EXIT_BAD_INPUT, e))?
+            .ok_or_else(|| {
+                Fail(
+                    EXIT_BAD_INPUT,
+                    "no endpoint: give --otlp URL, or set OTEL_EXPORTER_OTLP_ENDPOINT \
+                     (or [telemetry] endpoint in ~/.config/pev/pev.toml)"
+                        .to_owned(),
+                )
+            })?;
         config.options.capture_content |= req.capture_content;
         let db = store_path(common, &workspace);
         let store = pev_store::Store::open_existing(&db)

@@ -64,13 +64,25 @@ impl OtlpConfig {
         vars: &dyn Fn(&str) -> Option<String>,
         file: &FileSettings,
     ) -> Result<Option<Self>, String> {
+        Self::from_vars_to(vars, file, None)
+    }
+
+    /// [`OtlpConfig::from_vars`], sending to `url` when given (`pev export --otlp URL`): the
+    /// headers, timeout, service and content settings still come from the environment and file.
+    pub fn from_vars_to(
+        vars: &dyn Fn(&str) -> Option<String>,
+        file: &FileSettings,
+        url: Option<&str>,
+    ) -> Result<Option<Self>, String> {
         let var = |name: &str| vars(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
         if var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"))
             || var("OTEL_TRACES_EXPORTER").is_some_and(|v| v.eq_ignore_ascii_case("none"))
         {
             return Ok(None);
         }
-        let endpoint = if let Some(url) = var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
+        let endpoint = if let Some(url) = url {
+            traces_url(url)?
+        } else if let Some(url) = var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
             check_url(&url).map_err(|e| format!("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: {e}"))?;
             url
         } else if let Some(url) = var("OTEL_EXPORTER_OTLP_ENDPOINT") {
@@ -97,15 +109,15 @@ impl OtlpConfig {
                 headers.extend(parse_pairs(&list).map_err(|e| format!("{name}: {e}"))?);
             }
         }
-        let timeout =
-            match var("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
-                .or_else(|| var("OTEL_EXPORTER_OTLP_TIMEOUT"))
-            {
-                Some(ms) => Duration::from_millis(ms.parse::<u64>().map_err(|_| {
-                    format!("OTEL_EXPORTER_OTLP_TIMEOUT: {ms:?} is not milliseconds")
-                })?),
-                None => file.timeout_ms.map_or(DEFAULT_TIMEOUT, Duration::from_millis),
-            };
+        let timeout_var = ["OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"]
+            .into_iter()
+            .find_map(|name| var(name).map(|v| (name, v)));
+        let timeout = match timeout_var {
+            Some((name, ms)) => Duration::from_millis(
+                ms.parse::<u64>().map_err(|_| format!("{name}: {ms:?} is not milliseconds"))?,
+            ),
+            None => file.timeout_ms.map_or(DEFAULT_TIMEOUT, Duration::from_millis),
+        };
         let mut resource = Resource::default();
         if let Some(list) = var("OTEL_RESOURCE_ATTRIBUTES") {
             resource.attributes =
@@ -314,11 +326,12 @@ impl Live {
         let tx = self.tx.take()?;
         let _ = tx.send(Msg::Finish);
         let done = self.done.take()?;
-        match done.recv_timeout(self.timeout + Duration::from_secs(1)) {
+        // A periodic send may be in flight when the end comes: its timeout, then the last one's.
+        match done.recv_timeout(self.timeout * 2 + Duration::from_secs(1)) {
             Ok(warning) => warning,
             Err(_) => Some(format!(
                 "traces: the last export did not finish within {} ms and was abandoned",
-                self.timeout.as_millis()
+                (self.timeout * 2).as_millis()
             )),
         }
     }
@@ -339,7 +352,10 @@ struct Exporter {
     /// Spans that start before this were sent by an earlier session of a resumed run.
     since_ms: u64,
     sent: HashSet<SpanId>,
+    /// Why the exporter gave up (it sends nothing more).
     failed: Option<String>,
+    /// Periodic sends that failed in a row (their spans are tried again at the next look).
+    misses: u32,
     client: Result<reqwest::Client, String>,
     runtime: Option<tokio::runtime::Runtime>,
 }
@@ -355,6 +371,7 @@ impl Exporter {
             since_ms: 0,
             sent: HashSet::new(),
             failed: None,
+            misses: 0,
             client: pev_tools::build_client(),
             runtime,
         }
@@ -421,8 +438,13 @@ impl Exporter {
             return;
         };
         match runtime.block_on(send(client, &self.config, &spans)) {
-            Ok(()) => self.sent.extend(spans.iter().map(|s| s.span_id)),
-            Err(e) => self.failed = Some(e),
+            Ok(()) => {
+                self.misses = 0;
+                self.sent.extend(spans.iter().map(|s| s.span_id));
+            }
+            // The last send, or the third miss in a row: give up (one warning at the end).
+            Err(e) if last || self.misses >= 2 => self.failed = Some(e),
+            Err(_) => self.misses += 1,
         }
     }
 }
@@ -493,6 +515,24 @@ mod tests {
         let env = vars(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://env:4318")]);
         let c = OtlpConfig::from_vars(&env, &file).unwrap().unwrap();
         assert_eq!(c.endpoint, "http://env:4318/v1/traces");
+    }
+
+    #[test]
+    fn a_url_given_keeps_the_environments_headers_and_settings() {
+        let env = vars(&[
+            ("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20k"),
+            ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "700"),
+        ]);
+        let c = OtlpConfig::from_vars_to(&env, &FileSettings::default(), Some("http://h:4318"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.endpoint, "http://h:4318/v1/traces");
+        assert_eq!(c.headers, vec![("authorization".to_owned(), "Bearer k".to_owned())]);
+        assert_eq!(c.timeout, Duration::from_millis(700));
+        let bad = vars(&[("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "soon")]);
+        let err =
+            OtlpConfig::from_vars_to(&bad, &FileSettings::default(), Some("http://h")).unwrap_err();
+        assert!(err.starts_with("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"), "{err}");
     }
 
     #[test]

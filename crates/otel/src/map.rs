@@ -22,7 +22,7 @@
 use std::collections::HashMap;
 
 use pev_protocol::event::{Event, EventBody, epoch_ms};
-use pev_protocol::run::{EvidenceOf, RunResult, RunStatus};
+use pev_protocol::run::{RunResult, RunStatus};
 use pev_store::ModelCallRecord;
 use serde_json::Value as Json;
 use sha2::{Digest, Sha256};
@@ -85,6 +85,9 @@ pub fn map_run(run: &RunJournal<'_>, options: &Options) -> Vec<Span> {
 struct Attempt {
     step: String,
     attempt: u32,
+    /// The `step.started` event's sequence number: a resumed run can start the same attempt
+    /// number of a step again, and each start is a span of its own.
+    seq: u64,
     span: Span,
     /// Its verification span, once something verified it.
     verify: Option<Span>,
@@ -167,6 +170,12 @@ impl<'a> Mapper<'a> {
         Some(format!("{}…[{} bytes cut]", &text[..end], text.len() - end))
     }
 
+    /// An error status: its message when content is captured, else `fallback` (a tool's or a
+    /// model's error can quote files and prompts).
+    fn status(&self, message: &str, fallback: &str) -> Status {
+        Status::Error(self.content(message).unwrap_or_else(|| fallback.to_owned()))
+    }
+
     fn map(&self) -> Vec<Span> {
         let mut root = self.root_span();
         let mut plans: Vec<Span> = Vec::new();
@@ -183,8 +192,10 @@ impl<'a> Mapper<'a> {
                         self.span(&format!("plan:{version}"), self.root, "plan".to_owned(), at);
                     span.attributes.push(("pev.plan.version".into(), (*version).into()));
                     span.attributes.push(("pev.plan.steps".into(), (*steps as u64).into()));
-                    if let EventBody::PlanRevised { reason, .. } = &event.body {
-                        span.attributes.push(("pev.plan.reason".into(), reason.as_str().into()));
+                    if let EventBody::PlanRevised { reason, .. } = &event.body
+                        && let Some(text) = self.content(reason)
+                    {
+                        span.attributes.push(("pev.plan.reason".into(), text.into()));
                     }
                     if let Some((_, plan)) = self.run.plans.iter().find(|(v, _)| v == version)
                         && let Some(text) = self.content(&plan.to_string())
@@ -196,7 +207,7 @@ impl<'a> Mapper<'a> {
                 EventBody::StepStarted { step, attempt } => {
                     close_attempt(&mut attempts, step, at, None);
                     let mut span = self.span(
-                        &format!("step:{step}:{attempt}"),
+                        &format!("step:{step}:{attempt}:{}", event.seq),
                         self.root,
                         format!("step {step}"),
                         at,
@@ -210,6 +221,7 @@ impl<'a> Mapper<'a> {
                     attempts.push(Attempt {
                         step: step.clone(),
                         attempt: *attempt,
+                        seq: event.seq,
                         span,
                         verify: None,
                     });
@@ -219,6 +231,7 @@ impl<'a> Mapper<'a> {
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_owned))
                         .unwrap_or_default();
+                    let error = error.as_deref().and_then(|e| self.content(e));
                     close_attempt(&mut attempts, step, at, Some((&word, error.as_deref())));
                 }
                 EventBody::ToolCalled { step, call_id, tool, effect, arguments } => {
@@ -262,11 +275,17 @@ impl<'a> Mapper<'a> {
                     }
                     if !ok {
                         span.attributes.push(("error.type".into(), "tool_error".into()));
-                        span.status = Status::Error(error.clone().unwrap_or_default());
+                        span.status = self
+                            .status(error.as_deref().unwrap_or_default(), "the tool call failed");
                     }
                 }
                 EventBody::AssertionChecked { step, result, postcondition } => {
-                    let verify = match step {
+                    // A step's evidence checked again after the step ended (the final re-check)
+                    // belongs to the run's verification, not to a span already closed.
+                    let running = step.as_deref().filter(|id| {
+                        attempts.iter().rev().find(|a| a.step == *id).is_some_and(|a| a.span.open)
+                    });
+                    let verify = match running {
                         Some(step) => self.verify_of(&mut attempts, step, at),
                         None => Some(run_verify.get_or_insert_with(|| self.run_verify(at))),
                     };
@@ -281,10 +300,15 @@ impl<'a> Mapper<'a> {
                             "gen_ai.evaluation.score.value".into(),
                             f64::from(u8::from(result.passed)).into(),
                         ),
-                        ("gen_ai.evaluation.explanation".into(), result.detail.as_str().into()),
                     ];
-                    if let Some(pc) = postcondition {
-                        attrs.push(("pev.postcondition".into(), pc.as_str().into()));
+                    if let Some(text) = self.content(&result.detail) {
+                        attrs.push(("gen_ai.evaluation.explanation".into(), text.into()));
+                    }
+                    if let Some(step) = step.as_deref().filter(|_| running.is_none()) {
+                        attrs.push(("pev.step.id".into(), step.into()));
+                    }
+                    if let Some(pc) = postcondition.as_deref().and_then(|p| self.content(p)) {
+                        attrs.push(("pev.postcondition".into(), pc.into()));
                     }
                     evaluate(verify, at, attrs, !result.passed);
                 }
@@ -306,11 +330,11 @@ impl<'a> Mapper<'a> {
                                 if answer.yes { "yes" } else { "no" }.into(),
                             ),
                             ("gen_ai.evaluation.score.value".into(), answer.confidence.into()),
-                            (
-                                "gen_ai.evaluation.explanation".into(),
-                                answer.question.as_str().into(),
-                            ),
                         ];
+                        let mut attrs = attrs;
+                        if let Some(text) = self.content(&answer.question) {
+                            attrs.push(("gen_ai.evaluation.explanation".into(), text.into()));
+                        }
                         evaluate(verify, at, attrs, false);
                     }
                     let mut attrs: Attributes = vec![
@@ -333,21 +357,15 @@ impl<'a> Mapper<'a> {
                     evaluate(verify, at, attrs, !pass && outcome == "failed");
                 }
                 EventBody::RunFinished { result } => self.finish_root(&mut root, result, at),
+                // A run resumed after it finished (it waited for approval) is going again.
+                EventBody::RunStarted { resumed: true, .. } => root.open = true,
                 _ => {}
             }
         }
-        if let (Some(verify), Some(check)) = (&mut run_verify, final_check(self.run.events)) {
-            verify.attributes.push(("pev.final_check.rechecked".into(), check.0.into()));
-            for (what, detail) in check.1 {
-                let attrs: Attributes = vec![
-                    ("gen_ai.evaluation.name".into(), "pev.final_check".into()),
-                    ("gen_ai.evaluation.score.label".into(), "fail".into()),
-                    ("gen_ai.evaluation.score.value".into(), 0.0.into()),
-                    ("gen_ai.evaluation.explanation".into(), format!("{what}: {detail}").into()),
-                ];
-                let at = verify.end_ms;
-                evaluate(verify, at, attrs, true);
-            }
+        // The final re-check: how much was checked again (what regressed came as assertions).
+        if let Some(rechecked) = final_check(self.run.events) {
+            let verify = run_verify.get_or_insert_with(|| self.run_verify(root.end_ms));
+            verify.attributes.push(("pev.final_check.rechecked".into(), rechecked.into()));
         }
         // Still open: ends at the latest time the journal knows.
         for a in &mut attempts {
@@ -360,7 +378,7 @@ impl<'a> Mapper<'a> {
                 t.end_ms = self.last_ms.max(t.start_ms);
             }
         }
-        let chats = self.chat_spans(&mut plans, &mut attempts);
+        let chats = self.chat_spans(&mut plans, &mut attempts, root.open);
         // A verification can still grow while its attempt runs, and the run's while the run does.
         for a in &mut attempts {
             if let Some(verify) = &mut a.verify {
@@ -442,8 +460,8 @@ impl<'a> Mapper<'a> {
             RunStatus::Success | RunStatus::AwaitingApproval => Status::Unset,
             _ => {
                 attrs.push(("error.type".into(), status.as_str().into()));
-                let first = result.reasons.first().map(|r| r.message.clone());
-                Status::Error(first.unwrap_or(status))
+                let first = result.reasons.first().map_or(status.as_str(), |r| r.message.as_str());
+                self.status(first, &format!("the run ended {status}"))
             }
         };
     }
@@ -463,7 +481,7 @@ impl<'a> Mapper<'a> {
     ) -> Option<&'m mut Span> {
         let a = attempts.iter_mut().rev().find(|a| a.step == step)?;
         let parent = a.span.span_id;
-        let key = format!("verify:{}:{}", a.step, a.attempt);
+        let key = format!("verify:{}:{}:{}", a.step, a.attempt, a.seq);
         let attempt = a.attempt;
         Some(a.verify.get_or_insert_with(|| {
             let mut span = self.span(&key, parent, format!("verify {step}"), at);
@@ -475,18 +493,29 @@ impl<'a> Mapper<'a> {
 
     /// One `chat {model}` span per model call, under the plan, step attempt or verification it
     /// was made for.
-    fn chat_spans(&self, plans: &mut [Span], attempts: &mut [Attempt]) -> Vec<Span> {
+    fn chat_spans(
+        &self,
+        plans: &mut [Span],
+        attempts: &mut [Attempt],
+        run_open: bool,
+    ) -> Vec<Span> {
         let mut out = Vec::new();
+        let mut orphan_planner = false;
         for call in self.run.model_calls {
             let Some(start) = epoch_ms(&call.started_at) else { continue };
             let end = start.saturating_add(call.duration_ms);
             let scoped = call.step_id.as_deref().zip(call.attempt);
+            // The start of that attempt the call falls in (a resumed run may start it again).
             let attempt = scoped.and_then(|(step, n)| {
-                attempts.iter_mut().find(|a| a.step == step && a.attempt == n)
+                attempts
+                    .iter_mut()
+                    .filter(|a| a.step == step && a.attempt == n)
+                    .rev()
+                    .find(|a| a.span.start_ms <= start || a.seq == 0)
             });
             let parent = match attempt {
                 Some(a) if call.role == "verifier" => {
-                    let key = format!("verify:{}:{}", a.step, a.attempt);
+                    let key = format!("verify:{}:{}:{}", a.step, a.attempt, a.seq);
                     let parent = a.span.span_id;
                     let step = a.step.clone();
                     let attempt = a.attempt;
@@ -507,12 +536,18 @@ impl<'a> Mapper<'a> {
                             plan.start_ms = plan.start_ms.min(start);
                             plan.span_id
                         }
-                        None => self.root,
+                        None => {
+                            // No plan yet (a replan under way): its parent is not known.
+                            orphan_planner = run_open;
+                            self.root
+                        }
                     }
                 }
                 None => self.root,
             };
-            out.push(self.chat_span(call, parent, start, end));
+            let mut span = self.chat_span(call, parent, start, end);
+            span.open = std::mem::take(&mut orphan_planner);
+            out.push(span);
         }
         out
     }
@@ -574,7 +609,7 @@ impl<'a> Mapper<'a> {
         }
         if let Some(kind) = &call.error_type {
             attrs.push(("error.type".into(), kind.as_str().into()));
-            span.status = Status::Error(call.error.clone().unwrap_or_default());
+            span.status = self.status(call.error.as_deref().unwrap_or_default(), "the call failed");
         }
         span
     }
@@ -647,26 +682,13 @@ fn stretch(span: &mut Span, start: u64, end: u64) {
     span.end_ms = span.end_ms.max(end);
 }
 
-/// The final re-check of the last `run.finished`: how many assertions were run again, and each
-/// regression as (whose evidence, what is seen now).
-fn final_check(events: &[Event]) -> Option<(u64, Vec<(String, String)>)> {
+/// How many assertions the final re-check of the last `run.finished` ran again.
+fn final_check(events: &[Event]) -> Option<u64> {
     let result = events.iter().rev().find_map(|e| match &e.body {
         EventBody::RunFinished { result } => Some(result),
         _ => None,
     })?;
-    let check = result.final_check.as_ref()?;
-    let regressions = check
-        .regressed
-        .iter()
-        .map(|r| {
-            let of = match &r.of {
-                EvidenceOf::Step(step) => format!("step {step}"),
-                EvidenceOf::Postcondition(pc) => format!("postcondition {pc}"),
-            };
-            (format!("{of} ({})", r.kind), format!("passed with {}, now {}", r.then, r.now))
-        })
-        .collect();
-    Some((check.rechecked, regressions))
+    Some(result.final_check.as_ref()?.rechecked)
 }
 
 #[cfg(test)]

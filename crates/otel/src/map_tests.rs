@@ -382,7 +382,8 @@ fn failures_are_errors_with_an_error_type() {
     failed.error_type = Some("rate_limited".into());
     failed.error = Some("429 Too Many Requests".into());
     failed.response_id = None;
-    let spans = j.map(&Options::default());
+    // The messages quote what failed, so they are content: captured here.
+    let spans = j.map(&Options { capture_content: true, ..Options::default() });
     let error_type = |s: &Span| s.str_attr("error.type").map(str::to_owned);
 
     let root = &spans[0];
@@ -430,9 +431,24 @@ fn no_content_unless_opted_in_and_then_capped() {
     let j = journal();
     let quiet = j.map(&Options::default());
     let text = format!("{quiet:?}");
-    for secret in ["SECRET-GOAL", "SECRET-CONTENT", "SECRET-FEEDBACK", "\"bytes\""] {
+    for secret in [
+        "SECRET-GOAL",
+        "SECRET-CONTENT",
+        "SECRET-FEEDBACK",
+        "\"bytes\"",
+        "found at line 2",
+        "Is it green?",
+        "exit status 2",
+        "make failed",
+        "step b failed",
+        "The site builds",
+    ] {
         assert!(!text.contains(secret), "{secret} leaked without opt-in");
     }
+    // Errors are still errors, with a message that quotes nothing.
+    let exec = named(&quiet, "execute_tool shell.exec")[0];
+    assert_eq!(exec.status, Status::Error("the tool call failed".into()));
+    assert_eq!(quiet[0].status, Status::Error("the run ended partial".into()));
     for key in [
         "gen_ai.input.messages",
         "gen_ai.tool.call.arguments",
@@ -539,4 +555,63 @@ fn an_empty_journal_maps_to_a_lone_root() {
     let spans = j.map(&Options::default());
     assert_eq!(spans.len(), 1);
     assert!(spans[0].open);
+}
+
+#[test]
+fn a_resumed_run_keeps_ids_distinct_and_late_evidence_goes_to_the_runs_verification() {
+    let mut j = journal();
+    // The run waited for approval, then was resumed: the same attempt of `b` starts again.
+    j.push(
+        7000,
+        EventBody::RunStarted {
+            goal: "g".into(),
+            workspace: "/ws".into(),
+            resumed: true,
+            sandbox: None,
+        },
+    );
+    j.push(7100, EventBody::StepStarted { step: "b".into(), attempt: 2 });
+    j.call("executor", Some(("b", 2)), 7200, 100);
+    // A replan's planner call, whose plan is not journaled yet.
+    j.call("planner", None, 7400, 100);
+    let spans = j.map(&Options::default());
+    let mut ids: Vec<SpanId> = spans.iter().map(|s| s.span_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), spans.len(), "each start of an attempt is a span of its own");
+    let attempts = named(&spans, "step b");
+    assert_eq!(attempts.len(), 3);
+    let late = spans.iter().rfind(|s| s.name == "chat executor-model").unwrap();
+    assert_eq!(late.parent, Some(attempts[2].span_id), "the call goes to the attempt it fell in");
+    assert!(spans[0].open, "the resumed run is going again");
+    let replan = spans.iter().rfind(|s| s.name == "chat planner-model").unwrap();
+    assert!(replan.open, "held back until its plan is journaled");
+
+    // The final re-check, after step `a` finished: the run's verification.
+    let mut j = journal();
+    let at_end = j.events.len() - 2;
+    j.events.insert(
+        at_end,
+        Event {
+            run_id: RUN.into(),
+            seq: 99,
+            at: at(6400),
+            body: EventBody::AssertionChecked {
+                step: Some("a".into()),
+                postcondition: None,
+                result: AssertionResult {
+                    kind: "file_contains".into(),
+                    passed: false,
+                    detail: "final re-check: gone".into(),
+                },
+            },
+        },
+    );
+    let spans = j.map(&Options::default());
+    let verify_a = one(&spans, "verify a");
+    assert_eq!(verify_a.events.len(), 3, "step a's own verification is as it was");
+    assert_eq!(verify_a.end_ms, noon() + 2000);
+    let run = one(&spans, "verify run");
+    let last = run.events.last().unwrap();
+    assert!(last.attributes.iter().any(|(k, v)| k == "pev.step.id" && v == &Value::from("a")));
 }

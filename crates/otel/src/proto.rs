@@ -118,8 +118,15 @@ fn any_value(value: &Value) -> Vec<u8> {
             varint(&mut out, s.len() as u64);
             out.extend_from_slice(s.as_bytes());
         }
-        Value::Bool(b) => varint_field(&mut out, 2, u64::from(*b)),
-        Value::Int(i) => varint_field(&mut out, 3, *i as u64),
+        // The oneof's case is set even for `false` and `0`: an absent case reads as no value.
+        Value::Bool(b) => {
+            tag(&mut out, 2, VARINT);
+            varint(&mut out, u64::from(*b));
+        }
+        Value::Int(i) => {
+            tag(&mut out, 3, VARINT);
+            varint(&mut out, *i as u64);
+        }
         Value::Double(x) => {
             tag(&mut out, 4, I64);
             out.extend_from_slice(&x.to_bits().to_le_bytes());
@@ -201,6 +208,13 @@ mod tests {
         assert_eq!(enc(u64::MAX).len(), 10);
         // A negative int64 is its two's complement: ten bytes.
         assert_eq!(enc(-1i64 as u64).len(), 10);
+    }
+
+    #[test]
+    fn zero_and_false_are_values_not_absences() {
+        assert_eq!(any_value(&Value::Int(0)), [3 << 3, 0]);
+        assert_eq!(any_value(&Value::Bool(false)), [2 << 3, 0]);
+        assert_eq!(any_value(&Value::Str(String::new())), [(1 << 3) | 2, 0]);
     }
 
     #[test]

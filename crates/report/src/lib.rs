@@ -348,7 +348,7 @@ fn timeline(out: &mut String, steps: &[StepResult], calls: &[pev_store::ModelCal
     if call_spans.iter().any(|c| c.0.step_id.is_none()) {
         let _ = write!(
             out,
-            "<div class=\"lane\"><span class=\"lane-id\">(planner)</span>{}</div>",
+            "<div class=\"lane\"><span class=\"lane-id\">(no step)</span>{}</div>",
             call_bars(None)
         );
     }

@@ -173,7 +173,7 @@ fn the_judge_model_calls_and_usage_per_role_are_shown_escaped() {
     assert!(html.contains("Is &lt;b&gt;it&lt;/b&gt; green? — <b>no</b> (0.80)"), "its answer");
     assert!(html.contains("the &lt;script&gt;x&lt;/script&gt; is still there"), "its feedback");
     assert_eq!(html.matches("class=\"bar call r-executor\"").count(), 2, "the executor's calls");
-    assert!(html.contains("(planner)</span><span class=\"bar call r-planner\""));
+    assert!(html.contains("(no step)</span><span class=\"bar call r-planner\""));
     assert!(html.contains("title=\"executor &lt;model&gt; · 300 ms\""));
     assert!(html.contains(
         "<td>executor</td><td>2</td><td>0</td><td>2000</td><td>200</td><td>$0.5000</td>"

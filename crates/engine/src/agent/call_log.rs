@@ -132,13 +132,18 @@ impl CallLog {
             // A resumed run: its numbering goes on.
             state.next_seq = last + 1;
         }
+        let mut written = Ok(());
         for mut record in std::mem::take(&mut state.pending) {
             if let Record::ModelCall(call) = &mut record {
                 call.run_id = run_id.to_owned();
             }
-            journal.record(record)?;
+            written = written.and_then(|()| journal.record(record));
         }
-        journal.flush()?;
+        if let Err(e) = written.and_then(|()| journal.flush()) {
+            // Nothing more is kept: a later call must not pile up unwritten.
+            state.error = Some(format!("model calls are no longer journaled: {e}"));
+            return Err(e);
+        }
         state.target = Some((journal, run_id.to_owned()));
         Ok(())
     }
@@ -158,7 +163,15 @@ impl CallLog {
         }
     }
 
-    fn log(&self, mut call: ModelCallRecord, parts: Option<Parts>, response: Option<Vec<u8>>) {
+    /// Journals one call; `durable` waits for the commit (an answered call, before its answer is
+    /// used), otherwise it is queued (an abandoned call: nothing acts on it).
+    fn log(
+        &self,
+        mut call: ModelCallRecord,
+        parts: Option<Parts>,
+        response: Option<Vec<u8>>,
+        durable: bool,
+    ) {
         if let Some(prices) = &self.prices
             && call.error_type.is_none()
         {
@@ -225,8 +238,10 @@ impl CallLog {
         for record in records {
             written = written.and_then(|()| journal.record(record));
         }
-        let written =
-            written.and_then(|()| journal.record_durable(Record::ModelCall(Box::new(call))));
+        let record = Record::ModelCall(Box::new(call));
+        let written = written.and_then(|()| {
+            if durable { journal.record_durable(record) } else { journal.record(record) }
+        });
         if let Err(e) = written {
             state.error = Some(format!("model calls are no longer journaled: {e}"));
         }
@@ -289,7 +304,7 @@ impl LoggedClient {
             let response = result.as_ref().ok().and_then(|r| serde_json::to_vec(r).ok());
             // The write waits for a commit: off the async threads.
             let written =
-                tokio::task::spawn_blocking(move || log.log(record, parts, response)).await;
+                tokio::task::spawn_blocking(move || log.log(record, parts, response, true)).await;
             if let Err(e) = written {
                 self.log.fail_with(format!("model calls are no longer journaled: {e}"));
             }
@@ -339,7 +354,7 @@ impl Drop for InFlight<'_> {
             record.duration_ms = millis(self.started);
             record.error_type = Some("abandoned".to_owned());
             record.error = Some("the call was abandoned before it was answered".to_owned());
-            self.log.log(record, self.parts.take(), None);
+            self.log.log(record, self.parts.take(), None, false);
         }
     }
 }

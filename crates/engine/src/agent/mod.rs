@@ -13,6 +13,7 @@ pub mod judge_post;
 pub mod loop_mode;
 pub mod loop_run;
 pub mod planner;
+pub mod replay;
 pub mod run;
 #[cfg(test)]
 mod test_clients;

@@ -1,0 +1,330 @@
+//! Replaying a recorded run: every model call is answered from the journal instead of a model.
+//! A [`Recording`] holds a run's exchanges per conversation (role, step, attempt, in order);
+//! a [`ReplayClient`] stands in for a role's client, checks that each request it is asked
+//! equals the one recorded at that place (tool results compared with their timings masked), and
+//! answers with the recorded response, or the recorded failure. The first request that differs,
+//! or that the recording does not have, is a [`Divergence`] naming the call and the message; the
+//! call then fails, so the run goes on as a run whose model stopped answering, and the
+//! divergence is what the replay reports.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use pev_providers::{
+    BoxFuture, ChatRequest, ChatResponse, ContentBlock, ModelClient, ProviderError, StreamSink,
+};
+use serde_json::Value;
+
+use crate::agent::conversation::Exchange;
+use crate::model_scope;
+
+type Key = (String, Option<String>, Option<u32>);
+
+/// Where a replay left the recording.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Divergence {
+    /// The recorded call at that place (`None`: the recording has no call there).
+    pub call: Option<u64>,
+    pub role: String,
+    pub step: Option<String>,
+    pub attempt: Option<u32>,
+    pub what: String,
+}
+
+impl std::fmt::Display for Divergence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.call {
+            Some(seq) => write!(f, "call {seq} ({}", self.role)?,
+            None => write!(f, "a new call ({}", self.role)?,
+        }
+        if let Some(step) = &self.step {
+            write!(f, ", step {step}")?;
+        }
+        if let Some(attempt) = self.attempt {
+            write!(f, ", attempt {attempt}")?;
+        }
+        write!(f, "): {}", self.what)
+    }
+}
+
+/// A run's recorded exchanges, handed out in order per conversation.
+#[derive(Debug, Default)]
+pub struct Recording {
+    queues: Mutex<HashMap<Key, VecDeque<Exchange>>>,
+    divergences: Mutex<Vec<Divergence>>,
+    answered: Mutex<u64>,
+}
+
+impl Recording {
+    pub fn new(exchanges: Vec<Exchange>) -> Arc<Self> {
+        let mut queues: HashMap<Key, VecDeque<Exchange>> = HashMap::new();
+        for x in exchanges {
+            let key = (x.call.role.clone(), x.call.step_id.clone(), x.call.attempt);
+            queues.entry(key).or_default().push_back(x);
+        }
+        Arc::new(Self { queues: Mutex::new(queues), ..Self::default() })
+    }
+
+    /// Where the replay left the recording, in the order met.
+    pub fn divergences(&self) -> Vec<Divergence> {
+        self.divergences.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Calls answered from the recording.
+    pub fn answered(&self) -> u64 {
+        *self.answered.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Recorded calls the replay never asked for.
+    pub fn unused(&self) -> Vec<u64> {
+        let queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut seqs: Vec<u64> = queues.values().flatten().map(|x| x.call.seq).collect();
+        seqs.sort_unstable();
+        seqs
+    }
+
+    fn answer(&self, role: &str, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
+        let scope = model_scope::current();
+        let key: Key =
+            (role.to_owned(), scope.as_ref().map(|s| s.step.clone()), scope.map(|s| s.attempt));
+        let next = self
+            .queues
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_mut(&key)
+            .and_then(VecDeque::pop_front);
+        let diverge = |call: Option<u64>, what: String| {
+            let d =
+                Divergence { call, role: key.0.clone(), step: key.1.clone(), attempt: key.2, what };
+            let message = format!("replay diverged from the recording at {d}");
+            self.divergences.lock().unwrap_or_else(PoisonError::into_inner).push(d);
+            Err(ProviderError::Refused { what: "replay".to_owned(), message })
+        };
+        let Some(x) = next else {
+            return diverge(None, "the recording has no call here".to_owned());
+        };
+        let Some(recorded) = &x.request else {
+            return diverge(Some(x.call.seq), "the recording did not keep this request".to_owned());
+        };
+        if let Some(what) = difference(recorded, request) {
+            return diverge(Some(x.call.seq), what);
+        }
+        *self.answered.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        match (&x.response, &x.call.error_type) {
+            (Some(response), _) => Ok(response.clone()),
+            (None, Some(kind)) => {
+                Err(recorded_error(kind, x.call.error.as_deref().unwrap_or_default()))
+            }
+            (None, None) => {
+                diverge(Some(x.call.seq), "the recording has no answer to this call".to_owned())
+            }
+        }
+    }
+}
+
+/// The failure a recorded call ended with, as the client would have returned it.
+fn recorded_error(kind: &str, message: &str) -> ProviderError {
+    let provider = "replay".to_owned();
+    let message = message.to_owned();
+    match kind {
+        "rate_limited" => ProviderError::RateLimited { provider, retry_after: None, message },
+        "overloaded" => ProviderError::Overloaded { provider, retry_after: None, message },
+        "timeout" => {
+            ProviderError::Timeout { provider, after: Duration::ZERO, what: "the recorded call" }
+        }
+        "budget_exhausted" => ProviderError::BudgetExhausted(message),
+        "bad_request" => ProviderError::BadRequest { provider, status: 400, message },
+        "malformed_response" => ProviderError::Malformed { provider, message },
+        _ => ProviderError::Server { provider, status: 500, message },
+    }
+}
+
+/// Where `now` differs from `recorded`, in words; `None` when they are the same request.
+pub fn difference(recorded: &ChatRequest, now: &ChatRequest) -> Option<String> {
+    if recorded.model != now.model {
+        return Some(format!("the model was {:?}, now {:?}", recorded.model, now.model));
+    }
+    if recorded.system != now.system {
+        let (a, b) =
+            (recorded.system.as_deref().unwrap_or(""), now.system.as_deref().unwrap_or(""));
+        return Some(format!("the system prompt differs: {}", excerpt(a, b)));
+    }
+    if recorded.tools != now.tools {
+        let names =
+            |r: &ChatRequest| r.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>().join(", ");
+        return Some(format!(
+            "the tools differ: recorded [{}], now [{}]",
+            names(recorded),
+            names(now)
+        ));
+    }
+    for (i, (a, b)) in recorded.messages.iter().zip(&now.messages).enumerate() {
+        let (ja, jb) = (
+            masked(&serde_json::to_value(a).unwrap_or_default()),
+            masked(&serde_json::to_value(b).unwrap_or_default()),
+        );
+        if ja != jb {
+            return Some(format!(
+                "message {} ({:?}) differs: {}",
+                i + 1,
+                b.role,
+                excerpt(&text_of(&a.content), &text_of(&b.content))
+            ));
+        }
+    }
+    if recorded.messages.len() != now.messages.len() {
+        return Some(format!(
+            "the recording sent {} message(s), now {}",
+            recorded.messages.len(),
+            now.messages.len()
+        ));
+    }
+    let params = |r: &ChatRequest| {
+        (
+            r.max_tokens,
+            r.temperature.map(f32::to_bits),
+            r.stop_sequences.clone(),
+            r.tool_choice.clone(),
+        )
+    };
+    if params(recorded) != params(now) {
+        return Some("the request's parameters (max_tokens, temperature, stop sequences, tool choice) differ".to_owned());
+    }
+    None
+}
+
+/// A message as JSON with what changes from run to run masked: a tool result's `duration_ms`.
+fn masked(message: &Value) -> Value {
+    let mut v = message.clone();
+    if let Some(parts) = v.get_mut("content").and_then(Value::as_array_mut) {
+        for part in parts {
+            if part.get("type").and_then(Value::as_str) == Some("tool_result")
+                && let Some(Value::String(text)) = part.get_mut("content")
+                && let Ok(mut inner) = serde_json::from_str::<Value>(text)
+            {
+                mask_durations(&mut inner);
+                *text = inner.to_string();
+            }
+        }
+    }
+    v
+}
+
+fn mask_durations(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            for (k, val) in map.iter_mut() {
+                if k == "duration_ms" || k == "elapsed_ms" {
+                    *val = Value::Null;
+                } else {
+                    mask_durations(val);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(mask_durations),
+        _ => {}
+    }
+}
+
+fn text_of(content: &[ContentBlock]) -> String {
+    content
+        .iter()
+        .map(|b| match b {
+            ContentBlock::Text { text } => text.clone(),
+            ContentBlock::ToolUse { name, input, .. } => format!("{name} {input}"),
+            ContentBlock::ToolResult { content, .. } => content.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The two texts from the first character where they differ, a little of each.
+fn excerpt(a: &str, b: &str) -> String {
+    let at = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    let from = at.saturating_sub(20);
+    let cut = |s: &str| {
+        let part: String = s.chars().skip(from).take(80).collect();
+        let more = if s.chars().count() > from + 80 { "…" } else { "" };
+        format!("{:?}{more}", part)
+    };
+    format!("at character {}: recorded {} / now {}", at + 1, cut(a), cut(b))
+}
+
+/// A role's client that answers from a [`Recording`].
+pub struct ReplayClient {
+    role: String,
+    recording: Arc<Recording>,
+}
+
+impl ReplayClient {
+    pub fn new(role: &str, recording: Arc<Recording>) -> Self {
+        Self { role: role.to_owned(), recording }
+    }
+}
+
+impl ModelClient for ReplayClient {
+    fn provider(&self) -> &str {
+        "replay"
+    }
+
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(async move { self.recording.answer(&self.role, request) })
+    }
+
+    fn chat_stream<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        _sink: StreamSink<'a>,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        self.chat(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pev_providers::Message;
+
+    use super::*;
+
+    fn request(texts: &[&str]) -> ChatRequest {
+        ChatRequest::new("m", texts.iter().map(|t| Message::user(*t)).collect())
+    }
+
+    #[test]
+    fn the_same_request_has_no_difference_and_timings_are_masked() {
+        assert_eq!(difference(&request(&["a", "b"]), &request(&["a", "b"])), None);
+        let result = |ms: u64| {
+            let mut r = request(&["a"]);
+            r.messages.push(Message {
+                role: pev_providers::Role::User,
+                content: vec![ContentBlock::ToolResult {
+                    tool_use_id: "t1".into(),
+                    content: serde_json::json!({"exit_code": 0, "duration_ms": ms}).to_string(),
+                    is_error: false,
+                }],
+            });
+            r
+        };
+        assert_eq!(difference(&result(12), &result(40)), None);
+    }
+
+    #[test]
+    fn a_difference_names_the_message_and_shows_both_sides() {
+        let what = difference(&request(&["a", "make it green"]), &request(&["a", "make it blue"]))
+            .unwrap();
+        assert!(what.starts_with("message 2 (User) differs: at character 9"), "{what}");
+        assert!(what.contains("green\"") && what.contains("blue\""), "{what}");
+        let what = difference(&request(&["a"]), &request(&["a", "b"])).unwrap();
+        assert!(what.contains("1 message(s), now 2"), "{what}");
+        let mut other = request(&["a"]);
+        other.model = "n".into();
+        assert!(difference(&request(&["a"]), &other).unwrap().contains("model"));
+        let mut sys = request(&["a"]);
+        sys.system = Some("be careful".into());
+        assert!(difference(&request(&["a"]), &sys).unwrap().contains("system prompt"));
+    }
+}
