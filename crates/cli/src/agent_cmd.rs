@@ -15,6 +15,7 @@ use pev_engine::agent::judge::{JudgeOptions, ModelJudge};
 use pev_engine::agent::planner::{
     PlanContext, PlanError, Planner, PlannerOptions, WorkspaceSummary,
 };
+use pev_engine::agent::replay::{Recording, ReplayClient};
 use pev_engine::agent::run::AgentLoop;
 use pev_lint::CompiledPolicy;
 use pev_protocol::Plan;
@@ -50,6 +51,8 @@ pub struct AgentRequest {
     /// Loop mode: rounds without a plan update before a reminder.
     pub reminder_every: u32,
     pub common: Common,
+    /// `pev replay`: every model call is answered from this recording instead of a model.
+    pub replay: Option<Arc<Recording>>,
 }
 
 /// How the models are arranged.
@@ -83,15 +86,18 @@ pub(crate) struct Models {
 }
 
 /// `role`'s client, reporting through `notices` a call that waits long and each retry.
-/// Its calls are journaled through `calls`.
+/// Its calls are journaled through `calls`; with a recording, they are answered from it.
 fn client_for(
     config: &Config,
     role: Role,
-    (notices, calls): (&Arc<Notices>, &Arc<CallLog>),
+    (notices, calls, replay): (&Arc<Notices>, &Arc<CallLog>, Option<&Arc<Recording>>),
 ) -> Result<Arc<dyn pev_providers::ModelClient>, Fail> {
-    let inner = config
-        .client_with_notice(role, Some(notice_sink(config, role, notices)))
-        .map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
+    let inner: Arc<dyn pev_providers::ModelClient> = match replay {
+        Some(recording) => Arc::new(ReplayClient::new(role.name(), Arc::clone(recording))),
+        None => config
+            .client_with_notice(role, Some(notice_sink(config, role, notices)))
+            .map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?,
+    };
     Ok(Arc::new(LoggedClient::new(inner, role.name(), Arc::clone(calls))))
 }
 
@@ -140,13 +146,14 @@ pub(crate) fn build_models(
     notices: &Arc<Notices>,
     budget: Budget,
     (policy, registry): (&CompiledPolicy, &pev_tools::Registry),
+    replay: Option<&Arc<Recording>>,
 ) -> Result<Models, Fail> {
     let config = Config::from_env(workspace).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
     let prices = config.prices().clone();
     let state = Arc::new(BudgetState::new(budget, prices.clone()));
     let calls = CallLog::priced(prices.clone());
     let client = |role: Role| -> Result<Arc<dyn pev_providers::ModelClient>, Fail> {
-        let inner = client_for(&config, role, (notices, &calls))?;
+        let inner = client_for(&config, role, (notices, &calls, replay))?;
         Ok(Arc::new(BudgetedClient::new(inner, role.name(), prices.clone(), Arc::clone(&state))))
     };
     let model = |role: Role| config.role(role).model.value.clone();
@@ -219,7 +226,8 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
     // pev.toml is read from the workspace the user named (a scratch copy has it too, but a
     // script path in it is resolved against the original).
     let notices = Notices::new();
-    let models = build_models(&config_dir, &notices, budget, (&policy, &registry))?;
+    let models =
+        build_models(&config_dir, &notices, budget, (&policy, &registry), req.replay.as_ref())?;
     let db = store_path(&req.common, &workspace);
     let run_policy = RunPolicy {
         approve_tools: policy.policy.approve_tools.clone(),
@@ -426,14 +434,21 @@ fn run_loop(
     let state = Arc::new(BudgetState::new(budget, prices.clone()));
     let notices = Notices::new();
     let calls = CallLog::priced(prices.clone());
-    let inner = client_for(&config, Role::Executor, (&notices, &calls))?;
+    let inner = client_for(&config, Role::Executor, (&notices, &calls, req.replay.as_ref()))?;
     let client: Arc<dyn pev_providers::ModelClient> =
         Arc::new(BudgetedClient::new(inner, "executor", prices.clone(), Arc::clone(&state)));
     let model = config.role(Role::Executor).model.value.clone();
     // The verifier decides the postconditions the model declares without assertions; without
     // one they stay unverified, and the run's reason says why.
-    let verifier = config
-        .client_with_notice(Role::Verifier, Some(notice_sink(&config, Role::Verifier, &notices)))
+    let verifier = match &req.replay {
+        Some(recording) => Ok(Arc::new(ReplayClient::new("verifier", Arc::clone(recording)))
+            as Arc<dyn pev_providers::ModelClient>),
+        None => config.client_with_notice(
+            Role::Verifier,
+            Some(notice_sink(&config, Role::Verifier, &notices)),
+        ),
+    };
+    let verifier = verifier
         .map(|inner| -> Arc<dyn pev_engine::instruct::Judge> {
             let inner = Arc::new(LoggedClient::new(inner, "verifier", Arc::clone(&calls)));
             let client =

@@ -153,6 +153,21 @@ opens from disk. Everything that comes from a plan, a model, a tool or a file is
 Exit codes: 0 written, 1 the journal's hash chain is broken (the report says so first) or the file
 cannot be written, 2 no journal or no such run.";
 
+pub(crate) const REPLAY_HELP: &str = "\
+Examples:
+  pev replay last                      # after changing a prompt, a model setting or pev itself
+  pev replay 20261125-2 --policy policy.yaml
+
+The run's workspace is copied to a scratch directory and every file the run changed is put back
+as it was before it (from the journal), so the tools run for real and the verdict is computed
+again by this pev. Each model request must equal the recorded one at its place (role, step,
+attempt, turn); the first that does not is named with the message that differs, and the model
+is then treated as having stopped answering. Nothing is sent to a model and nothing is paid.
+
+Exit codes: 0 every request matched and the outcome is the recorded one, 1 a divergence or a
+different outcome, 2 bad input (no such run, not an agent run, recorded before conversations
+were kept).";
+
 pub(crate) const EXPORT_HELP: &str = "\
 Examples:
   pev export last --otlp http://localhost:4318           # a local Jaeger or Phoenix
@@ -244,6 +259,21 @@ pub(crate) enum Command {
         /// The run: its id, a unique prefix of it, or `last`
         #[arg(value_name = "RUN")]
         run: String,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Run a recorded agent run again with every model call answered from the journal
+    #[command(after_help = REPLAY_HELP)]
+    Replay {
+        /// The run: its id, a unique prefix of it, or `last`
+        #[arg(value_name = "RUN")]
+        run: String,
+        /// The policy the run was made with (it decides which tools the models were offered)
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        /// Start from a copy of DIR instead of the run's workspace put back as it was
+        #[arg(long, value_name = "DIR")]
+        from: Option<PathBuf>,
         #[command(flatten)]
         common: CommonArgs,
     },

@@ -18,6 +18,7 @@ mod lint_cmd;
 mod locate;
 mod locate_yaml;
 mod mcp_cmd;
+mod replay_cmd;
 mod run_cmd;
 mod run_summary;
 mod run_view;
@@ -103,9 +104,14 @@ fn main() -> ExitCode {
                 max_refusals: args.max_refusals,
                 reminder_every: args.reminder_every,
                 common: args.common.common(),
+                replay: None,
             };
             let json = req.common.json;
             report_events(agent_cmd::run(&req, &mut std::io::stderr()), json)
+        }
+        Command::Replay { run, policy, from, common } => {
+            let req = replay_cmd::ReplayRequest { run, policy, from, common: common.common() };
+            report(replay_cmd::replay(&req, &mut std::io::stderr()))
         }
         Command::Resume { run, common } => {
             let common = common.common();

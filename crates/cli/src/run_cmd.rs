@@ -336,6 +336,7 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
             &notices,
             budget,
             (&CompiledPolicy::default(), &Registry::builtin()),
+            None,
         )?;
         crate::agent_cmd::attach_calls(&models.calls, &db, &run_id, err);
         calls = Some(models.calls);

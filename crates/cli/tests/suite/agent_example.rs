@@ -69,18 +69,8 @@ fn the_offline_agent_example_makes_the_site_dark_green_on_a_scratch_copy() {
 /// and in JSON (each request read back whole).
 #[test]
 fn the_example_runs_conversation_is_shown_from_the_journal() {
-    let root = repo_root();
     let tmp = tempfile::tempdir().expect("temp dir");
-    let site = tmp.path().join("site");
-    std::fs::create_dir(&site).expect("mkdir");
-    for f in ["index.html", "style.css", "pev.toml"] {
-        std::fs::copy(root.join("examples/agent/site").join(f), site.join(f)).expect("copy");
-    }
-    let toml = std::fs::read_to_string(site.join("pev.toml")).expect("toml");
-    let scripts = root.join("examples/agent").display().to_string();
-    std::fs::write(site.join("pev.toml"), toml.replace("script:..", &format!("script:{scripts}")))
-        .expect("toml");
-    let ws = site.display().to_string();
+    let ws = example_site(tmp.path(), "site").display().to_string();
     let out = Outcome::from(run(
         pev_clean().current_dir(tmp.path()),
         &["agent", GREEN_GOAL, "-w", &ws, "--json"],
@@ -126,4 +116,82 @@ fn the_example_runs_conversation_is_shown_from_the_journal() {
     assert_eq!(missing.code, 2);
     assert!(missing.stderr.contains("no model call for step `nope`"), "{}", missing.stderr);
     assert!(missing.stderr.contains("patch-css"), "{}", missing.stderr);
+}
+
+/// The example's site copied to `dir/name`, its scripts named by absolute path.
+fn example_site(dir: &Path, name: &str) -> PathBuf {
+    let root = repo_root();
+    let site = dir.join(name);
+    std::fs::create_dir(&site).expect("mkdir");
+    for f in ["index.html", "style.css", "pev.toml"] {
+        std::fs::copy(root.join("examples/agent/site").join(f), site.join(f)).expect("copy");
+    }
+    let toml = std::fs::read_to_string(site.join("pev.toml")).expect("toml");
+    let scripts = root.join("examples/agent").display().to_string();
+    std::fs::write(site.join("pev.toml"), toml.replace("script:..", &format!("script:{scripts}")))
+        .expect("toml");
+    site
+}
+
+/// `pev replay`: the recorded run replays to the same outcome with every call answered from the
+/// journal (in a scratch copy put back as it was; the workspace itself is left alone); a
+/// different starting file is a divergence naming the call and the message; a plan run is not
+/// replayable.
+#[test]
+fn a_recorded_run_replays_offline_and_a_change_is_named() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let site = example_site(tmp.path(), "site");
+    let ws = site.display().to_string();
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir(&scratch).expect("mkdir");
+    let pev = || {
+        let mut cmd = pev_clean();
+        cmd.current_dir(tmp.path()).env("TMPDIR", &scratch);
+        cmd
+    };
+    let out = run(&mut pev(), &["agent", GREEN_GOAL, "-w", &ws]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let after = std::fs::read_to_string(site.join("style.css")).expect("css");
+    assert!(after.contains("#013220"));
+
+    let same = run(&mut pev(), &["replay", "last", "-w", &ws]);
+    assert_eq!(same.code, 0, "{}", same.stderr);
+    assert!(same.stderr.contains("7 of 7 recorded model calls answered"), "{}", same.stderr);
+    assert!(
+        same.stderr.contains("outcome success now, success when recorded\n"),
+        "{}",
+        same.stderr
+    );
+    assert!(!same.stderr.contains("diverged"), "{}", same.stderr);
+    assert_eq!(std::fs::read_to_string(site.join("style.css")).expect("css"), after, "untouched");
+
+    // The same site with one colour changed: the executor's read returns other bytes.
+    let other = example_site(tmp.path(), "other");
+    let css = std::fs::read_to_string(other.join("style.css")).expect("css");
+    std::fs::write(other.join("style.css"), css.replace("#222222", "#333333")).expect("css");
+    let changed =
+        run(&mut pev(), &["replay", "last", "-w", &ws, "--from", &other.display().to_string()]);
+    assert_eq!(changed.code, 1, "{}", changed.stderr);
+    assert!(
+        changed
+            .stderr
+            .contains("diverged at call 3 (executor, step patch-css, attempt 1): message 3"),
+        "{}",
+        changed.stderr
+    );
+    assert!(
+        changed.stderr.contains("#222222") && changed.stderr.contains("#333333"),
+        "{}",
+        changed.stderr
+    );
+    assert!(changed.stderr.contains("DIFFERENT"), "{}", changed.stderr);
+
+    // A plan run has no model to replay.
+    let plan = tmp.path().join("plan.json");
+    std::fs::write(&plan, r#"{"goal": "list", "steps": [{"id": "a", "tool": "file.list", "parameters": {"path": "."}}]}"#).expect("plan");
+    let ran = run(&mut pev(), &["run", &plan.display().to_string(), "-w", &ws]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let refused = run(&mut pev(), &["replay", "last", "-w", &ws]);
+    assert_eq!(refused.code, 2);
+    assert!(refused.stderr.contains("not an agent run"), "{}", refused.stderr);
 }

@@ -99,7 +99,7 @@ impl Recording {
                 Divergence { call, role: key.0.clone(), step: key.1.clone(), attempt: key.2, what };
             let message = format!("replay diverged from the recording at {d}");
             self.divergences.lock().unwrap_or_else(PoisonError::into_inner).push(d);
-            Err(ProviderError::Refused { what: "replay".to_owned(), message })
+            Err(ProviderError::Config(message))
         };
         let Some(x) = next else {
             return diverge(None, "the recording has no call here".to_owned());
