@@ -274,6 +274,10 @@ pub(crate) enum Command {
         /// Start from a copy of DIR instead of the run's workspace put back as it was
         #[arg(long, value_name = "DIR")]
         from: Option<PathBuf>,
+        /// Replay with this goal instead of the recorded one (what changes is then shown as
+        /// divergences)
+        #[arg(long, value_name = "TEXT")]
+        goal: Option<String>,
         #[command(flatten)]
         common: CommonArgs,
     },
@@ -479,6 +483,11 @@ pub(crate) enum Command {
         /// Keep each run's copy of the fixture (with its journal) instead of deleting it
         #[arg(long)]
         keep: bool,
+        /// Run against the models pev.toml and the environment configure (real ones), ignoring
+        /// scripts, and keep each run's journal as the scenario's recording
+        /// (SCENARIO/recording/*.db); later runs of the suite replay it offline
+        #[arg(long)]
+        record: bool,
     },
 }
 

@@ -55,6 +55,31 @@ pub struct EvalRequest {
     pub gate: GateChoice,
     /// Keep each run's copy of the fixture (its journal shows the run with `pev show`).
     pub keep: bool,
+    /// Run against the configured (real) models, ignoring scripts and recordings, and keep each
+    /// run's journal as the scenario's recording.
+    pub record: bool,
+}
+
+/// How a scenario's models answer in one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// Its scripts (offline).
+    Scripts,
+    /// Its recording (offline): `pev replay`.
+    Recording,
+    /// The configured providers (`--record`, or a scenario with neither).
+    Live,
+}
+
+/// Where the recording of `scenario` with the gate `gate` is kept.
+fn recording_path(scenario: &Scenario, gate: Option<bool>) -> PathBuf {
+    let name = match gate {
+        Some(true) => "gate-on.db",
+        Some(false) => "gate-off.db",
+        None => "pev-mode.db",
+    };
+    let dir = scenario.workspace.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    dir.join("recording").join(name)
 }
 
 /// One scenario run with one gate setting.
@@ -120,7 +145,20 @@ pub fn run(req: &EvalRequest, out: &mut dyn Write, err: &mut dyn Write) -> Resul
         };
         for &gate in settings {
             let gate = (scenario.mode == ScenarioMode::Loop).then_some(gate);
-            let row = run_one(&exe, scenario, gate, req.keep);
+            let source = if req.record {
+                Source::Live
+            } else if recording_path(scenario, gate).is_file() {
+                Source::Recording
+            } else if scenario.scripts.is_empty() {
+                Source::Live
+            } else {
+                Source::Scripts
+            };
+            let mut row = run_one(&exe, scenario, gate, req.keep, source);
+            if req.record && row.error.is_none() {
+                row.note =
+                    Some(format!("recorded in {}", recording_path(scenario, gate).display()));
+            }
             let _ = writeln!(
                 err,
                 "pev eval: {} [{}] {} ({} ms){}",
@@ -161,7 +199,7 @@ struct Finished {
 }
 
 /// Runs `scenario` once on a fresh copy of its fixture and judges the result.
-fn run_one(exe: &Path, scenario: &Scenario, gate: Option<bool>, keep: bool) -> Row {
+fn run_one(exe: &Path, scenario: &Scenario, gate: Option<bool>, keep: bool, source: Source) -> Row {
     let expect = scenario.expectation(gate);
     let mut row = Row {
         scenario: scenario.name.clone(),
@@ -197,7 +235,17 @@ fn run_one(exe: &Path, scenario: &Scenario, gate: Option<bool>, keep: bool) -> R
     // The copy sits in a directory of its own: the root of what to remove afterwards, and a
     // place for an empty user configuration (see `command`).
     let root = copy.parent().map_or_else(|| copy.clone(), Path::to_path_buf);
-    let finished = command(exe, scenario, gate, &copy, &root).and_then(|cmd| wait(cmd, scenario));
+    let finished = match source {
+        Source::Recording => replay_command(exe, scenario, gate, &root),
+        Source::Scripts | Source::Live => command(exe, scenario, gate, &copy, &root, source),
+    }
+    .and_then(|cmd| wait(cmd, scenario));
+    if source == Source::Live
+        && finished.is_ok()
+        && let Err(e) = keep_recording(scenario, gate, &copy)
+    {
+        row.error = Some(e);
+    }
     if keep {
         row.workspace = Some(copy.display().to_string());
     } else {
@@ -216,7 +264,67 @@ fn run_one(exe: &Path, scenario: &Scenario, gate: Option<bool>, keep: bool) -> R
         return row;
     };
     judge(&mut row, &result, gate);
+    if source == Source::Recording && finished.code != Some(0) {
+        // The replay left the recording (a prompt or the code changed what is asked), or the
+        // outcome moved: the recording no longer stands for this scenario.
+        row.correct = false;
+        let why: Vec<&str> = finished
+            .stderr
+            .lines()
+            .filter(|l| {
+                l.contains("diverged at") || l.contains("DIFFERENT") || l.contains("never made")
+            })
+            .collect();
+        row.note = Some(format!("replay: {}", why.join("; ")));
+    }
     row
+}
+
+/// `pev replay last --store RECORDING --from FIXTURE --json`.
+fn replay_command(
+    exe: &Path,
+    scenario: &Scenario,
+    gate: Option<bool>,
+    root: &Path,
+) -> Result<Child, String> {
+    let absolute = |p: &Path| {
+        std::fs::canonicalize(p).map_err(|e| format!("cannot find {}: {e}", p.display()))
+    };
+    let mut cmd = Command::new(exe);
+    cmd.arg("replay")
+        .arg("last")
+        .arg("--store")
+        .arg(absolute(&recording_path(scenario, gate))?)
+        .arg("--from")
+        .arg(absolute(&scenario.workspace)?)
+        .arg("--goal")
+        .arg(&scenario.goal)
+        .arg("--workspace")
+        .arg(root)
+        .arg("--json")
+        .env("TMPDIR", root)
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd.spawn().map_err(|e| format!("cannot start {}: {e}", exe.display()))
+}
+
+/// Keeps the journal of a live run as the scenario's recording (replacing an older one).
+fn keep_recording(scenario: &Scenario, gate: Option<bool>, copy: &Path) -> Result<(), String> {
+    let target = recording_path(scenario, gate);
+    if let Some(dir) = target.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    match std::fs::remove_file(&target) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("cannot replace {}: {e}", target.display())),
+    }
+    pev_store::Store::open_existing(&pev_store::default_path(copy))
+        .and_then(|store| store.copy_to(&target))
+        .map_err(|e| format!("cannot keep the recording: {e}"))
 }
 
 /// `pev agent GOAL --mode M [--no-gate] --workspace COPY --json`, with the scenario's scripts.
@@ -226,6 +334,7 @@ fn command(
     gate: Option<bool>,
     copy: &Path,
     root: &Path,
+    source: Source,
 ) -> Result<Child, String> {
     let mut cmd = Command::new(exe);
     cmd.arg("agent").arg(&scenario.goal).arg("--mode").arg(scenario.mode.as_str());
@@ -234,7 +343,7 @@ fn command(
     }
     cmd.arg("--workspace").arg(copy).arg("--json");
     cmd.current_dir(copy).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    if !scenario.scripts.is_empty() {
+    if source == Source::Scripts {
         // A scripted scenario is hermetic: the user's pev.toml and model variables stay out
         // (they would change the models, prices or hooks the table measures).
         for role in ["PLANNER", "EXECUTOR", "VERIFIER"] {

@@ -109,8 +109,9 @@ fn main() -> ExitCode {
             let json = req.common.json;
             report_events(agent_cmd::run(&req, &mut std::io::stderr()), json)
         }
-        Command::Replay { run, policy, from, common } => {
-            let req = replay_cmd::ReplayRequest { run, policy, from, common: common.common() };
+        Command::Replay { run, policy, from, goal, common } => {
+            let req =
+                replay_cmd::ReplayRequest { run, policy, from, goal, common: common.common() };
             report(replay_cmd::replay(&req, &mut std::io::stderr()))
         }
         Command::Resume { run, common } => {
@@ -149,8 +150,8 @@ fn main() -> ExitCode {
             let code = print_schema(kind, &mut out);
             finish(code, out.flush())
         }
-        Command::Eval { suite, json, gate, keep } => {
-            let req = eval_cmd::EvalRequest { suite, json, gate, keep };
+        Command::Eval { suite, json, gate, keep, record } => {
+            let req = eval_cmd::EvalRequest { suite, json, gate, keep, record };
             let mut out = BufWriter::new(stdout.lock());
             let code = report(eval_cmd::run(&req, &mut out, &mut std::io::stderr()));
             finish(code, out.flush())

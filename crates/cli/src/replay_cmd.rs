@@ -28,6 +28,8 @@ pub(crate) struct ReplayRequest {
     pub policy: Option<PathBuf>,
     /// Start from this directory instead of rebuilding the run's workspace.
     pub from: Option<PathBuf>,
+    /// Replay with this goal instead of the recorded one.
+    pub goal: Option<String>,
     pub common: Common,
 }
 
@@ -85,7 +87,7 @@ pub(crate) fn replay(req: &ReplayRequest, err: &mut dyn Write) -> Result<u8, Fai
     );
     let budget = option("budget").cloned().unwrap_or_default();
     let agent = AgentRequest {
-        goal: record.goal.clone(),
+        goal: req.goal.clone().unwrap_or_else(|| record.goal.clone()),
         policy: req.policy.clone(),
         scratch: false,
         approve_plan: false,
@@ -108,7 +110,6 @@ pub(crate) fn replay(req: &ReplayRequest, err: &mut dyn Write) -> Result<u8, Fai
             workspace: Some(copy.clone()),
             store: None,
             yes: true,
-            json: false,
             ..req.common.clone()
         },
         replay: Some(std::sync::Arc::clone(&recording)),

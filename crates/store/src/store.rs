@@ -320,6 +320,28 @@ impl Store {
             .map_err(|e| db_err(&self.path, &format!("approve step {step} of run {run_id}"), e))
     }
 
+    /// Writes a consistent copy of the whole journal to `path` (which must not exist): what
+    /// `pev eval --record` keeps beside a scenario. Safe while another process writes.
+    pub fn copy_to(&self, path: &Path) -> Result<(), StoreError> {
+        let target = path.to_str().ok_or_else(|| StoreError::Invalid {
+            path: path.to_path_buf(),
+            message: "the path is not UTF-8".to_owned(),
+        })?;
+        self.conn
+            .execute("VACUUM INTO ?1", [target])
+            .map(|_| ())
+            .map_err(|e| db_err(&self.path, &format!("copy the journal to {target}"), e))
+    }
+
+    /// The bytes blob `sha256` takes in the journal (deflated or not), 0 when absent.
+    pub fn stored_bytes(&self, sha256: &str) -> Result<usize, StoreError> {
+        self.conn
+            .prepare_cached("SELECT LENGTH(content) FROM blobs WHERE sha256 = ?1")
+            .and_then(|mut st| st.query_row([sha256], |row| row.get::<_, i64>(0)).optional())
+            .map(|n| n.map_or(0, |n| usize::try_from(n).unwrap_or(0)))
+            .map_err(|e| db_err(&self.path, "read blob size", e))
+    }
+
     /// The content stored under `sha256`, if any.
     pub fn blob(&self, sha256: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let row: Option<(Vec<u8>, Option<String>)> = self

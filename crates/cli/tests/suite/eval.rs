@@ -336,3 +336,52 @@ fn a_run_past_its_timeout_is_killed_and_reported() {
     assert_eq!((r["status"].clone(), r["correct"].clone()), (Value::Null, Value::Bool(false)));
     assert!(r["wall_ms"].as_u64().expect("wall") >= 1000);
 }
+
+/// `--record` runs a scenario against the configured models (here the workspace's pev.toml names
+/// a script, standing in for a real provider) and keeps the journal beside it; the suite then
+/// replays the recording offline (the model file is gone), and a scenario edited since (its
+/// goal) fails with the divergence named.
+#[test]
+fn a_recorded_scenario_replays_offline_and_an_edit_is_a_divergence() {
+    let toml_without_scripts = LAZY_TOML.replace("[scripts]\nexecutor = \"model.json\"\n", "");
+    let dir = suite_with(&toml_without_scripts, LAZY_ONE);
+    let one = dir.path().join("one");
+    let model = dir.path().join("model.json");
+    std::fs::rename(one.join("model.json"), &model).expect("move the script");
+    std::fs::write(
+        one.join("workspace/pev.toml"),
+        format!("[roles.executor]\nprovider = \"script:{}\"\nmodel = \"m\"\n", model.display()),
+    )
+    .expect("pev.toml");
+    let suite = dir.path().display().to_string();
+
+    let recorded = eval(&[&suite, "--record", "--gate", "on", "--json"]);
+    assert_eq!(recorded.code, 0, "{}\n{}", recorded.stdout, recorded.stderr);
+    let doc: Value = serde_json::from_str(&recorded.stdout).expect("JSON");
+    let r = row(&doc, "lazy-one", &Value::from("on"));
+    assert_eq!(r["status"], "success");
+    assert!(r["note"].as_str().unwrap_or_default().contains("recorded in"), "{r}");
+    assert!(one.join("recording/gate-on.db").is_file());
+
+    // Offline: the script is gone, the recording answers.
+    std::fs::remove_file(&model).expect("remove the script");
+    let replayed = eval(&[&suite, "--gate", "on", "--json"]);
+    assert_eq!(replayed.code, 0, "{}\n{}", replayed.stdout, replayed.stderr);
+    let doc: Value = serde_json::from_str(&replayed.stdout).expect("JSON");
+    let r = row(&doc, "lazy-one", &Value::from("on"));
+    assert_eq!((r["status"].as_str(), r["correct"].as_bool()), (Some("success"), Some(true)), "{r}");
+    assert_eq!(r["turns"], 5, "every recorded call answered: {r}");
+    assert!(r["note"].is_null(), "{r}");
+
+    // The scenario's goal edited: the first request differs, named, and the row fails.
+    let edited = toml_without_scripts.replace("Replace TODO with DONE", "Replace TODO by DONE");
+    std::fs::write(one.join("scenario.toml"), edited).expect("edit");
+    let drifted = eval(&[&suite, "--gate", "on", "--json"]);
+    assert_eq!(drifted.code, 1, "{}", drifted.stderr);
+    let doc: Value = serde_json::from_str(&drifted.stdout).expect("JSON");
+    let r = row(&doc, "lazy-one", &Value::from("on"));
+    assert_eq!(r["correct"], false, "{r}");
+    let note = r["note"].as_str().unwrap_or_default();
+    assert!(note.contains("diverged at call 1 (executor, step loop, attempt 1): message 1"), "{note}");
+    assert!(note.contains("TODO with DONE") && note.contains("TODO by DONE"), "{note}");
+}
