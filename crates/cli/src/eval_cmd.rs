@@ -237,7 +237,7 @@ fn run_one(exe: &Path, scenario: &Scenario, gate: Option<bool>, keep: bool, sour
     let root = copy.parent().map_or_else(|| copy.clone(), Path::to_path_buf);
     let finished = match source {
         Source::Recording => replay_command(exe, scenario, gate, &root),
-        Source::Scripts | Source::Live => command(exe, scenario, gate, &copy, &root, source),
+        Source::Scripts | Source::Live => command(exe, (scenario, gate, source), &copy, &root),
     }
     .and_then(|cmd| wait(cmd, scenario));
     if source == Source::Live
@@ -330,11 +330,9 @@ fn keep_recording(scenario: &Scenario, gate: Option<bool>, copy: &Path) -> Resul
 /// `pev agent GOAL --mode M [--no-gate] --workspace COPY --json`, with the scenario's scripts.
 fn command(
     exe: &Path,
-    scenario: &Scenario,
-    gate: Option<bool>,
+    (scenario, gate, source): (&Scenario, Option<bool>, Source),
     copy: &Path,
     root: &Path,
-    source: Source,
 ) -> Result<Child, String> {
     let mut cmd = Command::new(exe);
     cmd.arg("agent").arg(&scenario.goal).arg("--mode").arg(scenario.mode.as_str());

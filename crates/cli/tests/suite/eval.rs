@@ -369,7 +369,11 @@ fn a_recorded_scenario_replays_offline_and_an_edit_is_a_divergence() {
     assert_eq!(replayed.code, 0, "{}\n{}", replayed.stdout, replayed.stderr);
     let doc: Value = serde_json::from_str(&replayed.stdout).expect("JSON");
     let r = row(&doc, "lazy-one", &Value::from("on"));
-    assert_eq!((r["status"].as_str(), r["correct"].as_bool()), (Some("success"), Some(true)), "{r}");
+    assert_eq!(
+        (r["status"].as_str(), r["correct"].as_bool()),
+        (Some("success"), Some(true)),
+        "{r}"
+    );
     assert_eq!(r["turns"], 5, "every recorded call answered: {r}");
     assert!(r["note"].is_null(), "{r}");
 
@@ -382,6 +386,9 @@ fn a_recorded_scenario_replays_offline_and_an_edit_is_a_divergence() {
     let r = row(&doc, "lazy-one", &Value::from("on"));
     assert_eq!(r["correct"], false, "{r}");
     let note = r["note"].as_str().unwrap_or_default();
-    assert!(note.contains("diverged at call 1 (executor, step loop, attempt 1): message 1"), "{note}");
+    assert!(
+        note.contains("diverged at call 1 (executor, step loop, attempt 1): message 1"),
+        "{note}"
+    );
     assert!(note.contains("TODO with DONE") && note.contains("TODO by DONE"), "{note}");
 }
