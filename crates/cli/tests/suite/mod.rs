@@ -8,6 +8,7 @@ mod agent_recovery;
 mod agent_resume;
 mod agent_support;
 mod bad_input;
+mod conversation_crash;
 mod doctor;
 mod eval;
 mod examples;
