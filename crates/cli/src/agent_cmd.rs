@@ -15,7 +15,7 @@ use pev_engine::agent::judge::{JudgeOptions, ModelJudge};
 use pev_engine::agent::planner::{
     PlanContext, PlanError, Planner, PlannerOptions, WorkspaceSummary,
 };
-use pev_engine::agent::replay::{Recording, ReplayClient};
+use pev_engine::agent::replay::{Recording, ReplayClient, ResumingClient};
 use pev_engine::agent::run::AgentLoop;
 use pev_lint::CompiledPolicy;
 use pev_protocol::Plan;
@@ -75,6 +75,18 @@ pub struct BudgetArgs {
 
 /// The judge's "no" fails a step from this confidence up.
 const JUDGE_THRESHOLD: f64 = 0.7;
+
+/// Where a run's model calls are answered from, besides the models.
+#[derive(Clone, Copy, Default)]
+pub(crate) enum Recorded<'a> {
+    /// The models answer everything.
+    #[default]
+    Nothing,
+    /// `pev replay`: the recording answers everything, the models nothing.
+    Replay(&'a Arc<Recording>),
+    /// `pev resume`: the interrupted attempts' calls come from the recording while they match.
+    Resume(&'a Arc<Recording>),
+}
 
 /// The role clients of a run, each paying from one budget.
 pub(crate) struct Models {
@@ -146,15 +158,26 @@ pub(crate) fn build_models(
     notices: &Arc<Notices>,
     budget: Budget,
     (policy, registry): (&CompiledPolicy, &pev_tools::Registry),
-    replay: Option<&Arc<Recording>>,
+    recorded: Recorded<'_>,
 ) -> Result<Models, Fail> {
+    let replay = match recorded {
+        Recorded::Replay(r) => Some(r),
+        _ => None,
+    };
     let config = Config::from_env(workspace).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
     let prices = config.prices().clone();
     let state = Arc::new(BudgetState::new(budget, prices.clone()));
     let calls = CallLog::priced(prices.clone());
     let client = |role: Role| -> Result<Arc<dyn pev_providers::ModelClient>, Fail> {
         let inner = client_for(&config, role, (notices, &calls, replay))?;
-        Ok(Arc::new(BudgetedClient::new(inner, role.name(), prices.clone(), Arc::clone(&state))))
+        let paid: Arc<dyn pev_providers::ModelClient> =
+            Arc::new(BudgetedClient::new(inner, role.name(), prices.clone(), Arc::clone(&state)));
+        Ok(match recorded {
+            Recorded::Resume(recording) => {
+                Arc::new(ResumingClient::new(role.name(), Arc::clone(recording), paid))
+            }
+            _ => paid,
+        })
     };
     let model = |role: Role| config.role(role).model.value.clone();
     let planner =
@@ -226,8 +249,8 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
     // pev.toml is read from the workspace the user named (a scratch copy has it too, but a
     // script path in it is resolved against the original).
     let notices = Notices::new();
-    let models =
-        build_models(&config_dir, &notices, budget, (&policy, &registry), req.replay.as_ref())?;
+    let recorded = req.replay.as_ref().map_or(Recorded::Nothing, Recorded::Replay);
+    let models = build_models(&config_dir, &notices, budget, (&policy, &registry), recorded)?;
     let db = store_path(&req.common, &workspace);
     let run_policy = RunPolicy {
         approve_tools: policy.policy.approve_tools.clone(),

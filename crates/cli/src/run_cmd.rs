@@ -312,6 +312,13 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
             _ => None,
         })
         .collect();
+    let has_instructions = record
+        .plan
+        .get("steps")
+        .and_then(Value::as_array)
+        .is_some_and(|steps| steps.iter().any(|s| s.get("tool").is_none_or(Value::is_null)));
+    let recording =
+        if has_instructions { interrupted_conversations(&store, &record, err) } else { None };
     drop(store);
     let strings = |key: &str| -> Vec<String> {
         record.options.get(key).and_then(Value::as_array).map_or_else(Vec::new, |items| {
@@ -322,21 +329,19 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     let _ = writeln!(err, "pev: resuming run {run_id}");
     // An agent run's instruction steps need the executor and judge again (from pev.toml and the
     // environment, as when it started); a plain run needs no model.
-    let has_instructions = record
-        .plan
-        .get("steps")
-        .and_then(Value::as_array)
-        .is_some_and(|steps| steps.iter().any(|s| s.get("tool").is_none_or(Value::is_null)));
     let notices = crate::call_notice::Notices::new();
     let mut calls = None;
     let models = if has_instructions {
         let budget = crate::agent_cmd::remaining_budget(&record.options, prior_usage.as_ref());
+        let recorded = recording
+            .as_ref()
+            .map_or(crate::agent_cmd::Recorded::Nothing, crate::agent_cmd::Recorded::Resume);
         let models = crate::agent_cmd::build_models(
             &workspace,
             &notices,
             budget,
             (&CompiledPolicy::default(), &Registry::builtin()),
-            None,
+            recorded,
         )?;
         crate::agent_cmd::attach_calls(&models.calls, &db, &run_id, err);
         calls = Some(models.calls);
@@ -364,6 +369,44 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
         crate::agent_cmd::close_calls(calls, err);
     }
     session.report(outcome, err)
+}
+
+/// The model calls of the attempts the killed session left unfinished, to answer them again
+/// from the journal (`None` when there are none, or they cannot be read: then the attempts
+/// start over, as before conversations were kept).
+fn interrupted_conversations(
+    store: &Store,
+    record: &pev_store::RunRecord,
+    err: &mut dyn Write,
+) -> Option<std::sync::Arc<pev_engine::agent::replay::Recording>> {
+    let open: Vec<(&str, u32)> = record
+        .steps
+        .iter()
+        .filter(|s| s.status == pev_protocol::run::StepStatus::InProgress)
+        .map(|s| (s.step_id.as_str(), s.attempts))
+        .collect();
+    let calls: Vec<pev_store::ModelCallRecord> = store
+        .model_calls(&record.run_id)
+        .ok()?
+        .into_iter()
+        .filter(|c| {
+            c.step_id.as_deref().zip(c.attempt).is_some_and(|(s, a)| open.contains(&(s, a)))
+        })
+        .collect();
+    if calls.is_empty() {
+        return None;
+    }
+    match pev_engine::agent::conversation::exchanges(store, &calls) {
+        Ok(exchanges) => Some(pev_engine::agent::replay::Recording::new(exchanges)),
+        Err(e) => {
+            let _ = writeln!(
+                err,
+                "pev: warning: the interrupted conversations cannot be read ({e}); their \
+                 attempts start over"
+            );
+            None
+        }
+    }
 }
 
 /// Holds an exclusive lock on the run for as long as the returned file lives, so that two

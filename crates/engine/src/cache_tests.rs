@@ -354,6 +354,7 @@ fn report_with(mutated: &[&str], reads: Vec<FileRead>) -> StepReport {
         cancelled: false,
         budget_exhausted: None,
         cache: Trace { reads, tools: vec!["file.write".to_owned()], ..Trace::default() },
+        restored_mutations: 0,
     }
 }
 

@@ -15,6 +15,7 @@ use pev_store::StoreError;
 use serde_json::{Value, json};
 
 use crate::approval::ask_approval;
+use crate::continuation::Continuation;
 use crate::instruct::{GateResult, InstructionRequest, Interruption, JudgeRequest, ToolGate};
 use crate::step::{Before, Call, CallEnd, Shared, StepReport, invoke, target_path, watched_paths};
 use crate::{BoxFuture, ModelHooks};
@@ -31,6 +32,9 @@ struct StepGate<'a> {
     diffs: Vec<String>,
     /// The journal failed: the step must end, and the error is the run's.
     journal_error: Option<StoreError>,
+    /// A resumed attempt's finished calls, answered from the journal while the executor asks
+    /// for them in order.
+    continuation: Option<&'a mut Continuation>,
 }
 
 impl ToolGate for StepGate<'_> {
@@ -89,6 +93,17 @@ impl StepGate<'_> {
                 output: Err(format!("the policy does not allow the tool `{wire}`")),
                 fatal: false,
             });
+        }
+        // Finished before the crash, in this same attempt: its result, not a second run.
+        if let Some(answer) = self.continuation.as_deref_mut().and_then(|c| c.answer(tool, &args)) {
+            self.calls += 1;
+            if let Some(t) = target_path(implementation.effect(), &args)
+                && !self.touched.contains(&t)
+            {
+                self.touched.push(t);
+            }
+            let output = answer.map_err(|message| registry.names().in_wire_terms(&message));
+            return Ok(GateResult { output, fatal: false });
         }
         if let Some(glob) = shared.approve_globs.iter().find(|g| g.matches(tool)) {
             let reason = format!("the policy's approve_tools lists `{}`", glob.as_str());
@@ -221,6 +236,32 @@ fn with_hook_answer(
     }
 }
 
+/// Puts a continued attempt's journaled changes back into the step's report (once): the
+/// mutations (marked restored, so the run does not count them twice), the goal action, the
+/// paths written and the judge's diffs (from the journal's before-contents).
+fn restore(
+    shared: &Shared,
+    c: &Continuation,
+    report: &mut StepReport,
+    (touched, diffs): (&mut Vec<String>, &mut Vec<String>),
+) {
+    let store = pev_store::Store::open_existing(shared.recorder.journal().path()).ok();
+    for (m, before_sha) in &c.mutations {
+        let before = before_sha
+            .as_deref()
+            .and_then(|sha| store.as_ref().and_then(|s| s.blob(sha).ok().flatten()));
+        if let Some(diff) = diff_for_judge(shared, &m.mutation, before.as_deref()) {
+            diffs.push(diff);
+        }
+        if !touched.contains(&m.mutation.path) {
+            touched.push(m.mutation.path.clone());
+        }
+        report.mutations.push(m.clone());
+    }
+    report.restored_mutations = c.mutations.len();
+    report.slot.goal_action |= c.goal_action;
+}
+
 /// A unified diff of a mutation, capped, for the judge.
 fn diff_for_judge(
     shared: &Shared,
@@ -240,6 +281,7 @@ pub(crate) async fn run(
     shared: &Shared,
     step: &Step,
     inputs: &HashMap<String, Value>,
+    mut continuation: Option<Continuation>,
     report: &mut StepReport,
 ) -> Result<(), StoreError> {
     let Some(models) = shared.engine.config.models.clone() else {
@@ -295,14 +337,20 @@ pub(crate) async fn run(
         };
         let warnings_before = report.warnings.len();
         let mutations_before = report.mutations.len();
+        // A continued attempt: what it changed before the crash is its evidence again.
+        let (mut touched, mut diffs) = (Vec::new(), Vec::new());
+        if let Some(c) = continuation.as_mut().filter(|_| report.restored_mutations == 0) {
+            restore(shared, c, report, (&mut touched, &mut diffs));
+        }
         let mut gate = StepGate {
             shared,
             step,
             report,
             calls: 0,
-            touched: Vec::new(),
-            diffs: Vec::new(),
+            touched,
+            diffs,
             journal_error: None,
+            continuation: continuation.as_mut(),
         };
         let attempt = request.attempt;
         let outcome =
@@ -310,8 +358,25 @@ pub(crate) async fn run(
                 .await;
         // Journal the spend as it grows (a killed session's spend must survive it).
         shared.recorder.emit(EventBody::Usage { usage: (models.usage)() })?;
-        let StepGate { report: r, calls, touched, diffs, journal_error, .. } = gate;
+        let StepGate {
+            report: r, calls, touched, diffs, journal_error, continuation: cont, ..
+        } = gate;
         let report = r;
+        // Said once, and not a warning about the work: the judge is not asked because of it.
+        let mut continued: Option<String> = None;
+        if let Some(c) = cont.filter(|c| c.replayed > 0) {
+            let message = format!(
+                "step `{id}`: continued its interrupted attempt {}: {} tool call(s) it had \
+                 finished were answered from the journal, not run again",
+                request.attempt, c.replayed
+            );
+            c.replayed = 0;
+            shared
+                .recorder
+                .emit(EventBody::Warning { step: Some(id.to_owned()), message: message.clone() })?;
+            report.warnings.push(message.clone());
+            continued = Some(message);
+        }
         if let Some(e) = journal_error {
             return Err(e);
         }
@@ -381,8 +446,13 @@ pub(crate) async fn run(
             }
         }
         if report.slot.status == StepStatus::Done {
-            let attempt_warnings: Vec<String> =
-                report.warnings.iter().skip(warnings_before).cloned().collect();
+            let attempt_warnings: Vec<String> = report
+                .warnings
+                .iter()
+                .skip(warnings_before)
+                .filter(|w| continued.as_ref() != Some(*w))
+                .cloned()
+                .collect();
             let mutations: Vec<FileMutation> = report
                 .mutations
                 .iter()

@@ -23,6 +23,7 @@ pub mod agent;
 mod approval;
 mod cache;
 mod check;
+mod continuation;
 mod final_check;
 mod finish;
 pub mod hooks;

@@ -66,6 +66,8 @@ pub(crate) struct Frontier {
 pub(crate) struct RunState {
     pub slots: Vec<Slot>,
     pub recoveries: HashMap<usize, Recovery>,
+    /// Instruction steps whose interrupted attempt a resume continues.
+    pub continuations: HashMap<usize, crate::continuation::Continuation>,
     pub approved: HashSet<String>,
     pub mutations: Vec<StepMutation>,
     pub warnings: Vec<String>,
@@ -125,6 +127,7 @@ impl Engine {
         let state = RunState {
             slots: vec![Slot::default(); n],
             recoveries: HashMap::new(),
+            continuations: HashMap::new(),
             approved: HashSet::new(),
             mutations: Vec::new(),
             warnings: Vec::new(),
@@ -176,6 +179,7 @@ impl Engine {
             }
         }
         let mut recoveries = HashMap::new();
+        let mut continuations = HashMap::new();
         for (i, slot) in slots.iter_mut().enumerate() {
             let id = plan.steps[i].id.as_str();
             match slot.status {
@@ -186,9 +190,17 @@ impl Engine {
                     });
                 }
                 StepStatus::InProgress => {
-                    // An instruction step's attempt is run again whole: its executor's
-                    // conversation is not replayed.
                     let direct = plan.steps[i].tool.is_some();
+                    if !direct {
+                        // An instruction step's interrupted attempt is continued, under its own
+                        // number: the calls it finished are answered from the journal.
+                        if let Some(c) =
+                            crate::continuation::Continuation::of(&record, id, slot.attempts)
+                        {
+                            continuations.insert(i, c);
+                        }
+                        slot.attempts = slot.attempts.saturating_sub(1);
+                    }
                     if let Some(call) =
                         last_call.get(id).filter(|c| direct && c.attempt == slot.attempts)
                     {
@@ -255,6 +267,7 @@ impl Engine {
         let state = RunState {
             slots,
             recoveries,
+            continuations,
             approved,
             mutations,
             warnings,
@@ -401,7 +414,8 @@ impl Engine {
             state.budget_exhausted.get_or_insert_with(|| why.clone());
         }
         state.warnings.extend(report.warnings);
-        state.mutations.extend(report.mutations);
+        // What a continued attempt restored was counted by the session that made it.
+        state.mutations.extend(report.mutations.into_iter().skip(report.restored_mutations));
         let cached = report.cache.reused;
         let mut slot = report.slot;
         // Before the state is recorded, so that what the hook adds is part of it. A step that
@@ -512,5 +526,6 @@ fn job_for(plan: &Plan, index: &HashMap<&str, usize>, state: &mut RunState, i: u
         inputs,
         approved: state.approved.contains(step.id.as_str()),
         recovery: state.recoveries.remove(&i),
+        continuation: state.continuations.remove(&i),
     }
 }

@@ -58,6 +58,8 @@ pub(crate) struct StepJob {
     /// Approved already (journaled earlier, or `--yes`).
     pub approved: bool,
     pub recovery: Option<Recovery>,
+    /// An instruction step's interrupted attempt to continue (resume).
+    pub continuation: Option<crate::continuation::Continuation>,
 }
 
 /// What a step task hands back.
@@ -73,6 +75,9 @@ pub(crate) struct StepReport {
     pub budget_exhausted: Option<String>,
     /// What `--cache` learned about the step (its key, what it read, whether it may be cached).
     pub cache: crate::cache::Trace,
+    /// The first this many of `mutations` were restored from an earlier session (a continued
+    /// attempt): the step's evidence, already in the run's changes.
+    pub restored_mutations: usize,
 }
 
 /// The file a write-effect call changes (its `path` argument), if it names one.
@@ -196,6 +201,7 @@ pub(crate) async fn run_step(shared: Arc<Shared>, mut job: StepJob) -> StepRepor
         cancelled: false,
         budget_exhausted: None,
         cache: crate::cache::Trace::default(),
+        restored_mutations: 0,
     };
     let plan = Arc::clone(&shared.plan);
     let Some(step) = plan.steps.get(job.idx) else {
@@ -255,7 +261,8 @@ async fn drive(
                 }
             }
         }
-        return crate::instruction::run(shared, step, &job.inputs, report).await;
+        let continuation = job.continuation.take();
+        return crate::instruction::run(shared, step, &job.inputs, continuation, report).await;
     }
     let Some((tool_name, tool)) =
         step.tool.as_deref().and_then(|t| engine.registry.get(t).map(|tool| (t, Arc::clone(tool))))

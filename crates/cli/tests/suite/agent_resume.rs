@@ -1,12 +1,15 @@
-//! `pev agent` killed mid-run (SIGKILL) and `pev resume` (issue 5, "Done means"): the done step
-//! is not run again, the interrupted instruction step is, and the run ends `success`.
+//! `pev agent` killed mid-run (SIGKILL) and `pev resume` (issues 5 and 16): the done step is not
+//! run again, and the interrupted instruction step's attempt is continued, not started over: its
+//! executor's journaled answer is not asked (or paid for) again, the command that was running
+//! when the kill came runs again, and the run ends `success`.
 //!
 //! Fixture: `tests/fixtures/agent/crash/`. Its first executor script makes step 2
-//! (`record-build`) run `sleep 10` through `shell.exec`; the test kills `pev` while that runs.
+//! (`record-build`) run `sleep 3` through `shell.exec`; the test kills `pev` while that runs.
 //! A script is read from its first turn by every process, so before resuming the test swaps in
-//! `resume.toml` as `pev.toml`, whose executor script (`resume-executor.json`) holds only step 2's
-//! turns, and whose first turn `expect`s the prompt of `record-build`: a resume that ran
-//! `patch-css` again would fail that turn.
+//! `resume.toml` as `pev.toml`, whose executor script (`resume-executor.json`) holds only the
+//! turns after the `sleep`, and whose first turn `expect`s the prompt of `record-build` with the
+//! `sleep`'s result as the last message: a resume that ran `patch-css` again, or that started
+//! the attempt over (asking the model its first turn again), would fail that turn.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -96,15 +99,19 @@ fn a_run_killed_mid_step_resumes_without_running_the_done_step_again() {
     assert_one_run_finished(&out);
     assert_no_dark_green(&out);
 
-    // The done step did not run again; the interrupted one ran a new attempt, once.
+    // The done step did not run again; the interrupted attempt was continued under its number:
+    // the command in flight at the kill ran again, then the write the model asked for next.
     assert!(started_attempts(&out, "patch-css").is_empty(), "{:?}", names(&out));
-    assert_eq!(started_attempts(&out, "record-build"), [2]);
+    assert_eq!(started_attempts(&out, "record-build"), [1]);
     let tools: Vec<(&str, &str)> = out
         .of("tool.called")
         .iter()
         .map(|e| (e["step"].as_str().unwrap_or("?"), e["tool"].as_str().unwrap_or("?")))
         .collect();
-    assert_eq!(tools, [("record-build", "file.write")]);
+    assert_eq!(tools, [("record-build", "shell.exec"), ("record-build", "file.write")]);
+    // The run's model calls: the killed session's 4 (planner, 3 executor turns) and the resumed
+    // session's 2; the turn answered from the journal is not counted (or paid) twice.
+    assert_eq!(out.result()["usage"]["llm_calls"], 6, "{}", out.result()["usage"]);
     assert_eq!(out.step_status("patch-css"), "done");
     assert_eq!(out.step("patch-css")["attempts"], 1);
     assert_eq!(out.step_status("record-build"), "done");
@@ -144,4 +151,76 @@ fn a_resumed_agent_run_keeps_its_ceilings_and_counts_the_whole_runs_usage() {
     assert_eq!(out.code, 3, "{}\n{}", out.stderr, out.stdout);
     assert_eq!(out.status(), "partial");
     assert!(out.codes().contains(&"budget_exhausted".to_owned()), "{:?}", out.codes());
+}
+
+/// A continued attempt (issue 16): the killed session's executor had written `notes.txt` and
+/// was running a command. On resume the model's journaled turns are answered from the journal,
+/// the write it had finished is answered with its journaled result (not made again), the
+/// command in flight runs again, and the model's next turn is asked for real. The write stays
+/// the step's evidence (its assertion and the run's file changes hold it, once).
+#[test]
+fn a_continued_attempt_does_not_make_its_finished_calls_again() {
+    let s = Scenario::new("crash-write");
+    let goal = "Take notes and record the build";
+    let ws = s.arg();
+    let mut child = Command::new(pev_path())
+        .args(["agent", goal, "--workspace", ws.as_str(), "--json"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn pev agent");
+    let stdout = child.stdout.take().expect("stdout");
+    for line in BufReader::new(stdout).lines() {
+        let event: Value = serde_json::from_str(&line.expect("line")).expect("JSON");
+        if event["event"] == "tool.called" && event["tool"] == "shell.exec" {
+            break;
+        }
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("wait");
+    assert_eq!(s.read("notes.txt"), "notes: taken\n", "the first session's write");
+
+    let out = resume(&s);
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    assert_eq!(out.status(), "success", "{:?}", out.codes());
+    assert_eq!(started_attempts(&out, "record-build"), [1]);
+    let tools: Vec<String> = out
+        .of("tool.called")
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {}",
+                e["tool"].as_str().unwrap_or("?"),
+                e["arguments"]["path"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(
+        tools,
+        ["shell.exec ", "file.write build.txt"],
+        "the finished write was not made again"
+    );
+    let warnings = out.result()["warnings"].to_string();
+    assert!(
+        warnings.contains("1 tool call(s) it had finished were answered from the journal"),
+        "{warnings}"
+    );
+    // The restored write is the step's evidence and the run's change, counted once.
+    let changed: Vec<&str> = out.result()["file_mutations"]
+        .as_array()
+        .expect("file_mutations")
+        .iter()
+        .filter_map(|m| m["path"].as_str())
+        .collect();
+    assert_eq!(changed.iter().filter(|p| **p == "notes.txt").count(), 1, "{changed:?}");
+    assert!(changed.contains(&"build.txt"), "{changed:?}");
+    assert_eq!(out.result()["goal_actions_executed"], true);
+    assert_eq!(s.read("build.txt"), "built\n");
+    // 3 calls in the killed session (planner, 2 executor turns), 2 after: the two turns
+    // answered from the journal are not counted again, and the note about them is not a
+    // warning the judge is asked about.
+    assert_eq!(out.result()["usage"]["llm_calls"], 5, "{}", out.result()["usage"]);
 }

@@ -123,6 +123,92 @@ impl Recording {
     }
 }
 
+impl Recording {
+    /// For a resumed run: the recorded answer to `request` if it is the next one of its
+    /// conversation and asks the same (the budget note aside: the resumed session's differs),
+    /// with no usage (the earlier session paid for it). A request that differs, or a recorded
+    /// call that failed, ends the recording for that conversation: it goes to the model.
+    fn answer_resumed(&self, role: &str, request: &ChatRequest) -> Option<ChatResponse> {
+        let scope = model_scope::current()?;
+        let key: Key = (role.to_owned(), Some(scope.step), Some(scope.attempt));
+        let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
+        let queue = queues.get_mut(&key)?;
+        let next = queue.front()?;
+        let same = next
+            .request
+            .as_ref()
+            .is_some_and(|r| difference(&without_budget(r), &without_budget(request)).is_none());
+        let Some(response) = next.response.clone().filter(|_| same) else {
+            queue.clear();
+            return None;
+        };
+        queue.pop_front();
+        *self.answered.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        Some(ChatResponse { usage: Default::default(), ..response })
+    }
+}
+
+/// `request` without its system prompt's `## Budget` section (what is left changes from one
+/// session to the next).
+fn without_budget(request: &ChatRequest) -> ChatRequest {
+    let mut r = request.clone();
+    if let Some(system) = &r.system
+        && let Some(start) = system.find("\n## Budget\n")
+    {
+        let rest = &system[start + 1..];
+        let end = rest[3..].find("\n## ").map_or(system.len(), |i| start + 1 + 3 + i);
+        r.system = Some(format!("{}{}", &system[..start], &system[end..]));
+    }
+    r
+}
+
+/// A role's client in a resumed run: the interrupted attempts' calls are answered from the
+/// journal while they ask what was recorded (see [`Recording::answer_resumed`]); everything else
+/// goes to `inner`, the live client. It sits outside the budget: what is answered from the
+/// journal was paid for by the session that asked it.
+pub struct ResumingClient {
+    role: String,
+    recording: Arc<Recording>,
+    inner: Arc<dyn ModelClient>,
+}
+
+impl ResumingClient {
+    pub fn new(role: &str, recording: Arc<Recording>, inner: Arc<dyn ModelClient>) -> Self {
+        Self { role: role.to_owned(), recording, inner }
+    }
+}
+
+impl ModelClient for ResumingClient {
+    fn provider(&self) -> &str {
+        self.inner.provider()
+    }
+
+    fn server(&self) -> Option<String> {
+        self.inner.server()
+    }
+
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        match self.recording.answer_resumed(&self.role, request) {
+            Some(response) => Box::pin(async move { Ok(response) }),
+            None => self.inner.chat(request),
+        }
+    }
+
+    fn chat_stream<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        sink: StreamSink<'a>,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        match self.recording.answer_resumed(&self.role, request) {
+            Some(response) => Box::pin(async move { Ok(response) }),
+            None => self.inner.chat_stream(request, sink),
+        }
+    }
+}
+
 /// The failure a recorded call ended with, as the client would have returned it.
 fn recorded_error(kind: &str, message: &str) -> ProviderError {
     let provider = "replay".to_owned();
@@ -310,6 +396,25 @@ mod tests {
             r
         };
         assert_eq!(difference(&result(12), &result(40)), None);
+    }
+
+    #[test]
+    fn the_budget_section_is_left_out_of_a_resumed_comparison() {
+        let with = |note: &str| {
+            let mut r = request(&["a"]);
+            r.system = Some(format!("## Your step\nid: a\n\n## Budget\n{note}\n\n## Rules\n- x\n"));
+            r
+        };
+        assert!(difference(&with("$0.40 left"), &with("$0.10 left")).is_some());
+        assert_eq!(
+            difference(&without_budget(&with("$0.40 left")), &without_budget(&with("$0.10 left"))),
+            None
+        );
+        let kept = without_budget(&with("$1")).system.unwrap();
+        assert!(
+            kept.contains("## Your step") && kept.contains("## Rules") && !kept.contains("$1"),
+            "{kept}"
+        );
     }
 
     #[test]
