@@ -442,28 +442,55 @@ pub(crate) fn remaining_budget(
 
 /// `pev agent --mode loop`: one model (the executor role's) in a tool loop with the plan tools
 /// and the finalization gate.
-fn run_loop(
-    req: &AgentRequest,
-    (policy, registry): (&CompiledPolicy, &Arc<pev_tools::Registry>),
-    (config_dir, workspace): (&std::path::Path, &std::path::Path),
-    budget: Budget,
-    err: &mut dyn Write,
-) -> Result<u8, Fail> {
-    use pev_engine::agent::loop_mode::{LoopExecutor, LoopOptions};
-    use pev_engine::agent::loop_run::{LoopRun, loop_plan};
+/// What a loop-mode run runs with: the session, the one model's executor, the verifier for
+/// postconditions without assertions, and the log of its model calls.
+struct LoopParts {
+    session: Session,
+    executor: Arc<pev_engine::agent::loop_mode::LoopExecutor>,
+    verifier: Result<Arc<dyn pev_engine::instruct::Judge>, String>,
+    calls: Arc<CallLog>,
+}
 
+/// The options a loop run was started with (journaled in its options, for `pev resume`).
+struct LoopSettings {
+    gate: bool,
+    max_refusals: u32,
+    reminder_every: u32,
+}
+
+/// Builds a loop-mode run's parts. `recorded` answers model calls from a journal (`pev replay`,
+/// or `pev resume` continuing the interrupted loop).
+fn loop_parts(
+    common: &Common,
+    (run_policy, allowed_tools, registry): (RunPolicy, Vec<String>, &Arc<pev_tools::Registry>),
+    (config_dir, workspace): (&std::path::Path, &std::path::Path),
+    (budget, settings, run_id): (Budget, &LoopSettings, &str),
+    recorded: Recorded<'_>,
+) -> Result<LoopParts, Fail> {
+    use pev_engine::agent::loop_mode::{LoopExecutor, LoopOptions};
+
+    let replay = match recorded {
+        Recorded::Replay(r) => Some(r),
+        _ => None,
+    };
     let config = Config::from_env(config_dir).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
     let prices = config.prices().clone();
     let state = Arc::new(BudgetState::new(budget, prices.clone()));
     let notices = Notices::new();
     let calls = CallLog::priced(prices.clone());
-    let inner = client_for(&config, Role::Executor, (&notices, &calls, req.replay.as_ref()))?;
-    let client: Arc<dyn pev_providers::ModelClient> =
+    let inner = client_for(&config, Role::Executor, (&notices, &calls, replay))?;
+    let paid: Arc<dyn pev_providers::ModelClient> =
         Arc::new(BudgetedClient::new(inner, "executor", prices.clone(), Arc::clone(&state)));
+    let client: Arc<dyn pev_providers::ModelClient> = match recorded {
+        Recorded::Resume(recording) => {
+            Arc::new(ResumingClient::new("executor", Arc::clone(recording), paid))
+        }
+        _ => paid,
+    };
     let model = config.role(Role::Executor).model.value.clone();
     // The verifier decides the postconditions the model declares without assertions; without
     // one they stay unverified, and the run's reason says why.
-    let verifier = match &req.replay {
+    let verifier = match replay {
         Some(recording) => Ok(Arc::new(ReplayClient::new("verifier", Arc::clone(recording)))
             as Arc<dyn pev_providers::ModelClient>),
         None => config.client_with_notice(
@@ -480,27 +507,21 @@ fn run_loop(
             Arc::new(ModelJudge::new(client, model, JudgeOptions::default()))
         })
         .map_err(|e| e.to_string());
-    let db = store_path(&req.common, workspace);
-    let run_policy = RunPolicy {
-        approve_tools: policy.policy.approve_tools.clone(),
-        allow_hosts: policy.policy.allow_hosts.clone(),
-        sandbox: crate::sandbox_setup::SandboxPolicy::from_policy(&policy.policy),
-    };
-    let mut session = Session::open(&req.common, workspace, &db, run_policy, None)?;
+    let db = store_path(common, workspace);
+    let mut session = Session::open(common, workspace, &db, run_policy, None)?;
     session.engine.registry = Arc::clone(registry);
     notices.attach(session.live());
-    let run_id = pev_store::new_run_id();
     let options = LoopOptions {
-        gate: req.gate,
-        max_refusals: req.max_refusals,
-        reminder_every: req.reminder_every,
+        gate: settings.gate,
+        max_refusals: settings.max_refusals,
+        reminder_every: settings.reminder_every,
         ..LoopOptions::default()
     };
     let mut executor = LoopExecutor::new(client, model, options, Arc::clone(&session.engine.ctx));
     if let Some(hooks) = session.engine.config.hooks.clone()
         && hooks.has(pev_engine::hooks::HookKind::Stop)
     {
-        let id = run_id.clone();
+        let id = run_id.to_owned();
         executor = executor.with_stop_hook(Arc::new(move |answer: String| {
             let hooks = Arc::clone(&hooks);
             let id = id.clone();
@@ -520,13 +541,46 @@ fn run_loop(
         judge_threshold: JUDGE_THRESHOLD,
         budget_note: Arc::new(move || Some(note_state.note())),
         usage: Arc::new(move || usage_state.snapshot()),
-        allowed_tools: registry
-            .iter()
-            .map(|t| t.name())
-            .filter(|name| policy.tool_allowed(name))
-            .map(str::to_owned)
-            .collect(),
+        allowed_tools,
     });
+    Ok(LoopParts { session, executor, verifier, calls })
+}
+
+fn run_loop(
+    req: &AgentRequest,
+    (policy, registry): (&CompiledPolicy, &Arc<pev_tools::Registry>),
+    (config_dir, workspace): (&std::path::Path, &std::path::Path),
+    budget: Budget,
+    err: &mut dyn Write,
+) -> Result<u8, Fail> {
+    use pev_engine::agent::loop_run::{LoopRun, loop_plan};
+
+    let run_policy = RunPolicy {
+        approve_tools: policy.policy.approve_tools.clone(),
+        allow_hosts: policy.policy.allow_hosts.clone(),
+        sandbox: crate::sandbox_setup::SandboxPolicy::from_policy(&policy.policy),
+    };
+    let allowed: Vec<String> = registry
+        .iter()
+        .map(|t| t.name())
+        .filter(|name| policy.tool_allowed(name))
+        .map(str::to_owned)
+        .collect();
+    let run_id = pev_store::new_run_id();
+    let settings = LoopSettings {
+        gate: req.gate,
+        max_refusals: req.max_refusals,
+        reminder_every: req.reminder_every,
+    };
+    let recorded = req.replay.as_ref().map_or(Recorded::Nothing, Recorded::Replay);
+    let LoopParts { session, executor, verifier, calls } = loop_parts(
+        &req.common,
+        (run_policy, allowed.clone(), registry),
+        (config_dir, workspace),
+        (budget, &settings, &run_id),
+        recorded,
+    )?;
+    let db = store_path(&req.common, workspace);
     let plan = loop_plan(&req.goal);
     let store = Store::open(&db).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     let _lock = lock_run(&db, &run_id)?;
@@ -540,6 +594,11 @@ fn run_loop(
                 "agent": true,
                 "mode": "loop",
                 "gate": req.gate,
+                "max_refusals": req.max_refusals,
+                "reminder_every": req.reminder_every,
+                "allowed_tools": allowed,
+                "approve_tools": policy.policy.approve_tools,
+                "allow_hosts": policy.policy.allow_hosts,
                 "sandbox": session.sandbox_options(),
                 "budget": {
                     "max_usd": req.budget.max_usd,
@@ -561,6 +620,67 @@ fn run_loop(
     );
     let looped = LoopRun { engine: &session.engine, executor, db: &db, verifier };
     let outcome = session.block_on(looped.run(run_id, &req.goal));
+    close_calls(&calls, err);
+    session.report(outcome, err)
+}
+
+/// What `pev resume` hands a loop-mode run (read from the journal by `run_cmd::resume`).
+pub(crate) struct LoopResume {
+    pub record: pev_store::RunRecord,
+    pub blobs: std::collections::HashMap<String, Vec<u8>>,
+    pub warnings: Vec<String>,
+    pub prior_usage: Option<pev_protocol::run::Usage>,
+    pub budget: Budget,
+    pub run_policy: RunPolicy,
+    /// The interrupted loop's model turns, to answer from the journal.
+    pub recording: Option<Arc<Recording>>,
+}
+
+/// `pev resume` of a loop-mode run: the loop is run again with its journaled model turns and
+/// finished tool calls answered from the journal (the model's plan, the gate's refusals, the
+/// reminders and the evidence marks are rebuilt by replaying them), then goes on for real from
+/// where the killed session stopped. The caller holds the run's lock.
+pub(crate) fn resume_loop(
+    resume: LoopResume,
+    common: &Common,
+    err: &mut dyn Write,
+) -> Result<u8, Fail> {
+    use pev_engine::agent::loop_run::LoopRun;
+
+    let LoopResume { record, blobs, warnings, prior_usage, budget, run_policy, recording } = resume;
+    let option = |key: &str| record.options.get(key);
+    let settings = LoopSettings {
+        gate: option("gate").and_then(serde_json::Value::as_bool).unwrap_or(true),
+        max_refusals: option("max_refusals")
+            .and_then(serde_json::Value::as_u64)
+            .map_or(3, |n| u32::try_from(n).unwrap_or(3)),
+        reminder_every: option("reminder_every")
+            .and_then(serde_json::Value::as_u64)
+            .map_or(10, |n| u32::try_from(n).unwrap_or(10)),
+    };
+    let registry = Arc::new(pev_tools::Registry::builtin());
+    let allowed: Vec<String> = match option("allowed_tools").and_then(serde_json::Value::as_array) {
+        Some(names) => names.iter().filter_map(|n| n.as_str()).map(str::to_owned).collect(),
+        None => registry.iter().map(|t| t.name().to_owned()).collect(),
+    };
+    let workspace = std::path::PathBuf::from(&record.workspace);
+    let workspace = common.workspace.clone().unwrap_or(workspace);
+    let recorded = recording.as_ref().map_or(Recorded::Nothing, Recorded::Resume);
+    let LoopParts { session, executor, verifier, calls } = loop_parts(
+        common,
+        (run_policy, allowed, &registry),
+        (&workspace, &workspace),
+        (budget, &settings, &record.run_id),
+        recorded,
+    )?;
+    let db = store_path(common, &workspace);
+    attach_calls(&calls, &db, &record.run_id, err);
+    session.trace(&record.run_id, true);
+    let looped = LoopRun { engine: &session.engine, executor, db: &db, verifier };
+    let journal = session.journal()?;
+    let input =
+        pev_engine::ResumeInput { record, journal, blobs, warnings, prior_usage, revision: None };
+    let outcome = session.block_on(looped.resume(input));
     close_calls(&calls, err);
     session.report(outcome, err)
 }

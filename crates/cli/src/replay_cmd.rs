@@ -104,8 +104,8 @@ pub(crate) fn replay(req: &ReplayRequest, err: &mut dyn Write) -> Result<u8, Fai
             Mode::Pev
         },
         gate: option("gate").and_then(Value::as_bool).unwrap_or(true),
-        max_refusals: 3,
-        reminder_every: 5,
+        max_refusals: option("max_refusals").and_then(Value::as_u64).map_or(3, |n| n as u32),
+        reminder_every: option("reminder_every").and_then(Value::as_u64).map_or(10, |n| n as u32),
         common: Common {
             workspace: Some(copy.clone()),
             store: None,

@@ -12,7 +12,7 @@ use pev_lint::{CompiledPolicy, LintOptions, lint};
 use pev_protocol::LintStatus;
 use pev_protocol::event::{EventBody, now_rfc3339};
 use pev_protocol::parse::{Format, ParseError, parse_plan};
-use pev_protocol::run::{RunResult, RunStatus};
+use pev_protocol::run::{RunResult, RunStatus, StepStatus};
 use pev_store::{Journal, NewRun, Store};
 use pev_tools::{Registry, ToolContext, ToolPolicy, Workspace};
 use serde_json::{Value, json};
@@ -249,7 +249,7 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     let store = Store::open_existing(&db).map_err(|e| Fail::input(e.to_string()))?;
     let run_id = store.resolve_run(run).map_err(|e| Fail::input(e.to_string()))?;
     let _lock = lock_run(&db, &run_id)?;
-    let record = store.load_run(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    let mut record = store.load_run(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     if record.options.get("mode").and_then(serde_json::Value::as_str)
         == Some(pev_mcp::session::MODE)
     {
@@ -272,13 +272,6 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
             let _ = writeln!(out, "{line}");
         }
         return Ok(exit_code(result.status));
-    }
-    if record.options.get("mode").and_then(Value::as_str) == Some("loop") {
-        return Err(Fail::input(format!(
-            "run {run_id} is a loop-mode agent run: its one model's conversation is not \
-             journaled, so it cannot be resumed; start it again (`pev show {run_id}` shows how \
-             far it got)"
-        )));
     }
     if record.workspace != workspace.display().to_string() {
         let _ = writeln!(
@@ -317,6 +310,14 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
         .get("steps")
         .and_then(Value::as_array)
         .is_some_and(|steps| steps.iter().any(|s| s.get("tool").is_none_or(Value::is_null)));
+    let looped = record.options.get("mode").and_then(Value::as_str) == Some("loop");
+    if looped {
+        // The loop's plan, gate and evidence live in its conversation: a loop the killed session
+        // had finished is replayed too, so that what it decided is known again.
+        for step in record.steps.iter_mut().filter(|s| s.status == StepStatus::Done) {
+            step.status = StepStatus::InProgress;
+        }
+    }
     let recording =
         if has_instructions { interrupted_conversations(&store, &record, err) } else { None };
     drop(store);
@@ -329,6 +330,26 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     let _ = writeln!(err, "pev: resuming run {run_id}");
     // An agent run's instruction steps need the executor and judge again (from pev.toml and the
     // environment, as when it started); a plain run needs no model.
+    if looped {
+        let budget = crate::agent_cmd::remaining_budget(&record.options, prior_usage.as_ref());
+        let sandbox =
+            SandboxPolicy::from_options(&record.options, file_config(&workspace)?.sandbox());
+        let resume = crate::agent_cmd::LoopResume {
+            record,
+            blobs,
+            warnings,
+            prior_usage,
+            budget,
+            run_policy: RunPolicy { approve_tools, allow_hosts, sandbox },
+            recording,
+        };
+        let common = Common {
+            workspace: Some(workspace.clone()),
+            store: Some(db.clone()),
+            ..common.clone()
+        };
+        return crate::agent_cmd::resume_loop(resume, &common, err);
+    }
     let notices = crate::call_notice::Notices::new();
     let mut calls = None;
     let models = if has_instructions {

@@ -23,6 +23,10 @@ mod support;
 mod otlp;
 
 #[cfg(test)]
+#[path = "agent_http/crash_resume.rs"]
+mod crash_resume;
+
+#[cfg(test)]
 mod agent_http {
     use std::time::Duration;
 

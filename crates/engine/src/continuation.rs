@@ -28,12 +28,39 @@ pub(crate) struct Continuation {
     pub goal_action: bool,
     /// Calls answered from the journal so far.
     pub replayed: u32,
+    /// The call the kill interrupted (started, never finished): settled by the resume rules
+    /// (`recover`) when the executor asks for it again.
+    in_flight: Option<crate::recover::Recovery>,
+    /// Files a finished call wrote whose change the killed session did not get to journal:
+    /// the path, the content before the attempt's first write to it (`None`: it did not
+    /// exist) and that content's hash. The change is worked out against the file as it is.
+    pub unjournaled: Vec<(String, Option<Vec<u8>>, Option<String>)>,
 }
 
 impl Continuation {
     /// The continuation of `step`'s attempt `attempt`, from `record`; `None` when the attempt
     /// finished no call (there is nothing to continue).
-    pub(crate) fn of(record: &RunRecord, step: &str, attempt: u32) -> Option<Self> {
+    pub(crate) fn of(
+        record: &RunRecord,
+        step: &str,
+        attempt: u32,
+        blobs: &std::collections::HashMap<String, Vec<u8>>,
+    ) -> Option<Self> {
+        let in_flight = record
+            .tool_calls
+            .iter()
+            .rfind(|c| c.step_id == step && c.attempt == attempt)
+            .filter(|c| c.status == ToolCallStatus::Started)
+            .map(|c| crate::recover::Recovery {
+                call: c.clone(),
+                before_hashes: record
+                    .file_hashes
+                    .iter()
+                    .filter(|h| h.step_id == step && h.phase == pev_store::HashPhase::Before)
+                    .map(|h| (h.path.clone(), h.sha256.clone()))
+                    .collect(),
+                before_content: c.pre_sha256.as_ref().and_then(|s| blobs.get(s).cloned()),
+            });
         let calls: VecDeque<ToolCallRecord> = record
             .tool_calls
             .iter()
@@ -46,14 +73,14 @@ impl Continuation {
             })
             .cloned()
             .collect();
-        if calls.is_empty() {
+        if calls.is_empty() && in_flight.is_none() {
             return None;
         }
         let goal_action = calls.iter().any(|c| {
             c.status != ToolCallStatus::Failed
                 && pev_verify::is_goal_action(&c.tool, c.effect, &c.arguments)
         });
-        let mutations = record
+        let mutations: Vec<(StepMutation, Option<String>)> = record
             .mutations
             .iter()
             .filter(|m| m.step_id == step)
@@ -62,7 +89,43 @@ impl Continuation {
                 (change, m.before_sha256.clone())
             })
             .collect();
-        Some(Self { calls, mutations, goal_action, replayed: 0 })
+        let mut unjournaled: Vec<(String, Option<Vec<u8>>, Option<String>)> = Vec::new();
+        for c in calls.iter().filter(|c| c.status != ToolCallStatus::Failed) {
+            let Some(path) =
+                c.path.as_ref().filter(|_| c.effect == pev_protocol::tool::Effect::Write)
+            else {
+                continue;
+            };
+            let journaled = mutations.iter().any(|(m, _)| m.mutation.path == *path);
+            if journaled || unjournaled.iter().any(|(p, _, _)| p == path) {
+                continue;
+            }
+            let before = c.pre_sha256.as_ref().and_then(|s| blobs.get(s).cloned());
+            if c.pre_sha256.is_some() && before.is_none() {
+                // What it held before is not in the journal: the change cannot be worked out.
+                continue;
+            }
+            unjournaled.push((path.clone(), before, c.pre_sha256.clone()));
+        }
+        Some(Self { calls, mutations, goal_action, replayed: 0, in_flight, unjournaled })
+    }
+
+    /// The interrupted call, if `tool(args)` is it and every finished call was asked for first.
+    pub(crate) fn in_flight(
+        &mut self,
+        tool: &str,
+        args: &Value,
+    ) -> Option<crate::recover::Recovery> {
+        if !self.calls.is_empty() {
+            return None;
+        }
+        let call = &self.in_flight.as_ref()?.call;
+        if call.tool == tool && call.arguments == *args {
+            self.in_flight.take()
+        } else {
+            self.in_flight = None;
+            None
+        }
     }
 
     /// The journaled result of the call `tool(args)` if it is the attempt's next finished call;
@@ -71,6 +134,7 @@ impl Continuation {
         let next = self.calls.front()?;
         if next.tool != tool || next.arguments != *args {
             self.calls.clear();
+            self.in_flight = None;
             return None;
         }
         let call = self.calls.pop_front()?;

@@ -35,6 +35,9 @@ struct StepGate<'a> {
     /// A resumed attempt's finished calls, answered from the journal while the executor asks
     /// for them in order.
     continuation: Option<&'a mut Continuation>,
+    /// What settling an interrupted call said (it runs again, it was recovered): notes about the
+    /// resume, not warnings about the work, so not what the judge is asked about.
+    notes: Vec<String>,
 }
 
 impl ToolGate for StepGate<'_> {
@@ -154,8 +157,19 @@ impl StepGate<'_> {
             target: target.as_deref(),
         };
         self.calls += 1;
-        let (before, end) =
-            invoke(shared, &call, &*implementation, self.report, Some(self.calls)).await?;
+        // The call a kill interrupted, asked for again by a continued attempt: applied already
+        // (its content hash shows it) is recovered, not applied twice; otherwise it runs.
+        let interrupted = self.continuation.as_deref_mut().and_then(|c| c.in_flight(tool, &args));
+        let warned = self.report.warnings.len();
+        let settled = match interrupted {
+            Some(recovery) => crate::recover::settle(shared, &call, recovery, self.report).await?,
+            None => None,
+        };
+        self.notes.extend(self.report.warnings.iter().skip(warned).cloned());
+        let (before, end) = match settled {
+            Some(known) => known,
+            None => invoke(shared, &call, &*implementation, self.report, Some(self.calls)).await?,
+        };
         let first_new = self.report.mutations.len();
         crate::check::record_changes(shared, &call, &before, end.output.is_ok(), self.report)?;
         for m in self.report.mutations.iter().skip(first_new) {
@@ -240,11 +254,11 @@ fn with_hook_answer(
 /// mutations (marked restored, so the run does not count them twice), the goal action, the
 /// paths written and the judge's diffs (from the journal's before-contents).
 fn restore(
-    shared: &Shared,
+    (shared, id): (&Shared, &str),
     c: &Continuation,
     report: &mut StepReport,
     (touched, diffs): (&mut Vec<String>, &mut Vec<String>),
-) {
+) -> Result<(), StoreError> {
     let store = pev_store::Store::open_existing(shared.recorder.journal().path()).ok();
     for (m, before_sha) in &c.mutations {
         let before = before_sha
@@ -260,6 +274,31 @@ fn restore(
     }
     report.restored_mutations = c.mutations.len();
     report.slot.goal_action |= c.goal_action;
+    // Changes the killed session made but did not journal: worked out now, journaled, and
+    // (not restored) counted in the run's changes by this session.
+    for (path, before, before_sha) in &c.unjournaled {
+        let after = shared.engine.ctx.workspace.read(path).ok();
+        let mutation = pev_verify::mutation(path, before.as_deref(), after.as_deref());
+        if let Some(diff) = diff_for_judge(shared, &mutation, before.as_deref()) {
+            diffs.push(diff);
+        }
+        if !touched.contains(path) {
+            touched.push(path.clone());
+        }
+        shared.recorder.record(pev_store::Record::Mutation(pev_store::MutationRecord {
+            run_id: shared.recorder.run_id().to_owned(),
+            step_id: id.to_owned(),
+            mutation: mutation.clone(),
+            before_sha256: before_sha.clone(),
+            after_sha256: after.as_deref().map(crate::step::sha256_hex),
+        }))?;
+        report.slot.evidence.push(format!(
+            "{path} was changed by a call the interrupted session finished (worked out from the \
+             journal's before-content)"
+        ));
+        report.mutations.push(crate::state::StepMutation { step: id.to_owned(), mutation });
+    }
+    Ok(())
 }
 
 /// A unified diff of a mutation, capped, for the judge.
@@ -340,7 +379,7 @@ pub(crate) async fn run(
         // A continued attempt: what it changed before the crash is its evidence again.
         let (mut touched, mut diffs) = (Vec::new(), Vec::new());
         if let Some(c) = continuation.as_mut().filter(|_| report.restored_mutations == 0) {
-            restore(shared, c, report, (&mut touched, &mut diffs));
+            restore((shared, id), c, report, (&mut touched, &mut diffs))?;
         }
         let mut gate = StepGate {
             shared,
@@ -351,6 +390,7 @@ pub(crate) async fn run(
             diffs,
             journal_error: None,
             continuation: continuation.as_mut(),
+            notes: Vec::new(),
         };
         let attempt = request.attempt;
         let outcome =
@@ -359,7 +399,14 @@ pub(crate) async fn run(
         // Journal the spend as it grows (a killed session's spend must survive it).
         shared.recorder.emit(EventBody::Usage { usage: (models.usage)() })?;
         let StepGate {
-            report: r, calls, touched, diffs, journal_error, continuation: cont, ..
+            report: r,
+            calls,
+            touched,
+            diffs,
+            journal_error,
+            continuation: cont,
+            notes,
+            ..
         } = gate;
         let report = r;
         // Said once, and not a warning about the work: the judge is not asked because of it.
@@ -450,7 +497,7 @@ pub(crate) async fn run(
                 .warnings
                 .iter()
                 .skip(warnings_before)
-                .filter(|w| continued.as_ref() != Some(*w))
+                .filter(|w| continued.as_ref() != Some(*w) && !notes.contains(w))
                 .cloned()
                 .collect();
             let mutations: Vec<FileMutation> = report

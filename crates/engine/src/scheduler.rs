@@ -194,9 +194,12 @@ impl Engine {
                     if !direct {
                         // An instruction step's interrupted attempt is continued, under its own
                         // number: the calls it finished are answered from the journal.
-                        if let Some(c) =
-                            crate::continuation::Continuation::of(&record, id, slot.attempts)
-                        {
+                        if let Some(c) = crate::continuation::Continuation::of(
+                            &record,
+                            id,
+                            slot.attempts,
+                            &blobs,
+                        ) {
                             continuations.insert(i, c);
                         }
                         slot.attempts = slot.attempts.saturating_sub(1);

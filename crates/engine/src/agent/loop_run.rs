@@ -63,13 +63,41 @@ impl LoopRun<'_> {
         let journal = Journal::start(self.db)?;
         let mut quiet = self.engine.clone();
         quiet.config.final_events = false;
-        let mut result = quiet
+        let result = quiet
             .run(RunInput {
                 run_id: run_id.clone(),
                 plan: loop_plan(goal),
                 journal: journal.clone(),
             })
             .await?;
+        self.finish(run_id, goal, result, journal).await
+    }
+
+    /// Resumes a loop-mode run (`pev resume`): its one step is run again, the journaled model
+    /// turns and finished tool calls answered from the journal while the model asks for them
+    /// (the caller's client and the engine's continuation), so the loop's plan, gate and
+    /// evidence are rebuilt as they were and the loop goes on from where it stopped. The
+    /// caller reopens the step if the killed session had finished it.
+    pub async fn resume(&self, input: crate::ResumeInput) -> Result<RunResult, EngineError> {
+        let run_id = input.record.run_id.clone();
+        let goal = input.record.goal.clone();
+        let journal = input.journal.clone();
+        let mut quiet = self.engine.clone();
+        quiet.config.final_events = false;
+        let result = quiet.resume(input).await?;
+        self.finish(run_id, &goal, result, journal).await
+    }
+
+    /// What both `run` and `resume` do once the loop ended: the model's plan decides what the
+    /// run may claim, its postconditions are judged, the evidence is re-checked, the outcome
+    /// announced.
+    async fn finish(
+        &self,
+        run_id: String,
+        goal: &str,
+        mut result: RunResult,
+        journal: Journal,
+    ) -> Result<RunResult, EngineError> {
         let report = self.executor.report();
         journal_revisions(&journal, &run_id, goal, &report)?;
         let judged = self.judge_postconditions(goal, &report, &result, &journal).await?;

@@ -1,0 +1,173 @@
+//! Crash and resume (issue 16, "Done means"): a loop-mode run and a two-step `pev agent` run
+//! against the mock model (which answers from the request alone, so a resumed process gets the
+//! same answers), each killed with SIGKILL at 20 points (counted in events read, from a
+//! fixed-seed generator) and resumed to the end. Every run must end as an uninterrupted one
+//! does, every file change must be applied once, the model must be asked no more than the
+//! uninterrupted run asked it plus the one call in flight at the kill (the turns the killed
+//! session was answered are answered from the journal), and `PRAGMA integrity_check` must say
+//! `ok`.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::agent_http::{DARK_GREEN, INDEX, STYLE, honest};
+use crate::mock::{EXECUTOR_MODEL, MockModel, Reply, Request};
+use crate::support::{KEY, Ws};
+
+const KILLS: usize = 20;
+/// Reads before the loop's change.
+const READS: usize = 6;
+
+/// The loop's one model: plans, reads a few times, patches, marks the step done, answers.
+fn loop_model(r: &Request) -> Reply {
+    let t = r.turn();
+    match t {
+        0 => Reply::tool_uses(
+            EXECUTOR_MODEL,
+            &[(
+                "toolu_plan",
+                "plan_create",
+                json!({
+                    "objective": "style.css sets a dark green background",
+                    "steps": [{"id": "css", "title": "Set the background in style.css",
+                               "assertions": [{"type": "file_contains", "path": "style.css", "pattern": "#013220"}]}]
+                }),
+            )],
+        ),
+        t if t <= READS => Reply::tool_uses(
+            EXECUTOR_MODEL,
+            &[(&format!("toolu_read{t}"), "file_read", json!({"path": "style.css"}))],
+        ),
+        t if t == READS + 1 => Reply::tool_uses(
+            EXECUTOR_MODEL,
+            &[(
+                "toolu_patch",
+                "file_patch",
+                json!({
+                    "path": "style.css",
+                    "edits": [{"old": "background: #ffffff;", "new": "background: #013220;"}]
+                }),
+            )],
+        ),
+        t if t == READS + 2 => Reply::tool_uses(
+            EXECUTOR_MODEL,
+            &[(
+                "toolu_done",
+                "step_update",
+                json!({
+                    "id": "css", "status": "done", "evidence": "style.css sets #013220"
+                }),
+            )],
+        ),
+        _ => Reply::text(EXECUTOR_MODEL, "The background is dark green."),
+    }
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn between(&mut self, lo: usize, hi: usize) -> usize {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        lo + (x % (hi - lo + 1) as u64) as usize
+    }
+}
+
+fn pev(ws: &Ws, args: &[&str]) -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("pev"));
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("ANTHROPIC_API_KEY", KEY)
+        .current_dir(ws.root.path())
+        .args(args)
+        .arg("--workspace")
+        .arg(ws.path())
+        .arg("--json");
+    cmd
+}
+
+/// Runs `pev ARGS`, killing it after `kill_after` events (if it gets that far). The events read
+/// and whether it was killed.
+fn run_until(ws: &Ws, args: &[&str], kill_after: Option<usize>) -> (Vec<Value>, bool) {
+    let mut child = pev(ws, args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn pev");
+    let mut events = Vec::new();
+    let mut killed = false;
+    for line in BufReader::new(child.stdout.take().expect("stdout")).lines() {
+        let Ok(line) = line else { break };
+        events.push(serde_json::from_str::<Value>(&line).expect("a JSON event"));
+        if Some(events.len()) == kill_after {
+            child.kill().expect("SIGKILL");
+            killed = true;
+            break;
+        }
+    }
+    child.wait().expect("wait");
+    (events, killed)
+}
+
+fn result_of(events: &[Value]) -> Option<&Value> {
+    events.iter().rev().find(|e| e["event"] == "run.finished").map(|e| &e["result"])
+}
+
+/// Changes of `path` that changed it (not no-ops), in the run's result.
+fn changes(result: &Value, path: &str) -> usize {
+    result["file_mutations"]
+        .as_array()
+        .map_or(0, |m| m.iter().filter(|m| m["path"] == path && m["no_op"] != true).count())
+}
+
+fn crash_and_resume(agent: &[&str], responder: fn(&Request) -> Reply, seed: u64) {
+    // The uninterrupted run: its events, its model calls, its outcome.
+    let mock = MockModel::start(responder);
+    let ws = Ws::new(&mock.base_url, &[("style.css", STYLE), ("index.html", INDEX)]);
+    let (events, _) = run_until(&ws, agent, None);
+    let whole = result_of(&events).expect("the run finished").clone();
+    assert_eq!(whole["status"], "success", "{whole}");
+    let asked = mock.requests().len();
+    drop(mock);
+
+    let mut rng = Rng(seed);
+    for kill in 0..KILLS {
+        let mock = MockModel::start(responder);
+        let ws = Ws::new(&mock.base_url, &[("style.css", STYLE), ("index.html", INDEX)]);
+        let at = rng.between(2, events.len() - 1);
+        let (_, killed) = run_until(&ws, agent, Some(at));
+        assert!(killed, "kill {kill}: the run ended before event {at}");
+        let (after, _) = run_until(&ws, &["resume", "last"], None);
+        let Some(result) = result_of(&after) else {
+            panic!("kill {kill} at event {at}: the resume did not finish: {after:#?}")
+        };
+        assert_eq!(result["status"], whole["status"], "kill {kill} at event {at}: {result}");
+        assert_eq!(result["reasons"], whole["reasons"], "kill {kill} at event {at}");
+        assert!(ws.read("style.css").contains("background: #013220;"));
+        assert_eq!(changes(result, "style.css"), 1, "kill {kill} at {at}: one change: {result}");
+        let requests = mock.requests().len();
+        assert!(
+            requests <= asked + 1,
+            "kill {kill} at event {at}: the model was asked {requests} times, {asked} without the kill"
+        );
+        let store = pev_store::Store::open_existing(&pev_store::default_path(&ws.path()))
+            .expect("the journal");
+        assert_eq!(store.integrity_check().expect("integrity_check"), "ok");
+    }
+}
+
+#[test]
+fn a_loop_run_killed_anywhere_resumes_to_the_same_end_without_asking_again() {
+    crash_and_resume(&["agent", DARK_GREEN, "--mode", "loop"], loop_model, 0x2026_1125_0016_0002);
+}
+
+#[test]
+fn a_pev_mode_run_killed_anywhere_resumes_to_the_same_end_without_asking_again() {
+    crash_and_resume(&["agent", DARK_GREEN], honest, 0x2026_1125_0016_0003);
+}
