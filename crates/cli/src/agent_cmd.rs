@@ -106,9 +106,31 @@ fn client_for(
 ) -> Result<Arc<dyn pev_providers::ModelClient>, Fail> {
     let inner: Arc<dyn pev_providers::ModelClient> = match replay {
         Some(recording) => Arc::new(ReplayClient::new(role.name(), Arc::clone(recording))),
-        None => config
-            .client_with_notice(role, Some(notice_sink(config, role, notices)))
-            .map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?,
+        None => {
+            // Retries are shown (the notices) and journaled with the call they belong to.
+            let shown = notice_sink(config, role, notices);
+            let log = Arc::clone(calls);
+            let name = role.name();
+            let sink: pev_providers::notice::NoticeSink = Arc::new(move |notice| {
+                if let pev_providers::notice::CallNotice::Retrying {
+                    attempt, after, error, ..
+                } = &notice
+                {
+                    log.note_retry(
+                        name,
+                        format!(
+                            "attempt {} failed ({error}); retried after {} ms",
+                            attempt.saturating_sub(1),
+                            after.as_millis()
+                        ),
+                    );
+                }
+                shown(notice);
+            });
+            config
+                .client_with_notice(role, Some(sink))
+                .map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?
+        }
     };
     Ok(Arc::new(LoggedClient::new(inner, role.name(), Arc::clone(calls))))
 }

@@ -324,6 +324,21 @@ mod agent_http {
         assert!(waited >= Duration::from_millis(990), "retried after {waited:?}");
         assert!(waited < Duration::from_secs(5), "retried after {waited:?}");
         assert_eq!(out.step("patch-css")["attempts"], 1, "a retried call is not a new attempt");
+        // The journal keeps the retry with the call it belongs to.
+        let store =
+            pev_store::Store::open_existing(&pev_store::default_path(&ws.path())).expect("journal");
+        let run = out.result()["run_id"].as_str().expect("run id").to_owned();
+        let calls = store.model_calls(&run).expect("model calls");
+        let first = calls.iter().find(|c| c.role == "executor").expect("an executor call");
+        assert_eq!(first.retries.len(), 1, "{first:?}");
+        assert!(
+            first.retries[0].contains("rate") && first.retries[0].contains("retried after"),
+            "{first:?}"
+        );
+        assert!(first.error_type.is_none(), "the call itself succeeded: {first:?}");
+        assert!(
+            calls.iter().filter(|c| c.role == "executor").skip(1).all(|c| c.retries.is_empty())
+        );
     }
 
     fn look_only_plan() -> Value {

@@ -604,6 +604,9 @@ impl<'a> Mapper<'a> {
                 ));
             }
         }
+        if !call.retries.is_empty() {
+            attrs.push(("pev.retries".into(), (call.retries.len() as u64).into()));
+        }
         if let Some(cost) = call.cost_usd {
             attrs.push(("pev.cost_usd".into(), cost.into()));
         }

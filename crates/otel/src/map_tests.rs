@@ -64,6 +64,7 @@ impl Journal {
             error: None,
             request: None,
             response_sha256: None,
+            retries: Vec::new(),
         });
         self.calls.last_mut().unwrap()
     }

@@ -195,6 +195,10 @@ pub struct ModelCallRecord {
     /// The blob of the response as it was received (JSON), when there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_sha256: Option<String>,
+    /// The attempts of this call that failed and were retried, in order (what failed, how long
+    /// the client waited): the call's record is its last attempt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retries: Vec<String>,
 }
 
 /// A model request kept without storing a conversation's growing prefix again on every turn:

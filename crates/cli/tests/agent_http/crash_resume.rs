@@ -12,9 +12,9 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::agent_http::{DARK_GREEN, INDEX, STYLE, honest};
-use crate::mock::{EXECUTOR_MODEL, MockModel, Reply, Request};
-use crate::support::{KEY, Ws};
+use crate::agent_http::{DARK_GREEN, INDEX, STYLE};
+use crate::mock::{EXECUTOR_MODEL, MockModel, Reply, Request, Role};
+use crate::support::{KEY, Ws, plan_reply, verdict};
 
 const KILLS: usize = 20;
 /// Reads before the loop's change.
@@ -62,6 +62,55 @@ fn loop_model(r: &Request) -> Reply {
             )],
         ),
         _ => Reply::text(EXECUTOR_MODEL, "The background is dark green."),
+    }
+}
+
+/// A two-step plan in pev mode: patch the stylesheet (read, patch, sum up; judged against its
+/// criterion), then record the build (write, sum up). The executor answers by step and turn.
+fn two_steps(r: &Request) -> Reply {
+    match r.role {
+        Role::Planner => plan_reply(&json!({
+            "goal": DARK_GREEN,
+            "steps": [
+                {"id": "patch-css", "title": "Set the body background",
+                 "description": "In style.css, change the body background to #013220.",
+                 "acceptance_criteria": ["the body background is #013220"],
+                 "assertions": [{"type": "content_changed", "path": "style.css"},
+                                {"type": "file_contains", "path": "style.css", "pattern": "#013220"}]},
+                {"id": "record-build", "title": "Record the build", "depends_on": ["patch-css"],
+                 "description": "Write build.txt with the line 'built: dark green'.",
+                 "assertions": [{"type": "file_contains", "path": "build.txt", "pattern": "built: dark green"}]}
+            ]
+        })),
+        Role::Executor => match (r.step().as_deref(), r.turn()) {
+            (Some("patch-css"), 0) => Reply::tool_uses(
+                EXECUTOR_MODEL,
+                &[("toolu_read", "file_read", json!({"path": "style.css"}))],
+            ),
+            (Some("patch-css"), 1) => Reply::tool_uses(
+                EXECUTOR_MODEL,
+                &[(
+                    "toolu_patch",
+                    "file_patch",
+                    json!({
+                        "path": "style.css",
+                        "edits": [{"old": "background: #ffffff;", "new": "background: #013220;"}]
+                    }),
+                )],
+            ),
+            (Some("record-build"), 0) => Reply::tool_uses(
+                EXECUTOR_MODEL,
+                &[(
+                    "toolu_write",
+                    "file_write",
+                    json!({
+                        "path": "build.txt", "content": "built: dark green\n"
+                    }),
+                )],
+            ),
+            _ => Reply::text(EXECUTOR_MODEL, "Done, as the step asked."),
+        },
+        _ => verdict(true, 0.95, "style.css sets #013220"),
     }
 }
 
@@ -151,6 +200,11 @@ fn crash_and_resume(agent: &[&str], responder: fn(&Request) -> Reply, seed: u64)
         assert_eq!(result["reasons"], whole["reasons"], "kill {kill} at event {at}");
         assert!(ws.read("style.css").contains("background: #013220;"));
         assert_eq!(changes(result, "style.css"), 1, "kill {kill} at {at}: one change: {result}");
+        assert_eq!(
+            changes(result, "build.txt"),
+            changes(&whole, "build.txt"),
+            "kill {kill} at {at}"
+        );
         let requests = mock.requests().len();
         assert!(
             requests <= asked + 1,
@@ -168,6 +222,6 @@ fn a_loop_run_killed_anywhere_resumes_to_the_same_end_without_asking_again() {
 }
 
 #[test]
-fn a_pev_mode_run_killed_anywhere_resumes_to_the_same_end_without_asking_again() {
-    crash_and_resume(&["agent", DARK_GREEN], honest, 0x2026_1125_0016_0003);
+fn a_two_step_pev_run_killed_anywhere_resumes_to_the_same_end_without_asking_again() {
+    crash_and_resume(&["agent", DARK_GREEN], two_steps, 0x2026_1125_0016_0003);
 }

@@ -51,6 +51,8 @@ struct State {
     written: HashSet<String>,
     /// The last call of each conversation (role, step, attempt) and its messages' blobs.
     conversations: HashMap<Conversation, (u64, Vec<String>)>,
+    /// Retries the client reported for the call each conversation has in flight.
+    retries: HashMap<Conversation, Vec<String>>,
 }
 
 impl Default for State {
@@ -62,6 +64,7 @@ impl Default for State {
             next_seq: 1,
             written: HashSet::new(),
             conversations: HashMap::new(),
+            retries: HashMap::new(),
         }
     }
 }
@@ -148,6 +151,17 @@ impl CallLog {
         Ok(())
     }
 
+    /// Notes that `role`'s call in flight (in this task's step and attempt) failed an attempt
+    /// and is being retried: `why` goes into the call's record when it is journaled. Called from
+    /// the client's retry notices, which run in the calling task.
+    pub fn note_retry(&self, role: &str, why: String) {
+        let scope = model_scope::current();
+        let key =
+            (role.to_owned(), scope.as_ref().map(|s| s.step.clone()), scope.map(|s| s.attempt));
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.retries.entry(key).or_default().push(why);
+    }
+
     /// The first error met writing a call, if any (the calls after it were not journaled).
     pub fn error(&self) -> Option<String> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner).error.clone()
@@ -191,6 +205,8 @@ impl CallLog {
         }
         call.seq = state.next_seq;
         state.next_seq += 1;
+        let key = (call.role.clone(), call.step_id.clone(), call.attempt);
+        call.retries = state.retries.remove(&key).unwrap_or_default();
         let mut records = Vec::new();
         let mut keep = |state: &mut State, (sha, content): Blob| {
             if state.written.insert(sha.clone()) {

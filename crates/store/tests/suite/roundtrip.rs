@@ -259,6 +259,7 @@ fn model_calls_are_numbered_per_run_and_come_back_whole() {
         error: None,
         request: None,
         response_sha256: None,
+        retries: Vec::new(),
     };
     journal.record(Record::ModelCall(Box::new(call("r1", "planner", None)))).unwrap();
     journal.record(Record::ModelCall(Box::new(call("r2", "executor", Some("a"))))).unwrap();
