@@ -3,7 +3,6 @@ use std::time::Duration;
 
 use pev_providers::script::{FailureKind, ScriptTurn, ScriptedClient};
 use pev_providers::{ChatRequest, Message, ModelClient, TokenUsage};
-use pev_store::{NewRun, Store};
 
 use super::*;
 use crate::model_scope;
@@ -12,26 +11,10 @@ fn request(model: &str) -> ChatRequest {
     ChatRequest::new(model, vec![Message::user("hi")])
 }
 
-fn store_with_run(dir: &Path) -> (std::path::PathBuf, Store) {
-    let db = dir.join("pev.db");
-    let store = Store::open(&db).unwrap();
-    store
-        .create_run(&NewRun {
-            run_id: "r1".into(),
-            goal: "g".into(),
-            workspace: "/ws".into(),
-            plan: serde_json::json!({"goal": "g", "steps": []}),
-            options: serde_json::json!({}),
-            created_at: "2026-01-01T00:00:00.000Z".into(),
-        })
-        .unwrap();
-    (db, store)
-}
-
 #[tokio::test]
 async fn calls_before_the_run_exists_are_written_when_it_is_attached_and_later_ones_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let (db, store) = store_with_run(dir.path());
+    let (db, store) = crate::agent::test_clients::journal_with_run(dir.path());
     let usage = TokenUsage {
         input_tokens: 11,
         output_tokens: 7,
@@ -101,7 +84,7 @@ impl ModelClient for Silent {
 #[tokio::test]
 async fn an_abandoned_call_is_journaled_as_abandoned() {
     let dir = tempfile::tempdir().unwrap();
-    let (db, store) = store_with_run(dir.path());
+    let (db, store) = crate::agent::test_clients::journal_with_run(dir.path());
     let log = CallLog::new();
     log.attach(&db, "r1").unwrap();
     let client = LoggedClient::new(Arc::new(Silent), "executor", Arc::clone(&log));
@@ -120,7 +103,7 @@ async fn an_abandoned_call_is_journaled_as_abandoned() {
 #[tokio::test]
 async fn a_journal_that_fails_is_reported_once_and_does_not_fail_the_call() {
     let dir = tempfile::tempdir().unwrap();
-    let (db, _store) = store_with_run(dir.path());
+    let (db, _store) = crate::agent::test_clients::journal_with_run(dir.path());
     let log = CallLog::new();
     // A run the journal does not hold: the write is refused (foreign key).
     log.attach(&db, "no-such-run").unwrap();

@@ -5,7 +5,6 @@ use pev_providers::{
     BoxFuture, ChatRequest, ChatResponse, ContentBlock, Message, ModelClient, ProviderError,
     StreamSink, ToolSpec,
 };
-use pev_store::{NewRun, Store};
 use serde_json::json;
 
 use super::*;
@@ -43,18 +42,7 @@ impl ModelClient for Recording {
 #[tokio::test]
 async fn a_conversation_is_stored_once_and_read_back_exactly() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("pev.db");
-    let store = Store::open(&db).unwrap();
-    store
-        .create_run(&NewRun {
-            run_id: "r1".into(),
-            goal: "g".into(),
-            workspace: "/ws".into(),
-            plan: json!({"goal": "g", "steps": []}),
-            options: json!({}),
-            created_at: "2026-01-01T00:00:00.000Z".into(),
-        })
-        .unwrap();
+    let (db, store) = crate::agent::test_clients::journal_with_run(dir.path());
     let turns = 12;
     let script: Vec<ScriptTurn> = (0..turns)
         .map(|i| {

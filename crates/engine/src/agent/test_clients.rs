@@ -28,3 +28,20 @@ impl ModelClient for Broke {
         self.chat(request)
     }
 }
+
+/// A journal in `dir` holding one run, `r1`, with an empty plan: where a call log can write.
+pub(crate) fn journal_with_run(dir: &std::path::Path) -> (std::path::PathBuf, pev_store::Store) {
+    let db = dir.join("pev.db");
+    let store = pev_store::Store::open(&db).unwrap();
+    store
+        .create_run(&pev_store::NewRun {
+            run_id: "r1".into(),
+            goal: "g".into(),
+            workspace: "/ws".into(),
+            plan: serde_json::json!({"goal": "g", "steps": []}),
+            options: serde_json::json!({}),
+            created_at: "2026-01-01T00:00:00.000Z".into(),
+        })
+        .unwrap();
+    (db, store)
+}
