@@ -152,44 +152,39 @@ pub(crate) fn replay(req: &ReplayRequest, err: &mut dyn Write) -> Result<u8, Fai
     Ok(if same && divergences.is_empty() && unused.is_empty() { EXIT_OK } else { EXIT_FAILED })
 }
 
-/// Puts every file the run changed back as it was before its first change.
+/// Puts every file the run changed back as it was before its first change, through the
+/// workspace sandbox (a symlink in the copy cannot lead a write or a removal outside it).
 fn rewind(store: &Store, record: &RunRecord, copy: &Path) -> Result<(), String> {
+    let ws = pev_tools::Workspace::open(copy).map_err(|e| e.to_string())?;
     let mut seen = std::collections::HashSet::new();
     for m in &record.mutations {
         let path = &m.mutation.path;
         if !seen.insert(path.clone()) {
             continue;
         }
-        let target = safe_join(copy, path)?;
         match &m.before_sha256 {
-            None => match std::fs::remove_file(&target) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(format!("{path}: {e}")),
-            },
-            Some(sha) => {
-                let content = store
-                    .blob(sha)
-                    .map_err(|e| e.to_string())?
-                    .ok_or_else(|| format!("the journal lacks {path} as it was before the run"))?;
-                if let Some(dir) = target.parent() {
-                    std::fs::create_dir_all(dir).map_err(|e| format!("{path}: {e}"))?;
+            // It did not exist before the run.
+            None if m.mutation.bytes_before == 0 => {
+                if ws.exists(path).map_err(|e| format!("{path}: {e}"))? {
+                    let target = ws.resolve(path).map_err(|e| format!("{path}: {e}"))?;
+                    std::fs::remove_file(&target).map_err(|e| format!("{path}: {e}"))?;
                 }
-                std::fs::write(&target, content).map_err(|e| format!("{path}: {e}"))?;
+            }
+            None => {
+                return Err(format!(
+                    "the journal does not hold {path} as it was before the run (it was too big \
+                     to keep); give the starting workspace with --from DIR"
+                ));
+            }
+            Some(sha) => {
+                let content = store.blob(sha).map_err(|e| e.to_string())?.ok_or_else(|| {
+                    format!("the journal lacks {path} as it was before the run; use --from DIR")
+                })?;
+                ws.write(path, &content).map_err(|e| format!("{path}: {e}"))?;
             }
         }
     }
     Ok(())
-}
-
-/// `root/rel` for a workspace-relative path the journal recorded; nothing that leaves `root`.
-fn safe_join(root: &Path, rel: &str) -> Result<PathBuf, String> {
-    let rel = Path::new(rel);
-    let plain = rel.components().all(|c| matches!(c, std::path::Component::Normal(_)));
-    if !plain {
-        return Err(format!("{} is not a path inside the workspace", rel.display()));
-    }
-    Ok(root.join(rel))
 }
 
 fn outcome(result: &RunResult) -> String {

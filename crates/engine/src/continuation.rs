@@ -71,6 +71,12 @@ impl Continuation {
                     ToolCallStatus::Finished | ToolCallStatus::Failed | ToolCallStatus::Recovered
                 )
             })
+            // A call an earlier resume closed as interrupted ended with no answer the model saw:
+            // it is not one to answer from the journal (the next call starts live).
+            .filter(|c| {
+                !(c.status == ToolCallStatus::Failed
+                    && c.error.as_deref().is_some_and(|e| e.contains("interrupted")))
+            })
             .cloned()
             .collect();
         if calls.is_empty() && in_flight.is_none() {

@@ -35,9 +35,6 @@ struct StepGate<'a> {
     /// A resumed attempt's finished calls, answered from the journal while the executor asks
     /// for them in order.
     continuation: Option<&'a mut Continuation>,
-    /// What settling an interrupted call said (it runs again, it was recovered): notes about the
-    /// resume, not warnings about the work, so not what the judge is asked about.
-    notes: Vec<String>,
 }
 
 impl ToolGate for StepGate<'_> {
@@ -105,7 +102,23 @@ impl StepGate<'_> {
             {
                 self.touched.push(t);
             }
-            let output = answer.map_err(|message| registry.names().in_wire_terms(&message));
+            // The journaled output is checked as a new one would be: what it says about silent
+            // failures, and what the hooks make of it.
+            if let Ok(output) = &answer {
+                for warning in pev_verify::silent_failures(tool, output) {
+                    let message = format!("step `{}`: {warning}", self.step.id);
+                    shared.recorder.emit(EventBody::Warning {
+                        step: Some(self.step.id.as_str().to_owned()),
+                        message: message.clone(),
+                    })?;
+                    self.report.warnings.push(message);
+                }
+            }
+            let hooked = (tool, &args);
+            let decision =
+                crate::hooks::after_call(shared, self.step, hooked, &answer, self.report).await?;
+            let output = with_hook_answer(answer, &decision)
+                .map_err(|message| registry.names().in_wire_terms(&message));
             return Ok(GateResult { output, fatal: false });
         }
         if let Some(glob) = shared.approve_globs.iter().find(|g| g.matches(tool)) {
@@ -160,12 +173,11 @@ impl StepGate<'_> {
         // The call a kill interrupted, asked for again by a continued attempt: applied already
         // (its content hash shows it) is recovered, not applied twice; otherwise it runs.
         let interrupted = self.continuation.as_deref_mut().and_then(|c| c.in_flight(tool, &args));
-        let warned = self.report.warnings.len();
+        // What settling says (a command runs again) stays a warning the judge sees.
         let settled = match interrupted {
             Some(recovery) => crate::recover::settle(shared, &call, recovery, self.report).await?,
             None => None,
         };
-        self.notes.extend(self.report.warnings.iter().skip(warned).cloned());
         let (before, end) = match settled {
             Some(known) => known,
             None => invoke(shared, &call, &*implementation, self.report, Some(self.calls)).await?,
@@ -350,6 +362,7 @@ pub(crate) async fn run(
     let tools: Vec<pev_providers::ToolSpec> =
         offered_tools(shared).iter().map(pev_providers::ToolSpec::from).collect();
     let mut feedback: Vec<String> = Vec::new();
+    let mut first_attempt = true;
     loop {
         report.slot.attempts += 1;
         report.slot.status = StepStatus::InProgress;
@@ -378,7 +391,10 @@ pub(crate) async fn run(
         let mutations_before = report.mutations.len();
         // A continued attempt: what it changed before the crash is its evidence again.
         let (mut touched, mut diffs) = (Vec::new(), Vec::new());
-        if let Some(c) = continuation.as_mut().filter(|_| report.restored_mutations == 0) {
+        // The interrupted attempt is continued once (this first attempt of the session); a
+        // retry starts afresh.
+        let continuing = std::mem::take(&mut first_attempt);
+        if let Some(c) = continuation.as_mut().filter(|_| continuing) {
             restore((shared, id), c, report, (&mut touched, &mut diffs))?;
         }
         let mut gate = StepGate {
@@ -389,8 +405,7 @@ pub(crate) async fn run(
             touched,
             diffs,
             journal_error: None,
-            continuation: continuation.as_mut(),
-            notes: Vec::new(),
+            continuation: continuation.as_mut().filter(|_| continuing),
         };
         let attempt = request.attempt;
         let outcome =
@@ -399,14 +414,7 @@ pub(crate) async fn run(
         // Journal the spend as it grows (a killed session's spend must survive it).
         shared.recorder.emit(EventBody::Usage { usage: (models.usage)() })?;
         let StepGate {
-            report: r,
-            calls,
-            touched,
-            diffs,
-            journal_error,
-            continuation: cont,
-            notes,
-            ..
+            report: r, calls, touched, diffs, journal_error, continuation: cont, ..
         } = gate;
         let report = r;
         // Said once, and not a warning about the work: the judge is not asked because of it.
@@ -497,7 +505,7 @@ pub(crate) async fn run(
                 .warnings
                 .iter()
                 .skip(warnings_before)
-                .filter(|w| continued.as_ref() != Some(*w) && !notes.contains(w))
+                .filter(|w| continued.as_ref() != Some(*w))
                 .cloned()
                 .collect();
             let mutations: Vec<FileMutation> = report

@@ -110,8 +110,11 @@ fn a_run_killed_mid_step_resumes_without_running_the_done_step_again() {
         .collect();
     assert_eq!(tools, [("record-build", "shell.exec"), ("record-build", "file.write")]);
     // The run's model calls: the killed session's 4 (planner, 3 executor turns) and the resumed
-    // session's 2; the turn answered from the journal is not counted (or paid) twice.
-    assert_eq!(out.result()["usage"]["llm_calls"], 6, "{}", out.result()["usage"]);
+    // session's 3 (2 executor turns, and the judge, asked because the command ran twice); the
+    // turn answered from the journal is not counted (or paid) twice.
+    assert_eq!(out.result()["usage"]["llm_calls"], 7, "{}", out.result()["usage"]);
+    let warnings = out.result()["warnings"].to_string();
+    assert!(warnings.contains("runs again"), "the command ran twice, and says so: {warnings}");
     assert_eq!(out.step_status("patch-css"), "done");
     assert_eq!(out.step("patch-css")["attempts"], 1);
     assert_eq!(out.step_status("record-build"), "done");
@@ -219,8 +222,8 @@ fn a_continued_attempt_does_not_make_its_finished_calls_again() {
     assert!(changed.contains(&"build.txt"), "{changed:?}");
     assert_eq!(out.result()["goal_actions_executed"], true);
     assert_eq!(s.read("build.txt"), "built\n");
-    // 3 calls in the killed session (planner, 2 executor turns), 2 after: the two turns
-    // answered from the journal are not counted again, and the note about them is not a
-    // warning the judge is asked about.
-    assert_eq!(out.result()["usage"]["llm_calls"], 5, "{}", out.result()["usage"]);
+    // 3 calls in the killed session (planner, 2 executor turns), 3 after (2 executor turns and
+    // the judge, asked because the command ran twice; the note about the journal's answers is
+    // not what it is asked about): the two turns answered from the journal are not counted.
+    assert_eq!(out.result()["usage"]["llm_calls"], 6, "{}", out.result()["usage"]);
 }
