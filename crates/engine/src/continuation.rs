@@ -116,6 +116,19 @@ impl Continuation {
         Some(Self { calls, mutations, goal_action, replayed: 0, in_flight, unjournaled })
     }
 
+    /// Each file a call still to be answered (or the interrupted one) writes, with its hash
+    /// before the first such call: what the file was at this point of the interrupted session.
+    pub(crate) fn pending_hashes(&self) -> std::collections::HashMap<String, Option<String>> {
+        let mut out = std::collections::HashMap::new();
+        let pending = self.calls.iter().chain(self.in_flight.iter().map(|r| &r.call));
+        for c in pending.filter(|c| c.effect == pev_protocol::tool::Effect::Write) {
+            if let Some(path) = &c.path {
+                out.entry(path.clone()).or_insert_with(|| c.pre_sha256.clone());
+            }
+        }
+        out
+    }
+
     /// The interrupted call, if `tool(args)` is it and every finished call was asked for first.
     pub(crate) fn in_flight(
         &mut self,

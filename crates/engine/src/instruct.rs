@@ -92,6 +92,13 @@ pub trait ToolGate: Send {
         Vec::new()
     }
 
+    /// For a continued attempt (resume): each file a call not yet answered from the journal
+    /// will write, with the hash it had before that call (`None`: absent) — the file as the
+    /// interrupted session saw it at this point. Empty when nothing is being continued.
+    fn recorded_hashes(&self) -> HashMap<String, Option<String>> {
+        HashMap::new()
+    }
+
     /// Resolves when a person stops the run. An executor races each model call with it (a model
     /// call has no effect, so abandoning one loses nothing); tool calls always run to their end.
     /// Never resolves when the gate cannot be stopped.

@@ -59,9 +59,21 @@ impl ToolGate for StepGate<'_> {
         Box::pin(self.shared.engine.config.cancel.cancelled())
     }
 
+    fn recorded_hashes(&self) -> HashMap<String, Option<String>> {
+        self.continuation.as_deref().map(Continuation::pending_hashes).unwrap_or_default()
+    }
+
     fn changed_files(&self) -> Vec<String> {
+        // A change restored from the interrupted session counts from when the replay reaches
+        // the call that made it.
+        let pending = self.recorded_hashes();
         let mut out: Vec<String> = Vec::new();
-        for m in self.report.mutations.iter().filter(|m| !m.mutation.no_op) {
+        for m in self
+            .report
+            .mutations
+            .iter()
+            .filter(|m| !m.mutation.no_op && !pending.contains_key(&m.mutation.path))
+        {
             if !out.contains(&m.mutation.path) {
                 out.push(m.mutation.path.clone());
             }

@@ -32,7 +32,8 @@ fn loop_model(r: &Request) -> Reply {
                 json!({
                     "objective": "style.css sets a dark green background",
                     "steps": [{"id": "css", "title": "Set the background in style.css",
-                               "assertions": [{"type": "file_contains", "path": "style.css", "pattern": "#013220"}]}]
+                               "assertions": [{"type": "content_changed", "path": "style.css"},
+                                      {"type": "file_contains", "path": "style.css", "pattern": "#013220"}]}]
                 }),
             )],
         ),

@@ -87,18 +87,27 @@ pub(crate) struct StepTargets {
 impl StepTargets {
     /// A plan names step `id` with `title`: its target files, and their baseline if it has
     /// none yet.
-    pub(crate) fn on_plan(&mut self, id: &str, title: &str, ctx: &ToolContext) {
+    pub(crate) fn on_plan(
+        &mut self,
+        id: &str,
+        title: &str,
+        (ctx, recorded): (&ToolContext, &HashMap<String, Option<String>>),
+    ) {
         let named = pev_verify::named_files(&pev_verify::StepIntent::titled(title), &ctx.workspace);
         if !self.before.contains_key(id) {
-            self.before.insert(id.to_owned(), hashes(&named, ctx));
+            self.before.insert(id.to_owned(), hashes(&named, ctx, recorded));
         }
         self.named.insert(id.to_owned(), named);
     }
 
     /// Step `id` went in progress for the first time: its baseline is now.
-    pub(crate) fn on_start(&mut self, id: &str, ctx: &ToolContext) {
+    pub(crate) fn on_start(
+        &mut self,
+        id: &str,
+        (ctx, recorded): (&ToolContext, &HashMap<String, Option<String>>),
+    ) {
         let named = self.named.get(id).map_or(&[][..], Vec::as_slice);
-        let now = hashes(named, ctx);
+        let now = hashes(named, ctx, recorded);
         self.before.insert(id.to_owned(), now);
         self.changed_at_start.insert(id.to_owned(), self.changed.len());
     }
@@ -140,6 +149,13 @@ impl StepTargets {
 }
 
 /// The hashes of `paths` now (those that may be read).
-fn hashes(paths: &[String], ctx: &ToolContext) -> HashMap<String, Option<String>> {
-    paths.iter().filter_map(|p| hash(ctx, p).map(|h| (p.clone(), h))).collect()
+fn hashes(
+    paths: &[String],
+    ctx: &ToolContext,
+    recorded: &HashMap<String, Option<String>>,
+) -> HashMap<String, Option<String>> {
+    paths
+        .iter()
+        .filter_map(|p| super::plan_state::baseline(recorded, ctx, p).map(|h| (p.clone(), h)))
+        .collect()
 }

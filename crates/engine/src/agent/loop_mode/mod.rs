@@ -293,6 +293,7 @@ impl LoopExecutor {
                     } else {
                         run.book.note_position(tools.journal_position());
                         run.book.note_changes(tools.changed_files());
+                        run.book.note_recorded(tools.recorded_hashes());
                         run.book.call(&name, input, &self.ctx).await
                     }
                 } else if workspace.contains(name.as_str()) {

@@ -65,6 +65,10 @@ pub struct PlanBook {
     position: Option<u64>,
     /// The files each step's title names, held against what the loop changed.
     targets: StepTargets,
+    /// On a continued loop (resume): files as the interrupted session saw them at this point
+    /// (see `ToolGate::recorded_hashes`); their baselines are taken from here, not from the
+    /// workspace, which already holds what came later.
+    recorded: HashMap<String, Option<String>>,
 }
 
 /// What the final re-check needs of the evidence the plan tools accepted: the before-hashes
@@ -114,6 +118,11 @@ impl PlanBook {
     /// Records the files the loop's journaled calls have changed so far, in order.
     pub fn note_changes(&mut self, changed: Vec<String>) {
         self.targets.note_changes(changed);
+    }
+
+    /// Records what a continued loop's files were at this point of the interrupted session.
+    pub fn note_recorded(&mut self, recorded: HashMap<String, Option<String>>) {
+        self.recorded = recorded;
     }
 
     /// The evidence marks, for the final re-check.
@@ -300,14 +309,14 @@ impl PlanBook {
             .filter_map(changed_path);
         for path in paths {
             if !self.first_seen.contains_key(path)
-                && let Some(hash) = hash(ctx, path)
+                && let Some(hash) = baseline(&self.recorded, ctx, path)
             {
                 self.first_seen.insert(path.to_owned(), hash);
             }
         }
 
         for step in &plan.steps {
-            self.targets.on_plan(&step.id, &step.title, ctx);
+            self.targets.on_plan(&step.id, &step.title, (ctx, &self.recorded));
         }
 
         let number = u32::try_from(self.revisions.len()).unwrap_or(u32::MAX).saturating_add(1);
@@ -368,10 +377,10 @@ impl PlanBook {
                         .into_iter()
                         .flat_map(|s| &s.assertions)
                         .filter_map(changed_path)
-                        .filter_map(|p| hash(ctx, p).map(|h| (p.to_owned(), h)))
+                        .filter_map(|p| baseline(&self.recorded, ctx, p).map(|h| (p.to_owned(), h)))
                         .collect();
                     self.started.insert(id.to_owned(), hashes);
-                    self.targets.on_start(id, ctx);
+                    self.targets.on_start(id, (ctx, &self.recorded));
                 }
                 format!("Step `{id}` is now in progress.")
             }
@@ -563,6 +572,19 @@ fn find_postcondition(plan: &ModelPlan, wanted: &PostconditionRef) -> Option<usi
                 .position(|p| p.id.eq_ignore_ascii_case(id))
                 .or_else(|| id.parse().ok().and_then(by_index))
         }
+    }
+}
+
+/// `path`'s hash as a baseline: as the interrupted session saw it when `recorded` knows it
+/// (a continued loop), else as the workspace holds it now.
+pub(crate) fn baseline(
+    recorded: &HashMap<String, Option<String>>,
+    ctx: &ToolContext,
+    path: &str,
+) -> Option<Option<String>> {
+    match recorded.get(path) {
+        Some(before) => Some(before.clone()),
+        None => hash(ctx, path),
     }
 }
 
