@@ -667,3 +667,27 @@ fn two_steps_in_one_case_fold_are_ambiguous() {
     assert_eq!(find_step(&plan, "BUILD"), None);
     assert_eq!(find_step(&plan, "2"), Some(1));
 }
+
+/// A continued loop (resume): the workspace already holds the interrupted session's edit, but
+/// the baseline is the file as that session saw it when the step started (what the journal
+/// recorded before its write), so the step's `content_changed` holds as it did.
+#[tokio::test]
+async fn a_continued_loop_takes_its_baselines_from_what_the_session_saw() {
+    let mut f = Fixture::new();
+    f.write("style.css", "white #006400");
+    let before = Some(crate::step::sha256_hex(b"white"));
+    f.book.note_recorded(HashMap::from([("style.css".to_owned(), before)]));
+    f.call("plan_create", css_plan()).await.unwrap();
+    f.call("step_update", json!({"id": "patch", "status": "in_progress"})).await.unwrap();
+    let done = json!({"id": "patch", "status": "done", "evidence": "edited it"});
+    f.call("step_update", done.clone()).await.unwrap();
+    assert_eq!(f.status("patch"), StepStatus::Done);
+
+    // Without it the same workspace reads as unchanged.
+    let mut g = Fixture::new();
+    g.write("style.css", "white #006400");
+    g.call("plan_create", css_plan()).await.unwrap();
+    g.call("step_update", json!({"id": "patch", "status": "in_progress"})).await.unwrap();
+    let err = g.call("step_update", done).await.unwrap_err();
+    assert!(err.contains("content_changed: style.css is unchanged"), "{err}");
+}
