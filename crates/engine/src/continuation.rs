@@ -86,10 +86,33 @@ impl Continuation {
             c.status != ToolCallStatus::Failed
                 && pev_verify::is_goal_action(&c.tool, c.effect, &c.arguments)
         });
+        // The interrupted attempt's own changes: the files its calls wrote, and, when it ran a
+        // command, what else the step changed that no earlier attempt's call wrote. (An earlier
+        // attempt's change must not stand as this attempt's evidence.)
+        let of_attempt = |a: &dyn Fn(u32) -> bool| {
+            record
+                .tool_calls
+                .iter()
+                .filter(move |c| c.step_id == step && a(c.attempt))
+                .filter(|c| c.effect == pev_protocol::tool::Effect::Write)
+                .filter_map(|c| c.path.clone())
+                .collect::<std::collections::HashSet<String>>()
+        };
+        let written = of_attempt(&|a| a == attempt);
+        let earlier = of_attempt(&|a| a < attempt);
+        let ran_command = record.tool_calls.iter().any(|c| {
+            c.step_id == step
+                && c.attempt == attempt
+                && c.effect == pev_protocol::tool::Effect::Exec
+        });
         let mutations: Vec<(StepMutation, Option<String>)> = record
             .mutations
             .iter()
             .filter(|m| m.step_id == step)
+            .filter(|m| {
+                written.contains(&m.mutation.path)
+                    || (ran_command && !earlier.contains(&m.mutation.path))
+            })
             .map(|m| {
                 let change = StepMutation { step: step.to_owned(), mutation: m.mutation.clone() };
                 (change, m.before_sha256.clone())
@@ -164,5 +187,124 @@ impl Continuation {
             }
             _ => Ok(call.output.unwrap_or(Value::Null)),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pev_protocol::tool::Effect;
+    use pev_store::MutationRecord;
+    use serde_json::json;
+
+    use super::*;
+
+    fn call(
+        n: u32,
+        attempt: u32,
+        tool: &str,
+        path: &str,
+        status: ToolCallStatus,
+    ) -> ToolCallRecord {
+        ToolCallRecord {
+            run_id: "r".into(),
+            call_id: format!("c{n}"),
+            step_id: "s".into(),
+            attempt,
+            tool: tool.into(),
+            effect: if tool == "file.read" { Effect::Read } else { Effect::Write },
+            arguments: json!({"path": path, "n": n}),
+            path: (tool != "file.read").then(|| path.to_owned()),
+            pre_sha256: Some(format!("before-{path}-{n}")),
+            intended_sha256: None,
+            started_at: format!("2026-01-01T00:00:0{n}.000Z"),
+            status,
+            output: Some(json!({"n": n})),
+            error: (status == ToolCallStatus::Failed)
+                .then(|| "interrupted by a crash; run again on resume".to_owned()),
+            ended_at: None,
+            duration_ms: None,
+        }
+    }
+
+    fn change(path: &str) -> MutationRecord {
+        MutationRecord {
+            run_id: "r".into(),
+            step_id: "s".into(),
+            mutation: pev_verify::mutation(path, Some(b"a"), Some(b"b")),
+            before_sha256: None,
+            after_sha256: None,
+        }
+    }
+
+    fn record(tool_calls: Vec<ToolCallRecord>, mutations: Vec<MutationRecord>) -> RunRecord {
+        RunRecord {
+            run_id: "r".into(),
+            goal: "g".into(),
+            workspace: "/ws".into(),
+            status: "running".into(),
+            created_at: String::new(),
+            updated_at: String::new(),
+            options: json!({}),
+            plan: json!({}),
+            plan_version: 1,
+            result: None,
+            steps: Vec::new(),
+            tool_calls,
+            file_hashes: Vec::new(),
+            mutations,
+            approvals: Vec::new(),
+            next_seq: 0,
+        }
+    }
+
+    #[test]
+    fn only_the_interrupted_attempts_calls_and_changes_are_continued() {
+        let rec = record(
+            vec![
+                call(1, 1, "file.write", "old.txt", ToolCallStatus::Finished),
+                call(2, 2, "file.read", "a.txt", ToolCallStatus::Finished),
+                call(3, 2, "file.write", "a.txt", ToolCallStatus::Finished),
+                call(4, 2, "file.write", "b.txt", ToolCallStatus::Started),
+            ],
+            vec![change("old.txt"), change("a.txt")],
+        );
+        let mut c = Continuation::of(&rec, "s", 2, &std::collections::HashMap::new()).unwrap();
+        let paths: Vec<&str> = c.mutations.iter().map(|(m, _)| m.mutation.path.as_str()).collect();
+        assert_eq!(paths, ["a.txt"], "an earlier attempt's change is not this attempt's evidence");
+        // What the interrupted session saw: the file before each write not yet answered.
+        let seen = c.pending_hashes();
+        assert_eq!(seen.get("a.txt"), Some(&Some("before-a.txt-3".to_owned())));
+        assert_eq!(seen.get("b.txt"), Some(&Some("before-b.txt-4".to_owned())));
+        // Answered in order; then the call in flight is handed to the resume rules.
+        let read = rec.tool_calls[1].arguments.clone();
+        assert_eq!(c.answer("file.read", &read), Some(Ok(json!({"n": 2}))));
+        let write = rec.tool_calls[2].arguments.clone();
+        assert_eq!(c.answer("file.write", &write), Some(Ok(json!({"n": 3}))));
+        assert_eq!(c.replayed, 2);
+        assert!(!c.pending_hashes().contains_key("a.txt"));
+        let in_flight = rec.tool_calls[3].arguments.clone();
+        assert!(c.answer("file.write", &in_flight).is_none(), "no finished call left");
+        assert!(c.in_flight("file.write", &in_flight).is_some());
+        assert!(c.pending_hashes().is_empty());
+    }
+
+    #[test]
+    fn another_call_ends_the_replay_and_an_earlier_resumes_interruption_is_not_an_answer() {
+        let rec = record(
+            vec![
+                call(1, 1, "file.read", "a.txt", ToolCallStatus::Failed),
+                call(2, 1, "file.read", "b.txt", ToolCallStatus::Finished),
+                call(3, 1, "file.write", "c.txt", ToolCallStatus::Started),
+            ],
+            Vec::new(),
+        );
+        let mut c = Continuation::of(&rec, "s", 1, &std::collections::HashMap::new()).unwrap();
+        // The call closed as interrupted is skipped: the first answer is call 2's.
+        let other = json!({"path": "elsewhere"});
+        assert!(c.answer("file.read", &other).is_none());
+        // Once the model asked for something else, nothing more is answered or settled.
+        assert!(c.answer("file.read", &rec.tool_calls[1].arguments).is_none());
+        assert!(c.in_flight("file.write", &rec.tool_calls[2].arguments).is_none());
+        assert!(c.pending_hashes().is_empty());
     }
 }
