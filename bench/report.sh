@@ -12,15 +12,7 @@ trap 'rm -rf "$work"' EXIT
 for steps in 3 "$n"; do
   ws="$work/ws-$steps"
   mkdir -p "$ws"
-  python3 - "$steps" >"$ws/plan.json" <<'PY'
-import json, sys
-n = int(sys.argv[1])
-steps = [{"id": f"s{i}", "tool": "file.write",
-          "parameters": {"path": f"out/f{i}.txt", "content": f"line {i}\n" * 20},
-          "depends_on": [f"s{i-1}"] if i % 10 else [],
-          "assertions": [{"type": "file_exists", "path": f"out/f{i}.txt"}]} for i in range(n)]
-print(json.dumps({"goal": f"write {n} files", "steps": steps}))
-PY
+  python3 "$(dirname "$0")/chain_plan.py" "$steps" >"$ws/plan.json"
   printf "sandbox: off\nmax_steps: 100000\n" >"$ws/policy.yaml"
   (cd "$ws" && "$PEV" run plan.json --policy policy.yaml --yes >/dev/null 2>&1)
   start=$(date +%s%N)
