@@ -14,6 +14,7 @@ use pev_providers::{
 };
 
 use super::{Ask, Budget, BudgetState, BudgetedClient, Charge, estimate_input_tokens};
+use crate::agent::test_clients::Hang;
 
 const SONNET: &str = "claude-sonnet-4-5";
 
@@ -119,30 +120,6 @@ impl ModelClient for Greedy {
         _sink: StreamSink<'a>,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(self.answer(request))
-    }
-}
-
-/// A model that never answers.
-struct Hang;
-
-impl ModelClient for Hang {
-    fn provider(&self) -> &str {
-        "hang"
-    }
-
-    fn chat<'a>(
-        &'a self,
-        _request: &'a ChatRequest,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(std::future::pending())
-    }
-
-    fn chat_stream<'a>(
-        &'a self,
-        _request: &'a ChatRequest,
-        _sink: StreamSink<'a>,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(std::future::pending())
     }
 }
 

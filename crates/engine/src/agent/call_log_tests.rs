@@ -57,37 +57,14 @@ async fn calls_before_the_run_exists_are_written_when_it_is_attached_and_later_o
     log.close();
 }
 
-/// A client that never answers.
-struct Silent;
-
-impl ModelClient for Silent {
-    fn provider(&self) -> &str {
-        "silent"
-    }
-
-    fn chat<'a>(
-        &'a self,
-        _request: &'a ChatRequest,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(std::future::pending())
-    }
-
-    fn chat_stream<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-        _sink: StreamSink<'a>,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        self.chat(request)
-    }
-}
-
 #[tokio::test]
 async fn an_abandoned_call_is_journaled_as_abandoned() {
     let dir = tempfile::tempdir().unwrap();
     let (db, store) = crate::agent::test_clients::journal_with_run(dir.path());
     let log = CallLog::new();
     log.attach(&db, "r1").unwrap();
-    let client = LoggedClient::new(Arc::new(Silent), "executor", Arc::clone(&log));
+    let client =
+        LoggedClient::new(Arc::new(crate::agent::test_clients::Hang), "executor", Arc::clone(&log));
     let req = request("m");
     let timed_out = tokio::time::timeout(Duration::from_millis(20), client.chat(&req)).await;
     assert!(timed_out.is_err());

@@ -45,3 +45,27 @@ pub(crate) fn journal_with_run(dir: &std::path::Path) -> (std::path::PathBuf, pe
         .unwrap();
     (db, store)
 }
+
+/// A model that never answers.
+pub(crate) struct Hang;
+
+impl ModelClient for Hang {
+    fn provider(&self) -> &str {
+        "hang"
+    }
+
+    fn chat<'a>(
+        &'a self,
+        _request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(std::future::pending())
+    }
+
+    fn chat_stream<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        _sink: StreamSink<'a>,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        self.chat(request)
+    }
+}
