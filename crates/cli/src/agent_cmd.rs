@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use pev_engine::ModelHooks;
 use pev_engine::agent::budget::{Budget, BudgetState, BudgetedClient};
 use pev_engine::agent::call_log::{CallLog, LoggedClient};
+use pev_engine::agent::delegate::{ChildRuns, DEFAULT_MAX_DEPTH, RoleClient, Roles};
 use pev_engine::agent::executor::{ExecutorOptions, ModelExecutor};
 use pev_engine::agent::judge::{JudgeOptions, ModelJudge};
 use pev_engine::agent::planner::{
@@ -95,6 +96,41 @@ pub(crate) struct Models {
     pub state: Arc<BudgetState>,
     /// Where every call of these clients is journaled, once the run is named.
     pub calls: Arc<CallLog>,
+    /// The role clients, for the child runs of delegated steps.
+    pub roles: Roles,
+    pub prices: pev_providers::cost::PriceTable,
+}
+
+impl Models {
+    /// Lets `engine` run delegated steps: their child runs, in the journal `db`, paid from this
+    /// run's budget.
+    pub(crate) fn attach_delegator(
+        &self,
+        engine: &mut pev_engine::Engine,
+        db: &std::path::Path,
+        (policy, max_replans): (&CompiledPolicy, u32),
+    ) {
+        let mut config = engine.config.clone();
+        config.models = None;
+        let Some(hooks) = engine.config.models.as_mut() else { return };
+        let children = ChildRuns {
+            db: db.to_path_buf(),
+            registry: Arc::clone(&engine.registry),
+            ctx: Arc::clone(&engine.ctx),
+            config,
+            roles: self.roles.clone(),
+            prices: self.prices.clone(),
+            budget: Arc::clone(&self.state),
+            policy: Arc::new(policy.clone()),
+            calls: Some(Arc::clone(&self.calls)),
+            depth: 1,
+            max_depth: DEFAULT_MAX_DEPTH,
+            max_replans,
+            judge_threshold: JUDGE_THRESHOLD,
+            allowed_tools: hooks.allowed_tools.clone(),
+        };
+        hooks.delegator = Some(Arc::new(children));
+    }
 }
 
 /// `role`'s client, reporting through `notices` a call that waits long and each retry.
@@ -202,15 +238,30 @@ pub(crate) fn build_models(
         })
     };
     let model = |role: Role| config.role(role).model.value.clone();
-    let planner =
-        Planner::new(client(Role::Planner)?, model(Role::Planner), PlannerOptions::default());
+    let role = |role: Role| -> Result<RoleClient, Fail> {
+        Ok(RoleClient { client: client(role)?, model: model(role) })
+    };
+    let verifier = role(Role::Verifier)?;
+    let judge = ModelJudge::new(
+        Arc::clone(&verifier.client),
+        model(Role::Verifier),
+        JudgeOptions::default(),
+    );
+    let roles = Roles {
+        planner: role(Role::Planner)?,
+        executor: role(Role::Executor)?,
+        verifier: Some(verifier),
+    };
+    let planner = Planner::new(
+        Arc::clone(&roles.planner.client),
+        model(Role::Planner),
+        PlannerOptions::default(),
+    );
     let executor = ModelExecutor::new(
-        client(Role::Executor)?,
+        Arc::clone(&roles.executor.client),
         model(Role::Executor),
         ExecutorOptions::default(),
     );
-    let judge =
-        ModelJudge::new(client(Role::Verifier)?, model(Role::Verifier), JudgeOptions::default());
     let note_state = Arc::clone(&state);
     let usage_state = Arc::clone(&state);
     let hooks = ModelHooks {
@@ -225,8 +276,9 @@ pub(crate) fn build_models(
             .filter(|name| policy.tool_allowed(name))
             .map(str::to_owned)
             .collect(),
+        delegator: None,
     };
-    Ok(Models { planner, hooks, state, calls })
+    Ok(Models { planner, hooks, state, calls, roles, prices })
 }
 
 pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
@@ -282,6 +334,7 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
     let mut session =
         Session::open(&req.common, &workspace, &db, run_policy, Some(models.hooks.clone()))?;
     session.engine.registry = Arc::clone(&registry);
+    models.attach_delegator(&mut session.engine, &db, (&policy, req.max_replans));
     notices.attach(session.live());
 
     let summary = WorkspaceSummary::scan(&session.engine.ctx.workspace, 200)
@@ -564,6 +617,7 @@ fn loop_parts(
         budget_note: Arc::new(move || Some(note_state.note())),
         usage: Arc::new(move || usage_state.snapshot()),
         allowed_tools,
+        delegator: None,
     });
     Ok(LoopParts { session, executor, verifier, calls })
 }

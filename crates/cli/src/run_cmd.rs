@@ -365,22 +365,38 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
             recorded,
         )?;
         crate::agent_cmd::attach_calls(&models.calls, &db, &run_id, err);
-        calls = Some(models.calls);
-        let mut hooks = models.hooks;
-        // The tools the run's policy allowed when it started.
-        hooks.allowed_tools = strings("allowed_tools");
-        Some(hooks)
+        calls = Some(Arc::clone(&models.calls));
+        Some(models)
     } else {
         None
     };
+    let hooks = models.as_ref().map(|m| {
+        let mut hooks = m.hooks.clone();
+        // The tools the run's policy allowed when it started.
+        hooks.allowed_tools = strings("allowed_tools");
+        hooks
+    });
     let sandbox = SandboxPolicy::from_options(&record.options, file_config(&workspace)?.sandbox());
-    let session = Session::open(
+    let mut session = Session::open(
         common,
         &workspace,
         &db,
         RunPolicy { approve_tools, allow_hosts, sandbox },
-        models,
+        hooks,
     )?;
+    if let Some(models) = &models {
+        // Delegated steps: their children are continued (or their verdicts read) in the tree.
+        let max_replans = record
+            .options
+            .get("max_replans")
+            .and_then(Value::as_u64)
+            .map_or(2, |n| u32::try_from(n).unwrap_or(2));
+        models.attach_delegator(
+            &mut session.engine,
+            &db,
+            (&CompiledPolicy::default(), max_replans),
+        );
+    }
     notices.attach(session.live());
     session.trace(&run_id, true);
     let journal = session.journal()?;

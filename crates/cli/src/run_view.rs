@@ -170,6 +170,33 @@ impl Tracker {
                 );
                 vec![Note::Total(*steps as u64), Note::Line(s.yellow(&line))]
             }
+            EventBody::DelegateStarted { step, child_run, mode, scope, .. } => {
+                let scope = scope.as_deref().map(|s| format!(", scope {}", clean(s)));
+                let line = format!(
+                    "  {} delegated to child run {} ({mode} mode{})",
+                    clean(step),
+                    clean(child_run),
+                    scope.unwrap_or_default()
+                );
+                vec![Note::Line(s.dim(&line))]
+            }
+            EventBody::DelegateFinished { step, child_run, status, reasons, .. } => {
+                let mut line = format!(
+                    "  {} child run {} ended {}",
+                    clean(step),
+                    clean(child_run),
+                    pev_engine::status_name(*status)
+                );
+                if let Some(first) = reasons.first() {
+                    line.push_str(&format!(": {}", clean(&first.message)));
+                }
+                let line = if *status == pev_protocol::run::RunStatus::Success {
+                    s.dim(&line)
+                } else {
+                    s.yellow(&line)
+                };
+                vec![Note::Line(line)]
+            }
             EventBody::StepStarted { step, attempt } => {
                 self.started.insert(step.clone(), now);
                 let mut notes = Vec::with_capacity(3);

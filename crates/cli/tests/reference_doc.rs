@@ -385,6 +385,8 @@ mod reference_doc {
             EventBody::RunStarted { .. } => "run.started",
             EventBody::PlanCreated { .. } => "plan.created",
             EventBody::PlanRevised { .. } => "plan.revised",
+            EventBody::DelegateStarted { .. } => "delegate.started",
+            EventBody::DelegateFinished { .. } => "delegate.finished",
             EventBody::StepStarted { .. } => "step.started",
             EventBody::ApprovalRequested { .. } => "approval.requested",
             EventBody::ApprovalGranted { .. } => "approval.granted",

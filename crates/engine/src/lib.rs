@@ -24,6 +24,7 @@ mod approval;
 mod cache;
 mod check;
 mod continuation;
+pub mod delegation;
 mod final_check;
 mod finish;
 pub mod hooks;
@@ -153,6 +154,8 @@ pub struct ModelHooks {
     pub usage: Arc<dyn Fn() -> pev_protocol::run::Usage + Send + Sync>,
     /// The tools the executor may call (the policy's allow/deny applied); empty means all.
     pub allowed_tools: Vec<String>,
+    /// Runs the child runs of delegated steps; `None`: a plan with one cannot run.
+    pub delegator: Option<Arc<dyn delegation::Delegator>>,
 }
 
 impl std::fmt::Debug for ModelHooks {
@@ -229,16 +232,31 @@ pub enum EngineError {
 /// Checks that every step can be run: each names a tool the registry has, or (with an executor
 /// model, `with_models`) is an instruction.
 pub fn check_runnable(plan: &pev_protocol::Plan, registry: &Registry) -> Result<(), EngineError> {
-    check_steps(plan, registry, false)
+    check_steps(plan, registry, (false, false))
 }
 
 fn check_steps(
     plan: &pev_protocol::Plan,
     registry: &Registry,
-    with_models: bool,
+    (with_models, with_delegator): (bool, bool),
 ) -> Result<(), EngineError> {
     let mut problems = Vec::new();
     for step in &plan.steps {
+        if step.delegate.is_some() {
+            if step.tool.is_some() {
+                problems.push(format!(
+                    "step `{}` sets both `tool` and `delegate`: a step is a tool call, an \
+                     instruction or a delegation",
+                    step.id
+                ));
+            } else if !with_delegator {
+                problems.push(format!(
+                    "step `{}` delegates to a sub-agent, which needs the models of `pev agent`",
+                    step.id
+                ));
+            }
+            continue;
+        }
         match &step.tool {
             None if with_models => {}
             None => problems.push(format!(
@@ -263,6 +281,8 @@ fn check_steps(
 impl Engine {
     /// [`check_runnable`], allowing instruction steps when this engine has an executor model.
     pub fn check_plan(&self, plan: &pev_protocol::Plan) -> Result<(), EngineError> {
-        check_steps(plan, &self.registry, self.config.models.is_some())
+        let models = self.config.models.as_ref();
+        let delegator = models.is_some_and(|m| m.delegator.is_some());
+        check_steps(plan, &self.registry, (models.is_some(), delegator))
     }
 }

@@ -357,7 +357,10 @@ impl Engine {
             while !aborting && !state.cancelled && running.len() < jobs {
                 let Some(i) = frontier.ready.pop_front() else { break };
                 let job = job_for(&plan, &index, &mut state, i);
-                running.spawn(run_step(Arc::clone(&shared), job));
+                // The step's model calls are journaled as this run's (a child run shares its
+                // parent's clients).
+                let run_id = shared.recorder.run_id().to_owned();
+                running.spawn(crate::model_scope::in_run(run_id, run_step(Arc::clone(&shared), job)));
             }
             if running.is_empty() {
                 break;

@@ -226,7 +226,7 @@ pub(crate) fn fail(slot: &mut Slot, message: &str) {
 
 /// How many attempts a step gets: `max_attempts` if the plan says, else 3 for `on_fail: retry`
 /// and 1 otherwise.
-fn max_attempts(step: &Step) -> u32 {
+pub(crate) fn max_attempts(step: &Step) -> u32 {
     let default = if step.on_fail == pev_protocol::OnFail::Retry { 3 } else { 1 };
     step.max_attempts.unwrap_or(default).max(1)
 }
@@ -240,6 +240,27 @@ async fn drive(
     let engine = &shared.engine;
     let id = step.id.as_str();
     report.slot.started_at = Some(now_rfc3339());
+    if let Some(delegation) = &step.delegate {
+        if !job.approved && step.requires_approval {
+            let args = serde_json::json!({ "delegate": delegation.goal });
+            let reason = "the step sets requires_approval".to_owned();
+            match ask_approval(shared, step, "delegate", &args, reason).await? {
+                Approval::Yes => {}
+                Approval::No => {
+                    fail(&mut report.slot, "a person refused approval");
+                    return Ok(());
+                }
+                Approval::Defer => {
+                    report.slot.status = StepStatus::Blocked;
+                    report.slot.awaiting_approval = true;
+                    report.slot.started_at = None;
+                    return Ok(());
+                }
+            }
+        }
+        report.cache.refuse("a delegated step runs a child run".to_owned());
+        return crate::delegation::run(shared, step, delegation, &job.inputs, report).await;
+    }
     if step.tool.is_none() {
         if crate::cache::try_reuse(shared, step, job, report, (None, None, false))? {
             return Ok(());

@@ -100,6 +100,32 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         answers: Vec<JudgeAnswer>,
     },
+    /// A delegated step's attempt started its child run (journaled before the child runs, so
+    /// that a resume finds the child instead of starting another).
+    #[serde(rename = "delegate.started")]
+    DelegateStarted {
+        step: String,
+        attempt: u32,
+        child_run: String,
+        mode: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scope: Option<String>,
+        /// Nesting depth of the child (1: a child of a top-level run).
+        depth: u32,
+    },
+    /// A child run ended: its verdict, which the parent step is held to.
+    #[serde(rename = "delegate.finished")]
+    DelegateFinished {
+        step: String,
+        attempt: u32,
+        child_run: String,
+        status: RunStatus,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reasons: Vec<Reason>,
+        /// The files the child changed (no-op writes left out).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        changed: Vec<String>,
+    },
     /// A step reached a final state for this attempt.
     #[serde(rename = "step.finished")]
     StepFinished {
@@ -178,6 +204,8 @@ impl EventBody {
             Self::RunStarted { .. } => "run.started",
             Self::PlanCreated { .. } => "plan.created",
             Self::PlanRevised { .. } => "plan.revised",
+            Self::DelegateStarted { .. } => "delegate.started",
+            Self::DelegateFinished { .. } => "delegate.finished",
             Self::StepStarted { .. } => "step.started",
             Self::ApprovalRequested { .. } => "approval.requested",
             Self::ApprovalGranted { .. } => "approval.granted",

@@ -20,6 +20,8 @@ pub use assertion::Assertion;
 pub use event::{Event, EventBody};
 pub use lint::{Finding, Level, LintCode, LintResult, LintStatus, Severity};
 pub use parse::{Format, ParseError, ParsedPlan, PlanIssue};
-pub use plan::{Complexity, OnFail, Plan, Postcondition, Step, StepId};
+pub use plan::{
+    BudgetSlice, Complexity, DelegateMode, Delegation, OnFail, Plan, Postcondition, Step, StepId,
+};
 pub use policy::Policy;
 pub use reference::{ParamRef, Reference, Segment, Template};

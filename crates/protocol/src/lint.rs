@@ -136,6 +136,21 @@ lint_codes! {
     UnverifiedEffect = "UNVERIFIED_EFFECT", Warning, Low,
         "A step that writes or executes has no assertion and no acceptance criteria, so its success cannot be checked.",
         "Add an assertion (file_contains, content_changed, exit_code_eq, …) that proves the effect.";
+    DelegateWithTool = "DELEGATE_WITH_TOOL", Error, Medium,
+        "A step sets both `tool` and `delegate`: a step is a tool call, an instruction or a delegation to a sub-agent, not two of them.",
+        "Remove `tool` (and its parameters) to delegate the step, or remove `delegate` to call the tool directly.";
+    DelegateEmptyGoal = "DELEGATE_EMPTY_GOAL", Error, Medium,
+        "A delegated step's `delegate.goal` is blank, so its child run has nothing to plan for.",
+        "Write the child run's goal in `delegate.goal`.";
+    DelegateScopeEscapes = "DELEGATE_SCOPE_ESCAPES", Error, High,
+        "A delegated step's `delegate.scope` is not a directory inside the workspace: it is absolute, climbs out with `..`, starts with `~`, is inside `.pev` (pev's journal), or is blank.",
+        "Use a workspace-relative directory without `..` above the root, `.` for the whole workspace, or leave `scope` out.";
+    DelegateScopeOverlap = "DELEGATE_SCOPE_OVERLAP", Error, Medium,
+        "Two delegated steps that may run at the same time (neither waits for the other through depends_on or references) have overlapping scopes (equal, one inside the other, or one absent: the whole workspace), so their child runs may change the same files.",
+        "Give each delegated step its own directory as `scope`, or add depends_on so that one runs after the other.";
+    DelegateBudgetUnmeetable = "DELEGATE_BUDGET_UNMEETABLE", Error, Medium,
+        "A delegated step's budget slice can never be met: `max_usd` is not a number above 0, `max_tokens` or `max_turns` is 0, or `max_turns` is 1 in `pev` mode (which needs a planner call and an executor call).",
+        "Raise the limit, or leave it out to share the parent's remaining budget (use mode `loop` for a one-call child).";
     PolicyViolation = "POLICY_VIOLATION", Error, High,
         "A Rego policy's `violations` set reported this plan.",
         "Change the plan as the policy message says.";

@@ -140,6 +140,11 @@ pub struct Step {
     pub requires_approval: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_attempts: Option<u32>,
+    /// The step is carried out by a sub-agent: a run of its own, with its own plan, budget slice
+    /// and verdict (`pev agent`). The step is done only when that run ends `success` and this
+    /// step's own assertions pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delegate: Option<Delegation>,
     /// Fields this version of pev does not know; kept, and reported by lint.
     #[serde(flatten)]
     #[schemars(skip)]
@@ -165,6 +170,63 @@ impl Step {
             crate::reference::collect_refs(value, &mut pointer, key, &mut refs);
         }
         self.refs = refs;
+    }
+}
+
+/// A step handed to a sub-agent (a child run).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Delegation {
+    /// The child run's goal.
+    pub goal: String,
+    /// How the child's models are arranged.
+    #[serde(default)]
+    pub mode: DelegateMode,
+    /// The workspace directory (relative) the child may change; it may read everything. The
+    /// whole workspace when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// The child's share of the parent's remaining budget (never more than what is left).
+    #[serde(default, skip_serializing_if = "BudgetSlice::is_empty")]
+    pub budget: BudgetSlice,
+}
+
+/// How a child run's models work.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DelegateMode {
+    /// Planner, executor and judge around the harness.
+    #[default]
+    Pev,
+    /// One model with the plan tools and the finalization gate.
+    Loop,
+}
+
+impl DelegateMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pev => "pev",
+            Self::Loop => "loop",
+        }
+    }
+}
+
+/// Ceilings of a child run, taken from its parent's budget.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetSlice {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_usd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// Model calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+}
+
+impl BudgetSlice {
+    pub fn is_empty(&self) -> bool {
+        self.max_usd.is_none() && self.max_tokens.is_none() && self.max_turns.is_none()
     }
 }
 

@@ -255,6 +255,19 @@ impl Sandbox {
         &self,
         workspace: &Path,
         argv: Vec<String>,
+        env: Vec<(String, String)>,
+    ) -> Result<Launch, Refused> {
+        self.launch_in(workspace, workspace, argv, env)
+    }
+
+    /// [`Self::launch`] with writes confined to `write_root` (the workspace, or a directory
+    /// beneath it: a delegated child's scope); the command still runs in, and reads, the
+    /// workspace.
+    pub fn launch_in(
+        &self,
+        workspace: &Path,
+        write_root: &Path,
+        argv: Vec<String>,
         mut env: Vec<(String, String)>,
     ) -> Result<Launch, Refused> {
         if self.settings.mode == Mode::Require && self.enforced.level < Level::Full {
@@ -278,7 +291,7 @@ impl Sandbox {
         env.retain(|(k, _)| k != "TMPDIR");
         env.push(("TMPDIR".into(), tmp.display().to_string()));
         let bubblewrap = self.probe.bubblewrap.as_ref().filter(|_| self.uses_bubblewrap());
-        let writable = vec![workspace.to_path_buf(), tmp.clone()];
+        let writable = vec![write_root.to_path_buf(), tmp.clone()];
         let helper = self.safe_helper(helper, &writable)?;
         let read_only: Vec<PathBuf> = std::iter::once(workspace.join(".pev"))
             .chain(self.protected.iter().cloned())

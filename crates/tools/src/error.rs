@@ -50,6 +50,9 @@ pub enum SandboxError {
     Reserved { path: String },
     #[error("`{path}` does not exist")]
     NotFound { path: String },
+    /// A write outside the directory this run may change (a delegated child's scope).
+    #[error("`{path}` is outside `{scope}`, the only directory this run may change")]
+    OutOfScope { path: String, scope: String },
     #[error("`{path}` is a directory")]
     IsDirectory { path: String },
     /// A FIFO, socket or device: reading it could block or never end.

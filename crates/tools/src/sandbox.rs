@@ -70,6 +70,9 @@ pub struct Workspace {
 pub(crate) struct Inner {
     pub(crate) dir: Dir,
     root: PathBuf,
+    /// Writes are allowed only beneath this directory (relative, normalised): a child run's
+    /// scope. `None`: anywhere in the workspace.
+    write_scope: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Workspace {
@@ -93,7 +96,47 @@ impl Workspace {
             .map_err(|source| SandboxError::Open { root: given.to_path_buf(), source })?;
         let dir = Dir::open_ambient_dir(&root, ambient_authority())
             .map_err(|source| SandboxError::Open { root: root.clone(), source })?;
-        Ok(Self { inner: Arc::new(Inner { dir, root }) })
+        Ok(Self { inner: Arc::new(Inner { dir, root, write_scope: None }) })
+    }
+
+    /// The same workspace, with writes allowed only beneath `scope` (a directory relative to
+    /// the root; `""` or `.` is the whole workspace). Reads stay workspace-wide. A scope inside
+    /// the current one narrows it; one that leaves it is refused.
+    pub fn scoped(&self, scope: &str) -> Result<Self, SandboxError> {
+        let rel = lexical(scope)?;
+        if let Some(current) = &self.inner.write_scope
+            && !rel.starts_with(current)
+        {
+            return Err(SandboxError::OutOfScope {
+                path: scope.to_owned(),
+                scope: current.display().to_string(),
+            });
+        }
+        let dir = self
+            .inner
+            .dir
+            .try_clone()
+            .map_err(|e| SandboxError::from_io("open", scope, e))?;
+        if !is_root(&rel) {
+            // The scope is where the child works: it exists before any command runs in it.
+            dir.create_dir_all(&rel).map_err(|e| SandboxError::from_io("create", scope, e))?;
+        }
+        let write_scope = (!is_root(&rel)).then_some(rel);
+        Ok(Self { inner: Arc::new(Inner { dir, root: self.inner.root.clone(), write_scope }) })
+    }
+
+    /// The directory writes are confined to, relative to the root (`None`: the whole
+    /// workspace).
+    pub fn write_scope(&self) -> Option<&Path> {
+        self.inner.write_scope.as_deref()
+    }
+
+    /// The absolute directory commands may write in: the root, or the write scope beneath it.
+    pub fn write_root(&self) -> PathBuf {
+        match &self.inner.write_scope {
+            Some(scope) => self.inner.root.join(scope),
+            None => self.inner.root.clone(),
+        }
     }
 
     /// The canonical absolute path of the root: the cwd and `HOME` of `shell.exec`.
@@ -243,6 +286,16 @@ impl Workspace {
             }
             Err(e) => return Err(SandboxError::from_io("resolve", path, e)),
         };
+        // Checked on the resolved target, so a symlink inside the scope that leads out of it
+        // is refused too.
+        if let Some(scope) = &self.inner.write_scope
+            && !target.starts_with(scope)
+        {
+            return Err(SandboxError::OutOfScope {
+                path: path.to_owned(),
+                scope: scope.display().to_string(),
+            });
+        }
         let parent = target.parent().unwrap_or(Path::new(""));
         if permissions.is_none() && !is_root(parent) {
             dir.create_dir_all(parent).map_err(|e| {

@@ -143,6 +143,32 @@ impl BudgetState {
         self.ledger.summary()
     }
 
+    /// What is left of each ceiling (amounts reserved by calls in flight count as spent):
+    /// the most a child run's slice may have. `None` is no limit.
+    pub fn remaining(&self) -> Budget {
+        let t = self.lock();
+        Budget {
+            max_usd: self.budget.max_usd.map(|max| (max - t.usd - t.reserved_usd).max(0.0)),
+            max_tokens: self
+                .budget
+                .max_tokens
+                .map(|max| max.saturating_sub(t.tokens().saturating_add(t.reserved_tokens))),
+            max_turns: self.budget.max_turns.map(|max| {
+                u32::try_from(u64::from(max).saturating_sub(t.calls)).unwrap_or(0)
+            }),
+            deadline: self.budget.deadline,
+        }
+    }
+
+    /// Whether nothing is left of some ceiling: no call can be admitted.
+    pub fn is_spent(&self) -> bool {
+        let left = self.remaining();
+        left.max_usd.is_some_and(|usd| usd <= 0.0)
+            || left.max_tokens == Some(0)
+            || left.max_turns == Some(0)
+            || left.deadline.is_some_and(|d| d <= Instant::now())
+    }
+
     /// Dollars spent so far.
     pub fn spent_usd(&self) -> f64 {
         self.lock().usd

@@ -53,6 +53,12 @@ struct State {
     conversations: HashMap<Conversation, (u64, Vec<String>)>,
     /// Retries the client reported for the call each conversation has in flight.
     retries: HashMap<Conversation, Vec<String>>,
+    /// The journal file (once attached): where the numbering of a child run's calls is read.
+    db: Option<std::path::PathBuf>,
+    /// The number the next call of each other run (a child run) takes.
+    other_seq: HashMap<String, u64>,
+    /// Calls of runs that do not exist in the journal yet (a child's planner), by run.
+    held: HashMap<String, Vec<Record>>,
 }
 
 impl Default for State {
@@ -65,12 +71,15 @@ impl Default for State {
             written: HashSet::new(),
             conversations: HashMap::new(),
             retries: HashMap::new(),
+            db: None,
+            other_seq: HashMap::new(),
+            held: HashMap::new(),
         }
     }
 }
 
-/// Who holds a conversation: role, step, attempt.
-type Conversation = (String, Option<String>, Option<u32>);
+/// Who holds a conversation: run (empty: the attached one), role, step, attempt.
+type Conversation = (String, String, Option<String>, Option<u32>);
 
 /// A blob: its sha256 and content.
 type Blob = (String, Vec<u8>);
@@ -148,7 +157,30 @@ impl CallLog {
             return Err(e);
         }
         state.target = Some((journal, run_id.to_owned()));
+        state.db = Some(db.to_path_buf());
         Ok(())
+    }
+
+    /// Holds the calls of run `run_id` (a child run about to be planned, not yet in the
+    /// journal) until [`CallLog::release`].
+    pub fn hold(&self, run_id: &str) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.held.entry(run_id.to_owned()).or_default();
+    }
+
+    /// Writes the held calls of `run_id`, which now exists, and journals its later calls as
+    /// they come.
+    pub fn release(&self, run_id: &str) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(records) = state.held.remove(run_id) else { return };
+        let Some((journal, _)) = &state.target else { return };
+        let mut written = Ok(());
+        for record in records {
+            written = written.and_then(|()| journal.record(record));
+        }
+        if let Err(e) = written.and_then(|()| journal.flush()) {
+            state.error = Some(format!("model calls are no longer journaled: {e}"));
+        }
     }
 
     /// Notes that `role`'s call in flight (in this task's step and attempt) failed an attempt
@@ -156,8 +188,12 @@ impl CallLog {
     /// the client's retry notices, which run in the calling task.
     pub fn note_retry(&self, role: &str, why: String) {
         let scope = model_scope::current();
-        let key =
-            (role.to_owned(), scope.as_ref().map(|s| s.step.clone()), scope.map(|s| s.attempt));
+        let key = (
+            model_scope::current_run().unwrap_or_default(),
+            role.to_owned(),
+            scope.as_ref().map(|s| s.step.clone()),
+            scope.map(|s| s.attempt),
+        );
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.retries.entry(key).or_default().push(why);
     }
@@ -203,9 +239,30 @@ impl CallLog {
         if state.error.is_some() {
             return;
         }
-        call.seq = state.next_seq;
-        state.next_seq += 1;
-        let key = (call.role.clone(), call.step_id.clone(), call.attempt);
+        // A call of another run than the attached one (a child's) is numbered in that run.
+        let own = match &state.target {
+            Some((_, attached)) => call.run_id.is_empty() || call.run_id == *attached,
+            None => call.run_id.is_empty(),
+        };
+        let conversation_run = if own { String::new() } else { call.run_id.clone() };
+        if own {
+            call.seq = state.next_seq;
+            state.next_seq += 1;
+        } else {
+            let next = match state.other_seq.get(&call.run_id) {
+                Some(n) => *n,
+                None => state
+                    .db
+                    .as_deref()
+                    .and_then(|db| pev_store::Store::open_existing(db).ok())
+                    .and_then(|store| store.model_calls(&call.run_id).ok())
+                    .and_then(|calls| calls.last().map(|c| c.seq + 1))
+                    .unwrap_or(1),
+            };
+            call.seq = next;
+            state.other_seq.insert(call.run_id.clone(), next + 1);
+        }
+        let key = (conversation_run.clone(), call.role.clone(), call.step_id.clone(), call.attempt);
         call.retries = state.retries.remove(&key).unwrap_or_default();
         let mut records = Vec::new();
         let mut keep = |state: &mut State, (sha, content): Blob| {
@@ -215,7 +272,8 @@ impl CallLog {
             sha
         };
         if let Some(parts) = parts {
-            let key = (call.role.clone(), call.step_id.clone(), call.attempt);
+            let key =
+                (conversation_run.clone(), call.role.clone(), call.step_id.clone(), call.attempt);
             let shas: Vec<String> = parts.messages.iter().map(|(sha, _)| sha.clone()).collect();
             let prior = state.conversations.get(&key).and_then(|(seq, before)| {
                 (before.len() <= shas.len() && shas[..before.len()] == before[..])
@@ -244,12 +302,20 @@ impl CallLog {
             state.conversations.insert(key, (call.seq, shas));
         }
         call.response_sha256 = response.map(|r| keep(&mut state, blob(r)));
+        if !own && state.held.contains_key(&call.run_id) {
+            let run = call.run_id.clone();
+            records.push(Record::ModelCall(Box::new(call)));
+            state.held.entry(run).or_default().extend(records);
+            return;
+        }
         let Some((journal, run_id)) = &state.target else {
             records.push(Record::ModelCall(Box::new(call)));
             state.pending.extend(records);
             return;
         };
-        call.run_id.clone_from(run_id);
+        if own {
+            call.run_id.clone_from(run_id);
+        }
         let mut written = Ok(());
         for record in records {
             written = written.and_then(|()| journal.record(record));
@@ -293,7 +359,8 @@ impl LoggedClient {
         let scope = model_scope::current();
         let provider = self.inner.provider();
         let record = ModelCallRecord {
-            run_id: String::new(),
+            // Empty: the run the log is attached to.
+            run_id: model_scope::current_run().unwrap_or_default(),
             seq: 0,
             role: self.role.clone(),
             step_id: scope.as_ref().map(|s| s.step.clone()),

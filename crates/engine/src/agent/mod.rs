@@ -7,6 +7,7 @@
 pub mod budget;
 pub mod call_log;
 pub mod conversation;
+pub mod delegate;
 pub mod executor;
 pub mod judge;
 pub mod judge_post;

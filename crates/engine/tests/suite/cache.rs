@@ -246,6 +246,7 @@ fn with_executor(executor: &Arc<Upper>) -> EngineConfig {
             budget_note: Arc::new(|| None),
             usage: Arc::new(Default::default),
             allowed_tools: Vec::new(),
+            delegator: None,
         }),
         ..cached(1)
     }

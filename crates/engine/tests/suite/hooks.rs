@@ -244,6 +244,7 @@ async fn run_executor(
         budget_note: Arc::new(|| None),
         usage: Arc::new(Default::default),
         allowed_tools: Vec::new(),
+        delegator: None,
     });
     let steps = plan(json!([{"id": "work", "description": "write c.txt", "max_attempts": 1}]));
     let result = h.run(steps, engine_config).await;

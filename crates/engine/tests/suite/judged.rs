@@ -94,6 +94,7 @@ fn models(
         budget_note: Arc::new(|| None),
         usage: Arc::new(Default::default),
         allowed_tools: Vec::new(),
+        delegator: None,
     };
     (EngineConfig { models: Some(hooks), ..config(1) }, Models { executor, verifier })
 }

@@ -100,6 +100,7 @@ async fn run_loop(
         budget_note: Arc::new(|| None),
         usage: Arc::new(Default::default),
         allowed_tools: Vec::new(),
+        delegator: None,
     };
     let engine = h.engine(EngineConfig { models: Some(hooks), ..config(1) });
     let (verifier, script) = match verifier {

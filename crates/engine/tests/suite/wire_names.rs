@@ -47,6 +47,7 @@ pub(super) fn models(
         budget_note: Arc::new(|| None),
         usage: Arc::new(Default::default),
         allowed_tools: allowed_tools.iter().map(|t| (*t).to_owned()).collect(),
+        delegator: None,
     };
     EngineConfig { models: Some(hooks), ..config(1) }
 }

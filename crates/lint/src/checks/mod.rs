@@ -5,6 +5,7 @@ use pev_protocol::Finding;
 
 use crate::Ctx;
 
+mod delegate;
 mod download;
 mod fetch_output;
 mod flow;
@@ -23,6 +24,7 @@ mod tools;
 pub(crate) fn run_all(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
     structure::check(ctx, out);
     references::check(ctx, out);
+    delegate::check(ctx, out);
     tools::check(ctx, out);
     secrets::check(ctx, out);
     sql::check(ctx, out);

@@ -44,7 +44,7 @@ pub(crate) async fn run(ctx: &ToolContext, spec: &CommandSpec) -> Result<Command
     let env = environment(ctx, spec)?;
     let launch = ctx
         .sandbox
-        .launch(ctx.workspace.root(), argv, env)
+        .launch_in(ctx.workspace.root(), &ctx.workspace.write_root(), argv, env)
         .map_err(|refused| ToolError::Fatal(format!("shell.exec: {refused}")))?;
     let control = launch
         .control

@@ -1,0 +1,513 @@
+//! Child runs for delegated steps ([`crate::delegation`]): [`ChildRuns`] is the run's
+//! [`Delegator`]. A child is a run of its own in the same journal (its options name its parent
+//! run, step and attempt, its depth, scope and budget slice), planned by the planner role (pev
+//! mode) or worked by the executor role with the plan tools and the finalization gate (loop
+//! mode), and verified as any run is. It shares the parent's model clients, wrapped in a budget
+//! of its own (the slice: what the step asked for, never more than the parent has left), so
+//! every call counts against the child's slice and the parent's ceilings alike; its calls are
+//! journaled as the child's. It may change files only inside its scope (the workspace's write
+//! scope, and the sandbox's writable root). Its own delegated steps get a [`ChildRuns`] one
+//! level deeper, up to the bound.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pev_lint::CompiledPolicy;
+use pev_protocol::event::now_rfc3339;
+use pev_protocol::run::{Reason, ReasonCode, RunResult, RunStatus};
+use pev_protocol::{DelegateMode, Plan};
+use pev_providers::ModelClient;
+use pev_providers::cost::PriceTable;
+use pev_store::{Journal, NewRun, Record, Store};
+use pev_tools::ToolContext;
+use serde_json::json;
+
+use crate::agent::budget::{Budget, BudgetState, BudgetedClient};
+use crate::agent::call_log::CallLog;
+use crate::agent::executor::{ExecutorOptions, ModelExecutor};
+use crate::agent::judge::{JudgeOptions, ModelJudge};
+use crate::agent::loop_mode::{LoopExecutor, LoopOptions};
+use crate::agent::loop_run::{LoopRun, loop_plan};
+use crate::agent::planner::{PlanContext, PlanError, Planner, PlannerOptions, WorkspaceSummary};
+use crate::agent::run::AgentLoop;
+use crate::delegation::{DelegationError, DelegationRequest, Delegator};
+use crate::{BoxFuture, Engine, EngineConfig, ModelHooks, ResumeInput};
+
+/// How deep children may nest by default (a child's child is depth 2).
+pub const DEFAULT_MAX_DEPTH: u32 = 2;
+
+/// One role's client and model.
+#[derive(Clone)]
+pub struct RoleClient {
+    pub client: Arc<dyn ModelClient>,
+    pub model: String,
+}
+
+/// The clients children are run with: the parent's, each already paying from the parent's
+/// budget and journaled through its call log.
+#[derive(Clone)]
+pub struct Roles {
+    pub planner: RoleClient,
+    pub executor: RoleClient,
+    pub verifier: Option<RoleClient>,
+}
+
+/// The run's delegator.
+#[derive(Clone)]
+pub struct ChildRuns {
+    pub db: PathBuf,
+    /// What the children inherit: tools, workspace, sandbox, approval, cancel, hooks, jobs.
+    pub registry: Arc<pev_tools::Registry>,
+    pub ctx: Arc<ToolContext>,
+    pub config: EngineConfig,
+    pub roles: Roles,
+    pub prices: PriceTable,
+    /// The budget the parent pays from: a child's slice is cut from what is left of it.
+    pub budget: Arc<BudgetState>,
+    pub policy: Arc<CompiledPolicy>,
+    /// Where the role clients journal their calls (a child's planner calls are held until
+    /// the child run exists).
+    pub calls: Option<Arc<CallLog>>,
+    /// The depth of the children this starts (1 for a top-level run's).
+    pub depth: u32,
+    pub max_depth: u32,
+    pub max_replans: u32,
+    pub judge_threshold: f64,
+    pub allowed_tools: Vec<String>,
+}
+
+impl std::fmt::Debug for ChildRuns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChildRuns")
+            .field("depth", &self.depth)
+            .field("max_depth", &self.max_depth)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The most of each ceiling a child may have: what it asked for, capped by what is left.
+pub fn slice(asked: &pev_protocol::BudgetSlice, left: &Budget) -> Budget {
+    fn min<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Option<T> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(if a < b { a } else { b }),
+            (a, b) => a.or(b),
+        }
+    }
+    Budget {
+        max_usd: min(asked.max_usd, left.max_usd),
+        max_tokens: min(asked.max_tokens, left.max_tokens),
+        max_turns: min(asked.max_turns, left.max_turns),
+        deadline: left.deadline,
+    }
+}
+
+impl Delegator for ChildRuns {
+    fn child_depth(&self) -> u32 {
+        self.depth
+    }
+
+    fn delegate<'a>(
+        &'a self,
+        request: &'a DelegationRequest,
+    ) -> BoxFuture<'a, Result<RunResult, DelegationError>> {
+        let run_id = request.child_run.clone();
+        Box::pin(crate::model_scope::in_run(run_id, self.run_child(request)))
+    }
+}
+
+/// What a finished child's record says, or `None` while it has not finished.
+fn finished(record: &pev_store::RunRecord) -> Option<RunResult> {
+    let result = record.result.clone()?;
+    (record.status != "running" && result.status != RunStatus::AwaitingApproval).then_some(result)
+}
+
+impl ChildRuns {
+    fn refused(e: impl std::fmt::Display) -> DelegationError {
+        DelegationError::Refused(e.to_string())
+    }
+
+    async fn run_child(&self, request: &DelegationRequest) -> Result<RunResult, DelegationError> {
+        if self.depth > self.max_depth {
+            return Err(DelegationError::Refused(format!(
+                "a child here would be nested {} deep, past the bound of {}",
+                self.depth, self.max_depth
+            )));
+        }
+        let existing = match Store::open_existing(&self.db) {
+            Ok(store) => store.load_run(&request.child_run).ok(),
+            Err(e) => return Err(Self::refused(e)),
+        };
+        if let Some(result) = existing.as_ref().and_then(finished) {
+            // Finished before a crash: its verdict stands, nothing runs again.
+            return Ok(result);
+        }
+        let delegation = &request.delegation;
+        let scope = delegation.scope.as_deref().unwrap_or("");
+        let workspace = self.ctx.workspace.scoped(scope).map_err(|e| {
+            DelegationError::Refused(format!("its scope `{scope}` cannot be used: {e}"))
+        })?;
+        if self.budget.is_spent() {
+            return Err(DelegationError::Budget(format!(
+                "nothing is left to give a child run ({})",
+                self.budget.note()
+            )));
+        }
+        let budget = slice(&delegation.budget, &self.budget.remaining());
+        let state = Arc::new(BudgetState::new(budget, self.prices.clone()));
+        let paid = |role: &RoleClient, name: &str| -> RoleClient {
+            RoleClient {
+                client: Arc::new(BudgetedClient::new(
+                    Arc::clone(&role.client),
+                    name,
+                    self.prices.clone(),
+                    Arc::clone(&state),
+                )),
+                model: role.model.clone(),
+            }
+        };
+        let roles = Roles {
+            planner: paid(&self.roles.planner, "planner"),
+            executor: paid(&self.roles.executor, "executor"),
+            verifier: self.roles.verifier.as_ref().map(|v| paid(v, "verifier")),
+        };
+        let ctx = Arc::new(ToolContext {
+            workspace,
+            policy: self.ctx.policy.clone(),
+            sandbox: Arc::clone(&self.ctx.sandbox),
+        });
+        let grandchildren = ChildRuns {
+            ctx: Arc::clone(&ctx),
+            roles: roles.clone(),
+            budget: Arc::clone(&state),
+            depth: self.depth + 1,
+            ..self.clone()
+        };
+        let judge = roles.verifier.as_ref().map(|v| -> Arc<dyn crate::instruct::Judge> {
+            Arc::new(ModelJudge::new(
+                Arc::clone(&v.client),
+                v.model.clone(),
+                JudgeOptions::default(),
+            ))
+        });
+        let (note, usage) = (Arc::clone(&state), Arc::clone(&state));
+        let mut hooks = ModelHooks {
+            executor: Arc::new(ModelExecutor::new(
+                Arc::clone(&roles.executor.client),
+                roles.executor.model.clone(),
+                ExecutorOptions::default(),
+            )),
+            judge: judge.clone(),
+            judge_threshold: self.judge_threshold,
+            budget_note: Arc::new(move || Some(note.note())),
+            usage: Arc::new(move || usage.snapshot()),
+            allowed_tools: self.allowed_tools.clone(),
+            delegator: Some(Arc::new(grandchildren)),
+        };
+        let loop_executor = (delegation.mode == DelegateMode::Loop).then(|| {
+            Arc::new(LoopExecutor::new(
+                Arc::clone(&roles.executor.client),
+                roles.executor.model.clone(),
+                LoopOptions::default(),
+                Arc::clone(&ctx),
+            ))
+        });
+        if let Some(executor) = &loop_executor {
+            hooks.executor = Arc::clone(executor) as Arc<dyn crate::instruct::InstructionExecutor>;
+            hooks.judge = None;
+        }
+        let engine = Engine {
+            registry: Arc::clone(&self.registry),
+            ctx,
+            observer: Arc::new(crate::Silent),
+            config: EngineConfig {
+                models: Some(hooks),
+                cache: false,
+                final_events: true,
+                ..self.config.clone()
+            },
+        };
+        let verifier = judge.ok_or_else(|| "no verifier model is configured".to_owned());
+        let result = match existing {
+            Some(record) => self.continue_child(&engine, record, loop_executor, verifier).await,
+            None => {
+                let goal = child_goal(request);
+                match loop_executor {
+                    Some(executor) => {
+                        self.create(request, &goal, &loop_plan(&goal), &budget)?;
+                        let looped = LoopRun { engine: &engine, executor, db: &self.db, verifier };
+                        looped.run(request.child_run.clone(), &goal).await
+                    }
+                    None => self.plan_and_run(&engine, request, &goal, (&roles, &budget)).await?,
+                }
+            }
+        };
+        let mut result = result.map_err(Self::refused)?;
+        if result.reasons.iter().any(|r| r.code == ReasonCode::Cancelled) {
+            return Err(DelegationError::Stopped);
+        }
+        let out_of_budget = result.reasons.iter().any(|r| r.code == ReasonCode::BudgetExhausted);
+        if out_of_budget && self.budget.is_spent() {
+            return Err(DelegationError::Budget(format!(
+                "child run {} used up what was left ({})",
+                request.child_run,
+                self.budget.note()
+            )));
+        }
+        if out_of_budget && result.status == RunStatus::Success {
+            // Never: a run stopped by its budget is not a success. Kept as a guard.
+            result.status = RunStatus::Partial;
+        }
+        Ok(result)
+    }
+
+    /// Creates the child's run record, linked to its parent step.
+    fn create(
+        &self,
+        request: &DelegationRequest,
+        goal: &str,
+        plan: &Plan,
+        budget: &Budget,
+    ) -> Result<(), DelegationError> {
+        let delegation = &request.delegation;
+        let store = Store::open_existing(&self.db).map_err(Self::refused)?;
+        store
+            .create_run(&NewRun {
+                run_id: request.child_run.clone(),
+                goal: goal.to_owned(),
+                workspace: self.ctx.workspace.root().display().to_string(),
+                plan: serde_json::to_value(plan).map_err(Self::refused)?,
+                options: json!({
+                    "agent": true,
+                    "mode": delegation.mode.as_str(),
+                    "parent": {
+                        "run": request.parent_run,
+                        "step": request.step.id.as_str(),
+                        "attempt": request.attempt,
+                    },
+                    "depth": self.depth,
+                    "scope": delegation.scope,
+                    "budget": {
+                        "max_usd": budget.max_usd,
+                        "max_tokens": budget.max_tokens,
+                        "max_turns": budget.max_turns,
+                    },
+                    "allowed_tools": self.allowed_tools,
+                    "max_replans": self.max_replans,
+                }),
+                created_at: now_rfc3339(),
+            })
+            .map_err(Self::refused)
+    }
+
+    /// A pev-mode child: its planner writes the plan (its calls held until the run exists),
+    /// then the plan runs with replanning, as `pev agent` runs one.
+    async fn plan_and_run(
+        &self,
+        engine: &Engine,
+        request: &DelegationRequest,
+        goal: &str,
+        (roles, budget): (&Roles, &Budget),
+    ) -> Result<Result<RunResult, crate::EngineError>, DelegationError> {
+        let child = request.child_run.as_str();
+        if let Some(calls) = &self.calls {
+            calls.hold(child);
+        }
+        let planner = Planner::new(
+            Arc::clone(&roles.planner.client),
+            roles.planner.model.clone(),
+            PlannerOptions::default(),
+        );
+        let summary = WorkspaceSummary::scan(&engine.ctx.workspace, 200).map_err(|e| {
+            DelegationError::Refused(format!("cannot scan the workspace for its planner: {e}"))
+        })?;
+        let mut tools = engine.registry.definitions();
+        tools.retain(|d| self.policy.tool_allowed(d.name));
+        let ctx = PlanContext { goal, workspace: &summary, tools: &tools, policy: &self.policy };
+        let planned = tokio::select! {
+            planned = planner.plan(&ctx) => Some(planned),
+            () = engine.config.cancel.cancelled() => None,
+        };
+        let failure = match &planned {
+            None => Some((ReasonCode::Cancelled, "stopped by a person while it was planned".into())),
+            Some(Ok(_)) => None,
+            Some(Err(PlanError::Budget(why))) => {
+                Some((ReasonCode::BudgetExhausted, format!("its budget ran out planning: {why}")))
+            }
+            Some(Err(e)) => Some((ReasonCode::StepFailed, format!("its planner failed: {e}"))),
+        };
+        let plan = match (&failure, planned) {
+            (None, Some(Ok(outcome))) => {
+                let mut plan = outcome.plan;
+                plan.goal = goal.to_owned();
+                plan
+            }
+            _ => Plan { goal: goal.to_owned(), ..Plan::default() },
+        };
+        let created = self.create(request, goal, &plan, budget);
+        if let Some(calls) = &self.calls {
+            calls.release(child);
+        }
+        created?;
+        if let Some((code, message)) = failure {
+            return Ok(Ok(self.unplanned(engine, child, goal, Reason { code, step: None, message })
+                .await
+                .map_err(Self::refused)?));
+        }
+        if let Err(e) = engine.check_plan(&plan) {
+            let reason = Reason {
+                code: ReasonCode::StepFailed,
+                step: None,
+                message: format!("its plan cannot run: {e}"),
+            };
+            return Ok(Ok(self.unplanned(engine, child, goal, reason).await.map_err(Self::refused)?));
+        }
+        let agent = AgentLoop {
+            engine,
+            planner: &planner,
+            policy: &self.policy,
+            db: &self.db,
+            max_replans: self.max_replans,
+        };
+        Ok(agent.run(child.to_owned(), plan).await)
+    }
+
+    /// The verdict of a child that never got a plan: `failed` (`cancelled` for a stop), with
+    /// why, journaled as its result.
+    async fn unplanned(
+        &self,
+        engine: &Engine,
+        child: &str,
+        goal: &str,
+        reason: Reason,
+    ) -> Result<RunResult, pev_store::StoreError> {
+        let state = engine.config.models.as_ref().map(|m| (m.usage)()).unwrap_or_default();
+        let result = RunResult {
+            run_id: child.to_owned(),
+            goal: goal.to_owned(),
+            status: RunStatus::Failed,
+            reasons: vec![reason],
+            goal_actions_executed: false,
+            steps: Vec::new(),
+            postconditions: Vec::new(),
+            file_mutations: Vec::new(),
+            warnings: Vec::new(),
+            usage: state,
+            duration_ms: 0,
+            final_check: None,
+        };
+        let journal = Journal::start(&self.db)?;
+        journal.record(Record::RunStatus {
+            run_id: child.to_owned(),
+            status: crate::status_name(result.status).to_owned(),
+            result: Some(Box::new(result.clone())),
+            updated_at: now_rfc3339(),
+        })?;
+        journal.close()?;
+        Ok(result)
+    }
+
+    /// A child an earlier session started and did not finish: resumed as `pev resume` would.
+    async fn continue_child(
+        &self,
+        engine: &Engine,
+        mut record: pev_store::RunRecord,
+        loop_executor: Option<Arc<LoopExecutor>>,
+        verifier: Result<Arc<dyn crate::instruct::Judge>, String>,
+    ) -> Result<RunResult, crate::EngineError> {
+        let store = Store::open_existing(&self.db)?;
+        let mut blobs = HashMap::new();
+        for sha in ResumeInput::blobs_needed(&record) {
+            if let Ok(Some(content)) = store.blob(&sha) {
+                blobs.insert(sha, content);
+            }
+        }
+        let events = store.events(&record.run_id)?;
+        drop(store);
+        let mut warnings = Vec::new();
+        let mut prior_usage = None;
+        for event in events {
+            match event.body {
+                pev_protocol::EventBody::Warning { message, .. } => warnings.push(message),
+                pev_protocol::EventBody::Usage { usage } => prior_usage = Some(usage),
+                _ => {}
+            }
+        }
+        let journal = Journal::start(&self.db)?;
+        match loop_executor {
+            Some(executor) => {
+                for step in &mut record.steps {
+                    if step.status == pev_protocol::run::StepStatus::Done {
+                        step.status = pev_protocol::run::StepStatus::InProgress;
+                    }
+                }
+                let input =
+                    ResumeInput { record, journal, blobs, warnings, prior_usage, revision: None };
+                LoopRun { engine, executor, db: &self.db, verifier }.resume(input).await
+            }
+            None => {
+                let input = ResumeInput {
+                    record,
+                    journal: journal.clone(),
+                    blobs,
+                    warnings,
+                    prior_usage,
+                    revision: None,
+                };
+                let result = engine.resume(input).await;
+                journal.close()?;
+                result
+            }
+        }
+    }
+}
+
+/// The child's goal: the step's, with what earlier attempts were told (their children's
+/// reasons) and the outputs of the steps it depends on.
+fn child_goal(request: &DelegationRequest) -> String {
+    let mut goal = request.delegation.goal.trim().to_owned();
+    if let Some(scope) = request.delegation.scope.as_deref().filter(|s| !s.trim().is_empty()) {
+        goal.push_str(&format!(
+            "\n\n(You may change files only inside `{scope}`; you may read anything in the \
+             workspace.)"
+        ));
+    }
+    if !request.inputs.is_empty() {
+        let mut ids: Vec<&String> = request.inputs.keys().collect();
+        ids.sort();
+        goal.push_str("\n\nResults of the steps before this one:");
+        for id in ids {
+            let text = request.inputs[id].to_string();
+            let text: String = text.chars().take(600).collect();
+            goal.push_str(&format!("\n- {id}: {text}"));
+        }
+    }
+    if !request.feedback.is_empty() {
+        goal.push_str("\n\nEarlier attempts at this failed:");
+        for f in &request.feedback {
+            goal.push_str(&format!("\n- {f}"));
+        }
+    }
+    goal
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slice_is_never_more_than_what_is_left() {
+        let left = Budget { max_usd: Some(0.5), max_tokens: None, max_turns: Some(4), deadline: None };
+        let asked = pev_protocol::BudgetSlice {
+            max_usd: Some(1.0),
+            max_tokens: Some(1000),
+            max_turns: Some(2),
+        };
+        let b = slice(&asked, &left);
+        assert_eq!(b.max_usd, Some(0.5));
+        assert_eq!(b.max_tokens, Some(1000));
+        assert_eq!(b.max_turns, Some(2));
+        let none = slice(&pev_protocol::BudgetSlice::default(), &left);
+        assert_eq!((none.max_usd, none.max_tokens, none.max_turns), (Some(0.5), None, Some(4)));
+    }
+}

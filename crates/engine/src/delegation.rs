@@ -1,0 +1,333 @@
+//! Delegated steps: a step with `delegate` is carried out by a sub-agent, as a run of its own
+//! (a child run) in the same journal, with its own plan, its own slice of the parent's budget
+//! and its own verdict. The engine only knows the [`Delegator`] trait (`agent::delegate`
+//! implements it with the run's model clients); what it does itself is what makes the child's
+//! word worthless and its verdict evidence: the child's id is fixed by the parent step and
+//! attempt and journaled (durably) before the child starts, so a resume finds the child instead
+//! of starting a second one; the step is `done` only when the child ended `success` *and* the
+//! step's own assertions pass against the workspace the child left; a child that ended
+//! `partial` or `failed` fails the step with the child's reasons, and the step's retry and
+//! replan rules apply as for any step; a change outside the child's scope fails the step
+//! whatever the child's verdict says.
+
+use std::collections::HashMap;
+
+use pev_protocol::event::EventBody;
+use pev_protocol::run::{RunResult, RunStatus, StepStatus};
+use pev_protocol::tool::Effect;
+use pev_protocol::{Delegation, Step};
+use pev_store::{MutationRecord, Record, StoreError};
+use serde_json::{Value, json};
+
+use crate::BoxFuture;
+use crate::state::StepMutation;
+use crate::step::{Before, Call, CallEnd, Shared, StepReport, watched_paths};
+
+/// What a delegator gets for one attempt of one delegated step.
+#[derive(Debug, Clone)]
+pub struct DelegationRequest {
+    pub parent_run: String,
+    /// The parent run's goal (context for the child's planner).
+    pub parent_goal: String,
+    pub step: Step,
+    pub delegation: Delegation,
+    /// 1 for the first attempt.
+    pub attempt: u32,
+    /// The child's run id: fixed by the parent run, step and attempt ([`child_run_id`]). When the
+    /// journal already holds it, an earlier session started it: the delegator continues it (or
+    /// takes its verdict) instead of starting another.
+    pub child_run: String,
+    /// The outputs of the steps this one depends on.
+    pub inputs: HashMap<String, Value>,
+    /// Why earlier attempts failed (the children's reasons, failed assertions).
+    pub feedback: Vec<String>,
+}
+
+/// Why a child run could not give a verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DelegationError {
+    /// The child cannot be run (the nesting bound, a scope outside the parent's, no budget left
+    /// to slice, the journal refused it): the step fails with this.
+    Refused(String),
+    /// The parent's budget ran out.
+    Budget(String),
+    /// A person stopped the run; the child stopped too and a resume continues it.
+    Stopped,
+}
+
+/// Runs child runs.
+pub trait Delegator: Send + Sync {
+    /// The nesting depth of the children this delegator starts (1: children of a top-level
+    /// run).
+    fn child_depth(&self) -> u32;
+
+    /// Runs (or continues, or reads the verdict of) the child run `request.child_run`, and
+    /// returns its result as the harness decided it.
+    fn delegate<'a>(
+        &'a self,
+        request: &'a DelegationRequest,
+    ) -> BoxFuture<'a, Result<RunResult, DelegationError>>;
+}
+
+/// The id of the child run of `step`'s `attempt` in run `parent`.
+pub fn child_run_id(parent: &str, step: &str, attempt: u32) -> String {
+    format!("{parent}.{step}.{attempt}")
+}
+
+/// Whether `path` (workspace-relative) is inside `scope` (`None`: the whole workspace).
+pub fn in_scope(path: &str, scope: Option<&str>) -> bool {
+    let Some(scope) = scope else { return true };
+    let norm = |p: &str| -> Vec<String> {
+        p.split('/').filter(|c| !c.is_empty() && *c != ".").map(str::to_owned).collect()
+    };
+    let scope = norm(scope);
+    let path = norm(path);
+    path.len() >= scope.len() && path[..scope.len()] == scope[..]
+}
+
+/// The child's reasons, one line each, as the parent step's error and the next attempt's
+/// feedback give them.
+fn reasons_text(result: &RunResult) -> String {
+    if result.reasons.is_empty() {
+        return "no reason recorded".to_owned();
+    }
+    result
+        .reasons
+        .iter()
+        .map(|r| {
+            let code = serde_json::to_value(r.code)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            match &r.step {
+                Some(step) => format!("{code} (step `{step}`): {}", r.message),
+                None => format!("{code}: {}", r.message),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Runs the attempts of a delegated step.
+pub(crate) async fn run(
+    shared: &Shared,
+    step: &Step,
+    delegation: &Delegation,
+    inputs: &HashMap<String, Value>,
+    report: &mut StepReport,
+) -> Result<(), StoreError> {
+    let delegator = shared.engine.config.models.as_ref().and_then(|m| m.delegator.clone());
+    let Some(delegator) = delegator else {
+        crate::step::fail(
+            &mut report.slot,
+            "the step delegates to a sub-agent, which needs the models of `pev agent`",
+        );
+        return Ok(());
+    };
+    let id = step.id.as_str();
+    let parent = shared.recorder.run_id().to_owned();
+    let max_attempts = crate::step::max_attempts(step);
+    let watched = watched_paths(step, None);
+    let mut feedback: Vec<String> = Vec::new();
+    loop {
+        report.slot.attempts += 1;
+        report.slot.status = StepStatus::InProgress;
+        report.slot.error = None;
+        report.slot.by_assertion = false;
+        report.slot.evidence.clear();
+        let attempt = report.slot.attempts;
+        shared.recorder.record(Record::StepState(report.slot.to_stored(&parent, id)))?;
+        shared.recorder.emit(EventBody::StepStarted { step: id.to_owned(), attempt })?;
+        let child_run = child_run_id(&parent, id, attempt);
+        let before = Before::take(&shared.engine, &watched);
+        // Durable before the child exists: a resume that finds this event finds the child.
+        shared.recorder.emit(EventBody::DelegateStarted {
+            step: id.to_owned(),
+            attempt,
+            child_run: child_run.clone(),
+            mode: delegation.mode.as_str().to_owned(),
+            scope: delegation.scope.clone(),
+            depth: delegator.child_depth(),
+        })?;
+        shared.recorder.flush().await?;
+        let request = DelegationRequest {
+            parent_run: parent.clone(),
+            parent_goal: shared.plan.goal.clone(),
+            step: step.clone(),
+            delegation: delegation.clone(),
+            attempt,
+            child_run: child_run.clone(),
+            inputs: inputs.clone(),
+            feedback: feedback.clone(),
+        };
+        let outcome = delegator.delegate(&request).await;
+        if let Some(models) = &shared.engine.config.models {
+            shared.recorder.emit(EventBody::Usage { usage: (models.usage)() })?;
+        }
+        let child = match outcome {
+            Ok(child) => child,
+            Err(DelegationError::Stopped) => {
+                report.cancelled = true;
+                report.slot.status = StepStatus::Pending;
+                report.slot.error = Some("stopped by a person while its child run ran".into());
+                return Ok(());
+            }
+            Err(DelegationError::Budget(why)) => {
+                report.budget_exhausted = Some(why.clone());
+                report.slot.status = StepStatus::Pending;
+                report.slot.error = Some(format!("stopped: the budget ran out ({why})"));
+                return Ok(());
+            }
+            Err(DelegationError::Refused(why)) => {
+                crate::step::fail(&mut report.slot, &format!("the child run was not run: {why}"));
+                return Ok(());
+            }
+        };
+        let changed: Vec<String> = child
+            .file_mutations
+            .iter()
+            .filter(|m| !m.no_op)
+            .map(|m| m.path.clone())
+            .collect();
+        shared.recorder.emit(EventBody::DelegateFinished {
+            step: id.to_owned(),
+            attempt,
+            child_run: child_run.clone(),
+            status: child.status,
+            reasons: child.reasons.clone(),
+            changed: changed.clone(),
+        })?;
+        adopt_changes(shared, step, &child, report)?;
+        let outside: Vec<&String> =
+            changed.iter().filter(|p| !in_scope(p, delegation.scope.as_deref())).collect();
+        let verdict = crate::status_name(child.status);
+        report.slot.evidence.push(format!(
+            "child run {child_run} ended {verdict}{}",
+            if changed.is_empty() {
+                String::new()
+            } else {
+                format!(", changing {}", changed.join(", "))
+            }
+        ));
+        if !outside.is_empty() {
+            let outside: Vec<&str> = outside.iter().map(|p| p.as_str()).collect();
+            crate::step::fail(
+                &mut report.slot,
+                &format!(
+                    "child run {child_run} changed files outside its scope `{}`: {}",
+                    delegation.scope.as_deref().unwrap_or("."),
+                    outside.join(", ")
+                ),
+            );
+        } else if child.status != RunStatus::Success {
+            crate::step::fail(
+                &mut report.slot,
+                &format!("child run {child_run} ended {verdict}: {}", reasons_text(&child)),
+            );
+        } else {
+            // The child's verdict is evidence; the step's own assertions are checked against
+            // the workspace it left, as for any step.
+            let call = Call {
+                step,
+                tool: "delegate",
+                effect: if child.goal_actions_executed { Effect::Write } else { Effect::Read },
+                args: &Value::Null,
+                watched: &watched,
+                target: None,
+            };
+            let end = CallEnd {
+                output: Ok(json!({
+                    "child_run": child_run,
+                    "status": verdict,
+                    "changed": changed,
+                    "steps_done": child
+                        .steps
+                        .iter()
+                        .filter(|s| s.status == StepStatus::Done)
+                        .count(),
+                })),
+            };
+            crate::check::check_output(shared, &call, (&before, end), inputs, report).await?;
+            if report.slot.status == StepStatus::Done {
+                report.slot.goal_action |= child.goal_actions_executed;
+                if let Some(models) = shared.engine.config.models.clone() {
+                    let mutations = child.file_mutations.clone();
+                    let claim = format!(
+                        "child run {child_run} ended success: {} step(s) done",
+                        child.steps.iter().filter(|s| s.status == StepStatus::Done).count()
+                    );
+                    crate::instruction::judge(
+                        shared,
+                        &models,
+                        step,
+                        (claim, Vec::new(), mutations, Vec::new()),
+                        report,
+                    )
+                    .await?;
+                    if report.budget_exhausted.is_some() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        if report.slot.status == StepStatus::Done
+            || report.slot.attempts >= max_attempts
+            || shared.engine.config.cancel.is_cancelled()
+        {
+            return Ok(());
+        }
+        let error = report.slot.error.clone().unwrap_or_else(|| "unknown error".to_owned());
+        feedback.push(format!("Attempt {attempt} failed: {error}"));
+        let message = format!(
+            "step `{id}`: attempt {attempt} of {max_attempts} failed: {error}; delegating again"
+        );
+        shared
+            .recorder
+            .emit(EventBody::Warning { step: Some(id.to_owned()), message: message.clone() })?;
+        report.warnings.push(message);
+    }
+}
+
+/// The child's changes, journaled as the parent step's: the parent's result lists them, and
+/// `no_effects` and the parent's summary count them.
+fn adopt_changes(
+    shared: &Shared,
+    step: &Step,
+    child: &RunResult,
+    report: &mut StepReport,
+) -> Result<(), StoreError> {
+    let id = step.id.as_str();
+    for mutation in &child.file_mutations {
+        shared.recorder.record(Record::Mutation(MutationRecord {
+            run_id: shared.recorder.run_id().to_owned(),
+            step_id: id.to_owned(),
+            mutation: mutation.clone(),
+            before_sha256: None,
+            after_sha256: None,
+        }))?;
+        report.mutations.push(StepMutation { step: id.to_owned(), mutation: mutation.clone() });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scope_membership_is_by_whole_components() {
+        assert!(in_scope("src/a.rs", Some("src")));
+        assert!(in_scope("src/a.rs", Some("./src/")));
+        assert!(in_scope("src", Some("src")));
+        assert!(!in_scope("src2/a.rs", Some("src")));
+        assert!(!in_scope("a.rs", Some("src")));
+        assert!(in_scope("a.rs", None));
+        assert!(in_scope("a.rs", Some(".")));
+        assert!(!in_scope("docs/x", Some("src/docs")));
+    }
+
+    #[test]
+    fn a_child_id_names_parent_step_and_attempt() {
+        assert_eq!(child_run_id("20261126-1-abc", "build", 2), "20261126-1-abc.build.2");
+    }
+}
