@@ -183,12 +183,8 @@ pub(crate) async fn run(
                 return Ok(());
             }
         };
-        let changed: Vec<String> = child
-            .file_mutations
-            .iter()
-            .filter(|m| !m.no_op)
-            .map(|m| m.path.clone())
-            .collect();
+        let changed: Vec<String> =
+            child.file_mutations.iter().filter(|m| !m.no_op).map(|m| m.path.clone()).collect();
         shared.recorder.emit(EventBody::DelegateFinished {
             step: id.to_owned(),
             attempt,

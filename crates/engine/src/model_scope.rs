@@ -60,7 +60,8 @@ mod tests {
         let (outer, inner, step) = in_run("parent".to_owned(), async {
             let outer = current_run();
             let (inner, step) =
-                in_run("child".to_owned(), scoped("s", 1, async { (current_run(), current()) })).await;
+                in_run("child".to_owned(), scoped("s", 1, async { (current_run(), current()) }))
+                    .await;
             (outer, inner, step)
         })
         .await;

@@ -360,7 +360,8 @@ impl Engine {
                 // The step's model calls are journaled as this run's (a child run shares its
                 // parent's clients).
                 let run_id = shared.recorder.run_id().to_owned();
-                running.spawn(crate::model_scope::in_run(run_id, run_step(Arc::clone(&shared), job)));
+                running
+                    .spawn(crate::model_scope::in_run(run_id, run_step(Arc::clone(&shared), job)));
             }
             if running.is_empty() {
                 break;

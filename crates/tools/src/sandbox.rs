@@ -112,11 +112,8 @@ impl Workspace {
                 scope: current.display().to_string(),
             });
         }
-        let dir = self
-            .inner
-            .dir
-            .try_clone()
-            .map_err(|e| SandboxError::from_io("open", scope, e))?;
+        let dir =
+            self.inner.dir.try_clone().map_err(|e| SandboxError::from_io("open", scope, e))?;
         if !is_root(&rel) {
             // The scope is where the child works: it exists before any command runs in it.
             dir.create_dir_all(&rel).map_err(|e| SandboxError::from_io("create", scope, e))?;

@@ -153,9 +153,10 @@ impl BudgetState {
                 .budget
                 .max_tokens
                 .map(|max| max.saturating_sub(t.tokens().saturating_add(t.reserved_tokens))),
-            max_turns: self.budget.max_turns.map(|max| {
-                u32::try_from(u64::from(max).saturating_sub(t.calls)).unwrap_or(0)
-            }),
+            max_turns: self
+                .budget
+                .max_turns
+                .map(|max| u32::try_from(u64::from(max).saturating_sub(t.calls)).unwrap_or(0)),
             deadline: self.budget.deadline,
         }
     }

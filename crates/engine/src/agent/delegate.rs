@@ -116,10 +116,13 @@ impl Delegator for ChildRuns {
     }
 }
 
-/// What a finished child's record says, or `None` while it has not finished.
+/// What a finished child's record says, or `None` while it can go on: still running (a
+/// crash), stopped by a person, or waiting for an approval.
 fn finished(record: &pev_store::RunRecord) -> Option<RunResult> {
     let result = record.result.clone()?;
-    (record.status != "running" && result.status != RunStatus::AwaitingApproval).then_some(result)
+    let resumable = result.status == RunStatus::AwaitingApproval
+        || result.reasons.iter().any(|r| r.code == ReasonCode::Cancelled);
+    (record.status != "running" && !resumable).then_some(result)
 }
 
 impl ChildRuns {
@@ -329,7 +332,9 @@ impl ChildRuns {
             () = engine.config.cancel.cancelled() => None,
         };
         let failure = match &planned {
-            None => Some((ReasonCode::Cancelled, "stopped by a person while it was planned".into())),
+            None => {
+                Some((ReasonCode::Cancelled, "stopped by a person while it was planned".into()))
+            }
             Some(Ok(_)) => None,
             Some(Err(PlanError::Budget(why))) => {
                 Some((ReasonCode::BudgetExhausted, format!("its budget ran out planning: {why}")))
@@ -350,7 +355,8 @@ impl ChildRuns {
         }
         created?;
         if let Some((code, message)) = failure {
-            return Ok(Ok(self.unplanned(engine, child, goal, Reason { code, step: None, message })
+            return Ok(Ok(self
+                .unplanned(engine, child, goal, Reason { code, step: None, message })
                 .await
                 .map_err(Self::refused)?));
         }
@@ -360,7 +366,10 @@ impl ChildRuns {
                 step: None,
                 message: format!("its plan cannot run: {e}"),
             };
-            return Ok(Ok(self.unplanned(engine, child, goal, reason).await.map_err(Self::refused)?));
+            return Ok(Ok(self
+                .unplanned(engine, child, goal, reason)
+                .await
+                .map_err(Self::refused)?));
         }
         let agent = AgentLoop {
             engine,
@@ -497,7 +506,8 @@ mod tests {
 
     #[test]
     fn a_slice_is_never_more_than_what_is_left() {
-        let left = Budget { max_usd: Some(0.5), max_tokens: None, max_turns: Some(4), deadline: None };
+        let left =
+            Budget { max_usd: Some(0.5), max_tokens: None, max_turns: Some(4), deadline: None };
         let asked = pev_protocol::BudgetSlice {
             max_usd: Some(1.0),
             max_tokens: Some(1000),

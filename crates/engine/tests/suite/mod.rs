@@ -2,6 +2,7 @@
 
 mod cache;
 mod control;
+mod delegate;
 mod final_check;
 mod hooks;
 mod journal;
