@@ -573,15 +573,43 @@ fn loop_parts(
             Some(notice_sink(&config, Role::Verifier, &notices)),
         ),
     };
-    let verifier = verifier
-        .map(|inner| -> Arc<dyn pev_engine::instruct::Judge> {
-            let inner = Arc::new(LoggedClient::new(inner, "verifier", Arc::clone(&calls)));
-            let client =
-                Arc::new(BudgetedClient::new(inner, "verifier", prices, Arc::clone(&state)));
-            let model = config.role(Role::Verifier).model.value.clone();
-            Arc::new(ModelJudge::new(client, model, JudgeOptions::default()))
+    let verifier_client = verifier.map(|inner| RoleClient {
+        client: Arc::new(BudgetedClient::new(
+            Arc::new(LoggedClient::new(inner, "verifier", Arc::clone(&calls))),
+            "verifier",
+            prices.clone(),
+            Arc::clone(&state),
+        )),
+        model: config.role(Role::Verifier).model.value.clone(),
+    });
+    let verifier = verifier_client
+        .as_ref()
+        .map(|v| -> Arc<dyn pev_engine::instruct::Judge> {
+            Arc::new(ModelJudge::new(
+                Arc::clone(&v.client),
+                v.model.clone(),
+                JudgeOptions::default(),
+            ))
         })
         .map_err(|e| e.to_string());
+    // A child run of loop mode's `delegate` is planned by the planner role (pev mode) and
+    // worked by the executor role, each paid from this run's budget.
+    let planner_client = match replay {
+        Some(recording) => Some(Arc::new(ReplayClient::new("planner", Arc::clone(recording)))
+            as Arc<dyn pev_providers::ModelClient>),
+        None => config
+            .client_with_notice(Role::Planner, Some(notice_sink(&config, Role::Planner, &notices)))
+            .ok(),
+    }
+    .map(|inner| RoleClient {
+        client: Arc::new(BudgetedClient::new(
+            Arc::new(LoggedClient::new(inner, "planner", Arc::clone(&calls))),
+            "planner",
+            prices.clone(),
+            Arc::clone(&state),
+        )),
+        model: config.role(Role::Planner).model.value.clone(),
+    });
     let db = store_path(common, workspace);
     let mut session = Session::open(common, workspace, &db, run_policy, None)?;
     session.engine.registry = Arc::clone(registry);
@@ -592,7 +620,12 @@ fn loop_parts(
         reminder_every: settings.reminder_every,
         ..LoopOptions::default()
     };
-    let mut executor = LoopExecutor::new(client, model, options, Arc::clone(&session.engine.ctx));
+    let mut executor = LoopExecutor::new(
+        Arc::clone(&client),
+        model.clone(),
+        options,
+        Arc::clone(&session.engine.ctx),
+    );
     if let Some(hooks) = session.engine.config.hooks.clone()
         && hooks.has(pev_engine::hooks::HookKind::Stop)
     {
@@ -608,6 +641,30 @@ fn loop_parts(
         }));
     }
     let executor = Arc::new(executor);
+    let delegator = planner_client.map(|planner| -> Arc<dyn pev_engine::delegation::Delegator> {
+        let mut inherited = session.engine.config.clone();
+        inherited.models = None;
+        Arc::new(ChildRuns {
+            db: db.clone(),
+            registry: Arc::clone(&session.engine.registry),
+            ctx: Arc::clone(&session.engine.ctx),
+            config: inherited,
+            roles: Roles {
+                planner,
+                executor: RoleClient { client: Arc::clone(&client), model: model.clone() },
+                verifier: verifier_client.ok(),
+            },
+            prices: prices.clone(),
+            budget: Arc::clone(&state),
+            policy: Arc::new(CompiledPolicy::default()),
+            calls: Some(Arc::clone(&calls)),
+            depth: 1,
+            max_depth: DEFAULT_MAX_DEPTH,
+            max_replans: 2,
+            judge_threshold: JUDGE_THRESHOLD,
+            allowed_tools: allowed_tools.clone(),
+        })
+    });
     let note_state = Arc::clone(&state);
     let usage_state = Arc::clone(&state);
     session.engine.config.models = Some(ModelHooks {
@@ -617,7 +674,7 @@ fn loop_parts(
         budget_note: Arc::new(move || Some(note_state.note())),
         usage: Arc::new(move || usage_state.snapshot()),
         allowed_tools,
-        delegator: None,
+        delegator,
     });
     Ok(LoopParts { session, executor, verifier, calls })
 }

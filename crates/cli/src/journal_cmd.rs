@@ -29,10 +29,10 @@ pub fn runs(common: &Common, out: &mut dyn Write) -> Result<u8, Fail> {
             let _ = writeln!(out, "{line}");
         }
     } else {
-        let rows: Vec<RunRow> = runs
+        let rows: Vec<RunRow> = tree_order(runs)
             .into_iter()
-            .map(|r| RunRow {
-                run_id: r.run_id,
+            .map(|(depth, r)| RunRow {
+                run_id: format!("{}{}", "  ".repeat(depth), r.run_id),
                 status: r.status,
                 goal: r.goal,
                 created_at: r.created_at,
@@ -52,6 +52,101 @@ pub fn runs(common: &Common, out: &mut dyn Write) -> Result<u8, Fail> {
         }
     }
     Ok(EXIT_OK)
+}
+
+/// The run's place in its tree: its parent (for a child run) and the child runs of its
+/// delegated steps, each with its verdict and the state of its plan's steps, one level down
+/// (`pev show CHILD` goes further).
+fn render_tree(store: &Store, record: &pev_store::RunRecord, style: &Style) -> String {
+    use std::fmt::Write as _;
+    let clean = crate::style::clean;
+    let mut out = String::new();
+    if let Some(parent) = record.options.get("parent") {
+        let run = parent.get("run").and_then(serde_json::Value::as_str).unwrap_or("?");
+        let step = parent.get("step").and_then(serde_json::Value::as_str).unwrap_or("?");
+        let _ = writeln!(
+            out,
+            "\n{} child of run {} (step {}); its verdict is that step's evidence",
+            style.bold("parent:"),
+            clean(run),
+            clean(step)
+        );
+    }
+    let events = store.events(&record.run_id).unwrap_or_default();
+    let mut children: Vec<(String, String, u32)> = Vec::new();
+    for event in &events {
+        if let pev_protocol::EventBody::DelegateStarted { step, attempt, child_run, .. } =
+            &event.body
+            && !children.iter().any(|(c, ..)| c == child_run)
+        {
+            children.push((child_run.clone(), step.clone(), *attempt));
+        }
+    }
+    if children.is_empty() {
+        return out;
+    }
+    let _ = writeln!(out, "\n{}", style.bold("child runs"));
+    for (child, step, attempt) in children {
+        let Ok(run) = store.load_run(&child) else {
+            let _ = writeln!(
+                out,
+                "  {} ← {} attempt {attempt}: not in the journal",
+                clean(&child),
+                clean(&step)
+            );
+            continue;
+        };
+        let status = run
+            .result
+            .as_ref()
+            .map_or(run.status.clone(), |r| pev_engine::status_name(r.status).to_owned());
+        let _ = writeln!(
+            out,
+            "  {} ← {} attempt {attempt}: {}",
+            style.bold(&clean(&child)),
+            clean(&step),
+            style.status(&status)
+        );
+        for state in &run.steps {
+            let _ = writeln!(
+                out,
+                "      {} {}",
+                clean(&state.step_id),
+                style.dim(&format!("{:?}", state.status).to_lowercase())
+            );
+        }
+        if let Some(reason) = run.result.as_ref().and_then(|r| r.reasons.first()) {
+            let line = crate::style::truncate(&clean(&reason.message), 160).into_owned();
+            let _ = writeln!(out, "      {}", style.dim(&line));
+        }
+    }
+    out
+}
+
+/// The runs with each child run (a delegated step's) right under its parent, oldest child
+/// first, and its depth; runs whose parent is not listed stay where they are.
+fn tree_order(runs: Vec<pev_store::RunSummary>) -> Vec<(usize, pev_store::RunSummary)> {
+    use std::collections::{HashMap, HashSet};
+    let ids: HashSet<String> = runs.iter().map(|r| r.run_id.clone()).collect();
+    let mut children: HashMap<String, Vec<pev_store::RunSummary>> = HashMap::new();
+    let mut roots = Vec::new();
+    for run in runs {
+        match run.parent.clone().filter(|p| ids.contains(p) && *p != run.run_id) {
+            Some(parent) => children.entry(parent).or_default().push(run),
+            None => roots.push(run),
+        }
+    }
+    let mut out = Vec::new();
+    // Depth-first with an explicit stack; children were listed newest first.
+    let mut stack: Vec<(usize, pev_store::RunSummary)> =
+        roots.into_iter().rev().map(|r| (0, r)).collect();
+    while let Some((depth, run)) = stack.pop() {
+        if let Some(kids) = children.remove(&run.run_id) {
+            stack.extend(kids.into_iter().map(|k| (depth + 1, k)));
+        }
+        out.push((depth, run));
+    }
+    out
 }
 
 /// `pev show RUN`: the plan, the steps with their evidence, the diffs and the outcome; with
@@ -149,6 +244,7 @@ pub fn show(run: &str, common: &Common, out: &mut dyn Write) -> Result<u8, Fail>
     let versions = store.plan_versions(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     let _ = write!(out, "{}", render_revisions(&versions, &style));
     let _ = write!(out, "{}", render_gate(&store.events(&run_id).unwrap_or_default(), &style));
+    let _ = write!(out, "{}", render_tree(&store, &record, &style));
     let _ = writeln!(out, "\n{} {}", style.bold("sandbox:"), sandbox);
     let journal = integrity.describe();
     let journal = if integrity.is_broken() { style.red(&journal) } else { style.dim(&journal) };

@@ -284,6 +284,78 @@ pub(crate) async fn run(
     }
 }
 
+/// A child run asked for by a model through the tool gate (loop mode's `delegate`), the `n`th
+/// of this attempt: its id is `PARENT.STEP-dN.ATTEMPT`, so a continued loop that makes the
+/// same call again meets the same child. Journaled like a delegated step's child; its changes
+/// are the step's. `Err` inside: why it could not run, for the model.
+pub(crate) async fn from_gate(
+    shared: &Shared,
+    step: &Step,
+    (delegation, n): (Delegation, u32),
+    report: &mut StepReport,
+) -> Result<Result<RunResult, String>, StoreError> {
+    let delegator = shared.engine.config.models.as_ref().and_then(|m| m.delegator.clone());
+    let Some(delegator) = delegator else {
+        return Ok(Err("delegation is not available in this run".to_owned()));
+    };
+    let id = step.id.as_str();
+    let parent = shared.recorder.run_id().to_owned();
+    let attempt = report.slot.attempts;
+    let child_run = child_run_id(&parent, &format!("{id}-d{n}"), attempt);
+    shared.recorder.emit(EventBody::DelegateStarted {
+        step: id.to_owned(),
+        attempt,
+        child_run: child_run.clone(),
+        mode: delegation.mode.as_str().to_owned(),
+        scope: delegation.scope.clone(),
+        depth: delegator.child_depth(),
+    })?;
+    shared.recorder.flush().await?;
+    let request = DelegationRequest {
+        parent_run: parent,
+        parent_goal: shared.plan.goal.clone(),
+        step: step.clone(),
+        delegation: delegation.clone(),
+        attempt,
+        child_run: child_run.clone(),
+        inputs: HashMap::new(),
+        feedback: Vec::new(),
+    };
+    let mut child = match delegator.delegate(&request).await {
+        Ok(child) => child,
+        Err(DelegationError::Refused(why) | DelegationError::Budget(why)) => {
+            return Ok(Err(format!("the child run was not run: {why}")));
+        }
+        Err(DelegationError::Stopped) => {
+            return Ok(Err("the run was stopped while the child ran".to_owned()));
+        }
+    };
+    let changed: Vec<String> =
+        child.file_mutations.iter().filter(|m| !m.no_op).map(|m| m.path.clone()).collect();
+    let outside: Vec<String> =
+        changed.iter().filter(|p| !in_scope(p, delegation.scope.as_deref())).cloned().collect();
+    if !outside.is_empty() && child.status == RunStatus::Success {
+        // Its verdict cannot stand: it changed what it was not given.
+        child.status = RunStatus::Failed;
+        child.reasons.push(pev_protocol::run::Reason {
+            code: pev_protocol::run::ReasonCode::StepFailed,
+            step: None,
+            message: format!("changed files outside its scope: {}", outside.join(", ")),
+        });
+    }
+    shared.recorder.emit(EventBody::DelegateFinished {
+        step: id.to_owned(),
+        attempt,
+        child_run,
+        status: child.status,
+        reasons: child.reasons.clone(),
+        changed,
+    })?;
+    adopt_changes(shared, step, &child, report)?;
+    report.slot.goal_action |= child.status == RunStatus::Success && child.goal_actions_executed;
+    Ok(Ok(child))
+}
+
 /// The child's changes, journaled as the parent step's: the parent's result lists them, and
 /// `no_effects` and the parent's summary count them.
 fn adopt_changes(

@@ -99,6 +99,21 @@ pub trait ToolGate: Send {
         HashMap::new()
     }
 
+    /// Whether [`ToolGate::delegate`] can run child runs here.
+    fn can_delegate(&self) -> bool {
+        false
+    }
+
+    /// Runs a child run for `delegation` (loop mode's `delegate` tool): journaled as a child of
+    /// this step, its changes counted as this step's. Returns the child's result as the
+    /// harness decided it, or why it could not run.
+    fn delegate<'a>(
+        &'a mut self,
+        _delegation: pev_protocol::Delegation,
+    ) -> BoxFuture<'a, Result<pev_protocol::run::RunResult, String>> {
+        Box::pin(async { Err("delegation is not available in this run".to_owned()) })
+    }
+
     /// Resolves when a person stops the run. An executor races each model call with it (a model
     /// call has no effect, so abandoning one loses nothing); tool calls always run to their end.
     /// Never resolves when the gate cannot be stopped.

@@ -35,6 +35,8 @@ struct StepGate<'a> {
     /// A resumed attempt's finished calls, answered from the journal while the executor asks
     /// for them in order.
     continuation: Option<&'a mut Continuation>,
+    /// Child runs this attempt has delegated (loop mode's `delegate`): the next one's number.
+    delegations: u32,
 }
 
 impl ToolGate for StepGate<'_> {
@@ -61,6 +63,35 @@ impl ToolGate for StepGate<'_> {
 
     fn recorded_hashes(&self) -> HashMap<String, Option<String>> {
         self.continuation.as_deref().map(Continuation::pending_hashes).unwrap_or_default()
+    }
+
+    fn can_delegate(&self) -> bool {
+        self.shared.engine.config.models.as_ref().is_some_and(|m| m.delegator.is_some())
+    }
+
+    fn delegate<'b>(
+        &'b mut self,
+        delegation: pev_protocol::Delegation,
+    ) -> BoxFuture<'b, Result<pev_protocol::run::RunResult, String>> {
+        Box::pin(async move {
+            self.delegations += 1;
+            let n = self.delegations;
+            let result = crate::delegation::from_gate(
+                self.shared,
+                self.step,
+                (delegation, n),
+                &mut *self.report,
+            )
+            .await;
+            match result {
+                Ok(outcome) => outcome,
+                Err(e) => {
+                    let message = format!("the journal failed: {e}");
+                    self.journal_error = Some(e);
+                    Err(message)
+                }
+            }
+        })
     }
 
     fn changed_files(&self) -> Vec<String> {
@@ -418,6 +449,7 @@ pub(crate) async fn run(
             diffs,
             journal_error: None,
             continuation: continuation.as_mut().filter(|_| continuing),
+            delegations: 0,
         };
         let attempt = request.attempt;
         let outcome =

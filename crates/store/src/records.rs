@@ -34,6 +34,11 @@ pub struct RunSummary {
     pub steps_total: u64,
     /// Steps whose state is `done`.
     pub steps_done: u64,
+    /// For a child run (a delegated step's): its parent run and step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_step: Option<String>,
 }
 
 /// A run's id, status, workspace and options (see [`crate::Store::run_options`]).

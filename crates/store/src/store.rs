@@ -197,7 +197,11 @@ impl Store {
             return self
                 .conn
                 .prepare_cached(
-                    "SELECT run_id FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 1",
+                    // The newest run a person started: a child run (a delegated step's) is
+                    // reached through its parent.
+                    "SELECT run_id FROM runs
+                     WHERE json_extract(options, '$.parent.run') IS NULL
+                     ORDER BY created_at DESC, rowid DESC LIMIT 1",
                 )
                 .and_then(|mut st| st.query_row([], |row| row.get(0)).optional())
                 .map_err(sql)?
@@ -211,6 +215,17 @@ impl Store {
             )
             .and_then(|mut st| st.query_map([id], |row| row.get(0))?.collect())
             .map_err(sql)?;
+        if candidates.len() > 1 {
+            // A parent's prefix also prefixes its children's ids (`PARENT.STEP.N`): the one
+            // run that is not a child of another candidate is meant.
+            let roots: Vec<&String> = candidates
+                .iter()
+                .filter(|c| !candidates.iter().any(|p| p != *c && c.starts_with(&format!("{p}."))))
+                .collect();
+            if roots.len() == 1 {
+                return Ok(roots[0].clone());
+            }
+        }
         match candidates.len() {
             0 => Err(StoreError::NotFound(id.to_owned())),
             1 => Ok(candidates.swap_remove(0)),
@@ -229,7 +244,9 @@ impl Store {
                       WHERE p.run_id = r.run_id ORDER BY p.version DESC LIMIT 1),
                      (SELECT count(*) FROM step_states s WHERE s.run_id = r.run_id),
                      (SELECT count(*) FROM step_states s
-                      WHERE s.run_id = r.run_id AND s.status = 'done')
+                      WHERE s.run_id = r.run_id AND s.status = 'done'),
+                     json_extract(r.options, '$.parent.run'),
+                     json_extract(r.options, '$.parent.step')
                  FROM runs r ORDER BY r.created_at DESC, r.rowid DESC",
             )
             .and_then(|mut st| st.query_map([], summary)?.collect())
@@ -388,5 +405,7 @@ fn summary(row: &Row<'_>) -> rusqlite::Result<RunSummary> {
         updated_at: row.get(4)?,
         steps_total: plan_steps.unwrap_or(0).max(states),
         steps_done: row.get(7)?,
+        parent: row.get::<_, Option<String>>(8)?.filter(|p| !p.is_empty()),
+        parent_step: row.get::<_, Option<String>>(9)?.filter(|p| !p.is_empty()),
     })
 }

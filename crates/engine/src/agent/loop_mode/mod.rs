@@ -35,6 +35,7 @@ use crate::instruct::{
     GateResult, InstructionExecutor, InstructionOutcome, InstructionRequest, Interruption, ToolGate,
 };
 
+pub mod delegate_tool;
 mod evidence;
 pub mod gate;
 pub mod plan_state;
@@ -207,6 +208,13 @@ impl LoopExecutor {
         let mut chat = ChatRequest::new(self.model.clone(), vec![Message::user(kickoff(goal))]);
         chat.system = Some(system_prompt(request, &self.options, run.gate.multi_step()));
         chat.tools = offered_tools(&request.tools);
+        let can_delegate = tools.can_delegate();
+        if can_delegate {
+            chat.tools.insert(0, delegate_tool::delegate_tool_spec());
+            if let Some(system) = chat.system.as_mut() {
+                system.push_str(DELEGATE_NOTE);
+            }
+        }
         chat.tool_choice = ToolChoice::Auto;
         chat.max_tokens = self.options.max_tokens;
         chat.cache = true;
@@ -285,7 +293,19 @@ impl LoopExecutor {
             let mut updated = false;
             let mut fatal = None;
             for Call { id, name, input } in calls {
-                let reply = if is_plan_tool(&name) || name == TODO_WRITE {
+                let reply = if name == delegate_tool::DELEGATE && can_delegate {
+                    match delegate_tool::read(input) {
+                        Err(e) => Err(e),
+                        Ok(delegation) => match tools.delegate(delegation).await {
+                            Err(e) => Err(e),
+                            Ok(child) => {
+                                let status = crate::status_name(child.status);
+                                run.book.note_child(&child.run_id, status);
+                                Ok(child_verdict(&child))
+                            }
+                        },
+                    }
+                } else if is_plan_tool(&name) || name == TODO_WRITE {
                     run.plan_tool_calls = run.plan_tool_calls.saturating_add(1);
                     updated |= name != PLAN_SHOW;
                     if name == TODO_WRITE {
@@ -360,6 +380,33 @@ pub fn offered_tools(workspace: &[pev_providers::ToolSpec]) -> Vec<pev_providers
         workspace.iter().filter(|t| !is_plan_tool(&t.name) && t.name != TODO_WRITE).cloned(),
     );
     tools
+}
+
+/// What the system prompt says about `delegate` when it is offered.
+const DELEGATE_NOTE: &str = "\n## Sub-agents\nThe delegate tool hands a self-contained part of \
+    the task to a sub-agent (a child run with its own plan and verification), optionally limited \
+    to a directory (scope) and a budget. It returns the child's verdict as the harness decided \
+    it. A step whose work a child did can be marked done only if that child ended success.\n";
+
+/// A child run's verdict as the model reads it: the harness's decision, not the child's words.
+fn child_verdict(child: &pev_protocol::run::RunResult) -> String {
+    let reasons: Vec<String> = child
+        .reasons
+        .iter()
+        .map(|r| match &r.step {
+            Some(step) => format!("{} (step {step})", r.message),
+            None => r.message.clone(),
+        })
+        .collect();
+    let changed: Vec<&str> =
+        child.file_mutations.iter().filter(|m| !m.no_op).map(|m| m.path.as_str()).collect();
+    serde_json::json!({
+        "child_run": child.run_id,
+        "status": crate::status_name(child.status),
+        "reasons": reasons,
+        "changed_files": changed,
+    })
+    .to_string()
 }
 
 /// The answer to a call of a tool the model was not offered: the gate is not asked.

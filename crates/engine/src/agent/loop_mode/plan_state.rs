@@ -69,6 +69,9 @@ pub struct PlanBook {
     /// (see `ToolGate::recorded_hashes`); their baselines are taken from here, not from the
     /// workspace, which already holds what came later.
     recorded: HashMap<String, Option<String>>,
+    /// Child runs delegated so far (`delegate`), in order: id, verdict (`success`, …), and the
+    /// step that was in progress when it was delegated.
+    children: Vec<(String, String, Option<String>)>,
 }
 
 /// What the final re-check needs of the evidence the plan tools accepted: the before-hashes
@@ -126,6 +129,36 @@ impl PlanBook {
     }
 
     /// The evidence marks, for the final re-check.
+    /// Notes a child run's verdict (`delegate`), attributed to the step in progress.
+    pub fn note_child(&mut self, child_run: &str, status: &str) {
+        let current = self.plan.as_ref().and_then(|p| {
+            p.steps.iter().find(|s| s.status == StepStatus::InProgress).map(|s| s.id.clone())
+        });
+        self.children.push((child_run.to_owned(), status.to_owned(), current));
+    }
+
+    /// Why `evidence` for step `id` cannot stand on the children delegated for it: the last
+    /// child delegated while the step was in progress did not succeed, or the evidence names a
+    /// child that did not.
+    fn child_objection(&self, id: &str, evidence: &str) -> Option<String> {
+        let last = self.children.iter().rev().find(|(_, _, step)| step.as_deref() == Some(id));
+        if let Some((child, status, _)) = last.filter(|(_, status, _)| status != "success") {
+            return Some(format!(
+                "the last child run delegated for it, {child}, ended {status}: a sub-agent's \
+                 report is not evidence; only a child run that ended success is"
+            ));
+        }
+        self.children
+            .iter()
+            .find(|(child, status, _)| status != "success" && evidence.contains(child.as_str()))
+            .map(|(child, status, _)| {
+                format!(
+                    "the evidence cites child run {child}, which ended {status}: only a child \
+                     run that ended success is evidence"
+                )
+            })
+    }
+
     pub fn marks(&self) -> EvidenceMarks {
         EvidenceMarks { first_seen: self.first_seen.clone(), ..self.marks.clone() }
     }
@@ -399,6 +432,13 @@ impl PlanBook {
                     return Err(format!(
                         "step_update refused: evidence is required to mark step `{id}` done: say \
                          what you changed and how you checked it"
+                    ));
+                }
+                if let Some(objection) = self.child_objection(id, evidence) {
+                    return Err(format!(
+                        "step_update refused: step `{id}` stays {}: {objection}\nDo the work \
+                         (yourself or with another child run), then mark the step done again.",
+                        was.as_str()
                     ));
                 }
                 let assertions = plan.steps.get(index).map(|s| s.assertions.clone());
