@@ -595,8 +595,15 @@ fn loop_parts(
     // A child run of loop mode's `delegate` is planned by the planner role (pev mode) and
     // worked by the executor role, each paid from this run's budget.
     let planner_client = match replay {
-        Some(recording) => Some(Arc::new(ReplayClient::new("planner", Arc::clone(recording)))
-            as Arc<dyn pev_providers::ModelClient>),
+        // The recorded run delegated only if it could: the replay offers what it offered.
+        Some(recording) => {
+            let delegated =
+                recording.offered(pev_engine::agent::loop_mode::delegate_tool::DELEGATE);
+            delegated.then(|| {
+                Arc::new(ReplayClient::new("planner", Arc::clone(recording)))
+                    as Arc<dyn pev_providers::ModelClient>
+            })
+        }
         None => config
             .client_with_notice(Role::Planner, Some(notice_sink(&config, Role::Planner, &notices)))
             .ok(),

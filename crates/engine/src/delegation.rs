@@ -67,6 +67,12 @@ pub trait Delegator: Send + Sync {
         &'a self,
         request: &'a DelegationRequest,
     ) -> BoxFuture<'a, Result<RunResult, DelegationError>>;
+    /// The assertions finished child run `child_run` relied on that depend only on the
+    /// workspace (its done steps' and satisfied postconditions' file checks): the parent
+    /// re-checks them when it ends.
+    fn claims(&self, _child_run: &str) -> Vec<pev_protocol::Assertion> {
+        Vec::new()
+    }
 }
 
 /// The id of the child run of `step`'s `attempt` in run `parent`.
@@ -231,11 +237,13 @@ pub(crate) async fn run(
                 watched: &watched,
                 target: None,
             };
+            let claims = delegator.claims(&child_run);
             let end = CallEnd {
                 output: Ok(json!({
                     "child_run": child_run,
                     "status": verdict,
                     "changed": changed,
+                    "child_claims": claims,
                     "steps_done": child
                         .steps
                         .iter()

@@ -28,14 +28,26 @@ pub(crate) async fn recheck_steps(
     outputs: &HashMap<String, Value>,
 ) -> FinalCheck {
     let held = held_steps(plan, slots);
+    // A delegated step's claim holds its own assertions and its child run's (kept in its
+    // output): what the child verified must still hold when the parent ends.
+    let assertions: Vec<Vec<pev_protocol::Assertion>> = held
+        .iter()
+        .map(|(_, i)| {
+            let own = plan.steps.get(*i).map(|s| s.assertions.clone()).unwrap_or_default();
+            let inherited =
+                slots.get(*i).map(|s| child_claims(s.output.as_ref())).unwrap_or_default();
+            own.into_iter().chain(inherited).collect()
+        })
+        .collect();
     let claims: Vec<Claim<'_>> = held
         .iter()
-        .filter_map(|(of, i)| {
+        .zip(&assertions)
+        .filter_map(|((of, i), assertions)| {
             let step = plan.steps.get(*i)?;
             let slot = slots.get(*i)?;
             Some(Claim {
                 of,
-                assertions: &step.assertions,
+                assertions,
                 earlier: &slot.assertions,
                 env: CheckEnv {
                     ctx,
@@ -55,9 +67,21 @@ fn held_steps(plan: &Plan, slots: &[Slot]) -> Vec<(EvidenceOf, usize)> {
         .iter()
         .zip(slots)
         .enumerate()
-        .filter(|(_, (step, slot))| slot.status == StepStatus::Done && !step.assertions.is_empty())
+        .filter(|(_, (step, slot))| {
+            slot.status == StepStatus::Done
+                && (!step.assertions.is_empty() || !child_claims(slot.output.as_ref()).is_empty())
+        })
         .map(|(i, (step, _))| (EvidenceOf::Step(step.id.as_str().to_owned()), i))
         .collect()
+}
+
+/// The assertions a delegated step's child run relied on, as its output keeps them
+/// (`child_claims`); empty for any other step.
+pub(crate) fn child_claims(output: Option<&Value>) -> Vec<pev_protocol::Assertion> {
+    output
+        .and_then(|o| o.get("child_claims"))
+        .and_then(|c| serde_json::from_value(c.clone()).ok())
+        .unwrap_or_default()
 }
 
 /// Fills each regression's `changed_by` from the journal's tool calls (in journal order):

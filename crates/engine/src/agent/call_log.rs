@@ -188,13 +188,17 @@ impl CallLog {
     /// the client's retry notices, which run in the calling task.
     pub fn note_retry(&self, role: &str, why: String) {
         let scope = model_scope::current();
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        // Keyed as `log` keys the call: the attached run is "".
+        let run = model_scope::current_run()
+            .filter(|run| state.target.as_ref().is_none_or(|(_, attached)| run != attached))
+            .unwrap_or_default();
         let key = (
-            model_scope::current_run().unwrap_or_default(),
+            run,
             role.to_owned(),
             scope.as_ref().map(|s| s.step.clone()),
             scope.map(|s| s.attempt),
         );
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.retries.entry(key).or_default().push(why);
     }
 

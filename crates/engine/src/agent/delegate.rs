@@ -114,6 +114,57 @@ impl Delegator for ChildRuns {
         let run_id = request.child_run.clone();
         Box::pin(crate::model_scope::in_run(run_id, self.run_child(request)))
     }
+
+    fn claims(&self, child_run: &str) -> Vec<pev_protocol::Assertion> {
+        let Ok(record) = Store::open_existing(&self.db).and_then(|s| s.load_run(child_run)) else {
+            return Vec::new();
+        };
+        let Ok(plan) = serde_json::from_value::<Plan>(record.plan) else { return Vec::new() };
+        let done: std::collections::HashSet<&str> = record
+            .steps
+            .iter()
+            .filter(|s| s.status == pev_protocol::run::StepStatus::Done)
+            .map(|s| s.step_id.as_str())
+            .collect();
+        let satisfied: std::collections::HashSet<&str> = record
+            .result
+            .iter()
+            .flat_map(|r| &r.postconditions)
+            .filter(|p| p.satisfied)
+            .map(|p| p.description.as_str())
+            .collect();
+        // A loop-mode child's plan steps are journaled as `plan:ID`.
+        let steps = plan
+            .steps
+            .iter()
+            .filter(|s| {
+                done.contains(s.id.as_str()) || done.contains(format!("plan:{}", s.id).as_str())
+            })
+            .flat_map(|s| &s.assertions);
+        let posts = plan
+            .postconditions
+            .iter()
+            .filter(|p| satisfied.contains(p.description.as_str()))
+            .flat_map(|p| &p.assertions);
+        let mut out: Vec<pev_protocol::Assertion> = Vec::new();
+        for a in steps.chain(posts) {
+            // What depends only on the workspace: a step's output or its before-hashes are the
+            // child's, not something the parent can check again.
+            use pev_protocol::Assertion as A;
+            let kept = matches!(
+                a,
+                A::FileExists { .. }
+                    | A::FileNotExists { .. }
+                    | A::FileContains { .. }
+                    | A::FileNotContains { .. }
+                    | A::FileSizeGt { .. }
+            );
+            if kept && !out.contains(a) {
+                out.push(a.clone());
+            }
+        }
+        out
+    }
 }
 
 /// What a finished child's record says, or `None` while it can go on: still running (a

@@ -67,6 +67,16 @@ impl Recording {
     }
 
     /// Where the replay left the recording, in the order met.
+    /// Whether any recorded request offered the tool `name` (say, whether the recorded run
+    /// could delegate, so a replay offers the same tools).
+    pub fn offered(&self, name: &str) -> bool {
+        let queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
+        queues
+            .values()
+            .flatten()
+            .any(|x| x.request.as_ref().is_some_and(|r| r.tools.iter().any(|t| t.name == name)))
+    }
+
     pub fn divergences(&self) -> Vec<Divergence> {
         self.divergences.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }

@@ -480,3 +480,31 @@ async fn nesting_past_the_bound_is_refused() {
     assert!(error.contains("past the bound of 2"), "{error}");
     assert_eq!(setup.planner.left("[N3]"), 1, "no third-level child was planned");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_evidence_undone_by_a_later_parent_step_is_a_regression_of_the_parent() {
+    let h = Harness::new();
+    let planner =
+        Router::new(vec![("[A]", vec![plan_turn(write_plan("a/out.txt", "alpha", ("a", 1)))])]);
+    let setup = Setup::new(planner, Router::new(Vec::new()));
+    let plan = json!({"goal": "Write a, then overwrite it", "steps": [
+        delegated("part-a", "[A] Write alpha to a/out.txt", Some("a")),
+        {"id": "undo", "tool": "file.write", "depends_on": ["part-a"],
+         "parameters": {"path": "a/out.txt", "content": "gone"}}
+    ]});
+    let result = run_parent(&h, &setup, &plan).await;
+
+    // The child ended success and its step is done; the workspace the parent left no longer
+    // holds what the child verified.
+    assert_eq!(step(&result, "part-a").status, StepStatus::Done);
+    assert_eq!(result.status, RunStatus::Partial, "{:?}", result.reasons);
+    assert!(
+        result.reasons.iter().any(|r| r.code == ReasonCode::EvidenceRegressed
+            && r.step.as_deref() == Some("part-a")),
+        "{:?}",
+        result.reasons
+    );
+    let check = result.final_check.expect("final check");
+    let regression = check.regressed.first().expect("a regression");
+    assert!(regression.changed_by.iter().any(|c| c.contains("undo")), "{regression:?}");
+}
