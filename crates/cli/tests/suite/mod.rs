@@ -1,6 +1,7 @@
 //! Tests that run the `pev` binary (assert_cmd) on plans and policies written to temp dirs.
 
 mod agent_budget;
+mod agent_delegate;
 mod agent_example;
 mod agent_mcp_tools;
 mod agent_outcomes;

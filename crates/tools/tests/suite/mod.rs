@@ -4,5 +4,6 @@ mod files;
 mod http;
 mod registry;
 mod sandbox;
+mod scope;
 mod shell;
 mod support;
