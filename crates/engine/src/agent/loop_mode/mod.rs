@@ -490,3 +490,7 @@ pub(crate) fn system_prompt(
 #[cfg(test)]
 #[path = "loop_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "delegate_tests.rs"]
+mod delegate_tests;
