@@ -106,17 +106,28 @@ mod enabled {
             }
         }
         for run_id in &runs {
-            let loaded = pev_otel::LoadedRun::load(&store, run_id)
+            // A run's child runs (delegated steps') nest in its trace and go with it.
+            let tree = pev_otel::LoadedRun::tree(&store, run_id)
                 .map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
-            let spans = loaded.spans(&config.options);
+            let spans: Vec<pev_otel::Span> =
+                tree.iter().flat_map(|run| run.spans(&config.options)).collect();
+            let trace_of = if tree.first().is_some_and(|r| r.parent.is_some()) {
+                pev_otel::tree_root(run_id)
+            } else {
+                run_id.as_str()
+            };
             pev_otel::export::send_blocking(&config, &spans).map_err(|e| {
                 Fail(EXIT_FAILED, format!("run {run_id} was not sent to {}: {e}", config.endpoint))
             })?;
+            let children = match tree.len() {
+                1 => String::new(),
+                n => format!(" with {} child run(s)", n - 1),
+            };
             let _ = writeln!(
                 out,
-                "sent run {run_id}: {} span(s), trace {} → {}",
+                "sent run {run_id}{children}: {} span(s), trace {} → {}",
                 spans.len(),
-                pev_otel::span::hex(&pev_otel::trace_id(run_id)),
+                pev_otel::span::hex(&pev_otel::trace_id(trace_of)),
                 config.endpoint
             );
         }

@@ -409,7 +409,8 @@ impl Exporter {
             self.store = Store::open_existing(&self.db).ok();
         }
         let Some(store) = &self.store else { return };
-        let loaded = match LoadedRun::load(store, &run_id) {
+        // The run and its child runs (delegated steps'), which nest in its trace.
+        let loaded = match LoadedRun::tree(store, &run_id) {
             Ok(run) => run,
             Err(e) => {
                 if last {
@@ -419,8 +420,8 @@ impl Exporter {
             }
         };
         let spans: Vec<Span> = loaded
-            .spans(&self.config.options)
-            .into_iter()
+            .iter()
+            .flat_map(|run| run.spans(&self.config.options))
             .filter(|s| !self.sent.contains(&s.span_id))
             .filter(|s| last || !s.open)
             // The root is always (re)sent at the end, with the outcome of this session.

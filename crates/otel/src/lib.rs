@@ -14,7 +14,7 @@ pub mod export;
 
 use pev_store::{ModelCallRecord, Store, StoreError};
 
-pub use map::{Options, RunJournal, SCHEMA_URL, map_run, trace_id};
+pub use map::{Options, RunJournal, SCHEMA_URL, map_run, trace_id, tree_root};
 pub use span::Span;
 
 /// A run's journal, read out of a store.
@@ -24,6 +24,8 @@ pub struct LoadedRun {
     pub events: Vec<pev_protocol::event::Event>,
     pub model_calls: Vec<ModelCallRecord>,
     pub plans: Vec<(u32, serde_json::Value)>,
+    /// Its parent run, for a child run.
+    pub parent: Option<String>,
 }
 
 impl LoadedRun {
@@ -33,7 +35,36 @@ impl LoadedRun {
         let model_calls = store.model_calls(run_id)?;
         let plans =
             store.plan_versions(run_id)?.into_iter().map(|(v, plan, _, _)| (v, plan)).collect();
-        Ok(Self { run_id: run_id.to_owned(), events, model_calls, plans })
+        let parent = store.parent_of(run_id)?;
+        Ok(Self { run_id: run_id.to_owned(), events, model_calls, plans, parent })
+    }
+
+    /// Run `run_id` and every child run under it (delegated steps'), parents first.
+    pub fn tree(store: &Store, run_id: &str) -> Result<Vec<Self>, StoreError> {
+        let mut out = vec![Self::load(store, run_id)?];
+        let mut next = 0;
+        while next < out.len() {
+            let children: Vec<String> = out[next]
+                .events
+                .iter()
+                .filter_map(|e| match &e.body {
+                    pev_protocol::EventBody::DelegateStarted { child_run, .. } => {
+                        Some(child_run.clone())
+                    }
+                    _ => None,
+                })
+                .collect();
+            for child in children {
+                if out.iter().all(|r| r.run_id != child) {
+                    // A child whose record never got written (refused before it was created).
+                    if let Ok(run) = Self::load(store, &child) {
+                        out.push(run);
+                    }
+                }
+            }
+            next += 1;
+        }
+        Ok(out)
     }
 
     /// The run as the mapping takes it.
@@ -43,6 +74,7 @@ impl LoadedRun {
             events: &self.events,
             model_calls: &self.model_calls,
             plans: &self.plans,
+            parent: self.parent.as_deref(),
         }
     }
 

@@ -58,6 +58,20 @@ pub struct RunJournal<'a> {
     pub model_calls: &'a [ModelCallRecord],
     /// Every plan version: `(version, plan)`.
     pub plans: &'a [(u32, Json)],
+    /// For a child run (a delegated step's): its parent run. Its spans join the trace of the
+    /// tree's top run, under the parent's `delegate` span.
+    pub parent: Option<&'a str>,
+}
+
+/// The top run of `run_id`'s tree: a child's id is `PARENT.STEP.ATTEMPT`, and a top-level id
+/// has no dot.
+pub fn tree_root(run_id: &str) -> &str {
+    run_id.split('.').next().unwrap_or(run_id)
+}
+
+/// The id of the parent's span for child run `child`: where the child's root span hangs.
+pub fn delegate_span_id(parent: &str, child: &str) -> SpanId {
+    span_id(parent, &format!("delegate:{child}"))
 }
 
 /// The trace id of run `run_id`: the first 16 bytes of a SHA-256 of it.
@@ -126,15 +140,12 @@ impl<'a> Mapper<'a> {
             }
             _ => None,
         });
-        Self {
-            run,
-            options,
-            trace: trace_id(run.run_id),
-            root: span_id(run.run_id, "run"),
-            last_ms,
-            sandbox,
-            tools,
-        }
+        // A child run's spans are part of its tree's trace.
+        let trace = match run.parent {
+            Some(_) => trace_id(tree_root(run.run_id)),
+            None => trace_id(run.run_id),
+        };
+        Self { run, options, trace, root: span_id(run.run_id, "run"), last_ms, sandbox, tools }
     }
 
     /// An internal span (a model call's is made a client span by its caller).
@@ -183,6 +194,7 @@ impl<'a> Mapper<'a> {
         let mut tools: Vec<Span> = Vec::new();
         let mut open_tools: HashMap<&str, usize> = HashMap::new();
         let mut run_verify: Option<Span> = None;
+        let mut delegations: Vec<Span> = Vec::new();
         for event in self.run.events {
             let Some(at) = epoch_ms(&event.at) else { continue };
             match &event.body {
@@ -225,6 +237,44 @@ impl<'a> Mapper<'a> {
                         span,
                         verify: None,
                     });
+                }
+                EventBody::DelegateStarted { step, attempt, child_run, mode, depth, .. } => {
+                    let parent =
+                        current_attempt(&attempts, step).map_or(self.root, |a| a.span.span_id);
+                    let mut span = self.span(
+                        &format!("delegate:{child_run}"),
+                        parent,
+                        format!("invoke_agent {child_run}"),
+                        at,
+                    );
+                    span.span_id = delegate_span_id(self.run.run_id, child_run);
+                    span.open = true;
+                    let attrs = &mut span.attributes;
+                    attrs.push(("gen_ai.operation.name".into(), "invoke_agent".into()));
+                    attrs.push(("gen_ai.agent.name".into(), "pev".into()));
+                    attrs.push(("pev.child_run.id".into(), child_run.as_str().into()));
+                    attrs.push(("pev.step.id".into(), step.as_str().into()));
+                    attrs.push(("pev.step.attempt".into(), (*attempt).into()));
+                    attrs.push(("pev.delegate.mode".into(), mode.as_str().into()));
+                    attrs.push(("pev.delegate.depth".into(), (*depth).into()));
+                    // A resumed parent starts the same child again: one span.
+                    delegations.retain(|d| d.span_id != span.span_id);
+                    delegations.push(span);
+                }
+                EventBody::DelegateFinished { child_run, status, .. } => {
+                    let id = delegate_span_id(self.run.run_id, child_run);
+                    if let Some(span) = delegations.iter_mut().find(|d| d.span_id == id) {
+                        span.end_ms = at.max(span.start_ms);
+                        span.open = false;
+                        let word = serde_json::to_value(status)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_owned))
+                            .unwrap_or_default();
+                        span.attributes.push(("pev.run.status".into(), word.as_str().into()));
+                        if word != "success" {
+                            span.status = Status::Error(format!("the child run ended {word}"));
+                        }
+                    }
                 }
                 EventBody::StepFinished { step, status, error, .. } => {
                     let word = serde_json::to_value(status)
@@ -398,6 +448,7 @@ impl<'a> Mapper<'a> {
             out.extend(a.verify);
         }
         out.extend(tools);
+        out.extend(delegations);
         out.extend(chats);
         out.extend(run_verify);
         out
@@ -409,7 +460,7 @@ impl<'a> Mapper<'a> {
         let start = first_event.into_iter().chain(first_call).min().unwrap_or(0);
         let mut span = self.span("run", self.root, "invoke_agent pev".to_owned(), start);
         span.span_id = self.root;
-        span.parent = None;
+        span.parent = self.run.parent.map(|parent| delegate_span_id(parent, self.run.run_id));
         span.open = true;
         let attrs = &mut span.attributes;
         attrs.push(("gen_ai.operation.name".into(), "invoke_agent".into()));

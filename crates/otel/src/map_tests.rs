@@ -76,6 +76,7 @@ impl Journal {
                 events: &self.events,
                 model_calls: &self.calls,
                 plans: &self.plans,
+                parent: None,
             },
             options,
         )
@@ -615,4 +616,83 @@ fn a_resumed_run_keeps_ids_distinct_and_late_evidence_goes_to_the_runs_verificat
     let run = one(&spans, "verify run");
     let last = run.events.last().unwrap();
     assert!(last.attributes.iter().any(|(k, v)| k == "pev.step.id" && v == &Value::from("a")));
+}
+
+/// A delegated step's child run nests in its parent's trace: the parent's step span holds an
+/// `invoke_agent CHILD` span, and the child's root span hangs under it, in the same trace.
+#[test]
+fn a_child_run_nests_under_its_parents_delegate_span_in_one_trace() {
+    let child_id = format!("{RUN}.docs.1");
+    let mut parent = Journal { events: Vec::new(), calls: Vec::new(), plans: Vec::new() };
+    parent.push(0, EventBody::StepStarted { step: "docs".into(), attempt: 1 });
+    parent.push(
+        10,
+        EventBody::DelegateStarted {
+            step: "docs".into(),
+            attempt: 1,
+            child_run: child_id.clone(),
+            mode: "pev".into(),
+            scope: Some("docs".into()),
+            depth: 1,
+        },
+    );
+    parent.push(
+        900,
+        EventBody::DelegateFinished {
+            step: "docs".into(),
+            attempt: 1,
+            child_run: child_id.clone(),
+            status: RunStatus::Partial,
+            reasons: Vec::new(),
+            changed: vec!["docs/a.md".into()],
+        },
+    );
+    parent.push(
+        950,
+        EventBody::StepFinished {
+            step: "docs".into(),
+            status: StepStatus::Failed,
+            attempts: 1,
+            error: None,
+            cached: false,
+        },
+    );
+    let parent_spans = parent.map(&Options::default());
+    let step = parent_spans.iter().find(|s| s.name == "step docs").expect("step span");
+    let delegate = parent_spans
+        .iter()
+        .find(|s| s.name == format!("invoke_agent {child_id}"))
+        .expect("delegate span");
+    assert_eq!(delegate.parent, Some(step.span_id));
+    assert_eq!((delegate.start_ms, delegate.end_ms), (noon() + 10, noon() + 900));
+    assert!(matches!(delegate.status, Status::Error(_)), "a partial child is an error status");
+
+    let child_events = vec![Event {
+        run_id: child_id.clone(),
+        seq: 0,
+        at: at(20),
+        body: EventBody::RunStarted {
+            goal: "docs".into(),
+            workspace: "/ws".into(),
+            resumed: false,
+            sandbox: None,
+        },
+    }];
+    let child_spans = map_run(
+        &RunJournal {
+            run_id: &child_id,
+            events: &child_events,
+            model_calls: &[],
+            plans: &[],
+            parent: Some(RUN),
+        },
+        &Options::default(),
+    );
+    let root = &child_spans[0];
+    assert_eq!(root.name, "invoke_agent pev");
+    assert_eq!(root.parent, Some(delegate.span_id), "the child hangs under the delegate span");
+    assert_eq!(root.trace_id, delegate.trace_id, "one trace for the tree");
+    assert_eq!(root.trace_id, trace_id(RUN));
+    assert!(child_spans.iter().all(|s| s.trace_id == trace_id(RUN)));
+    assert_eq!(tree_root(&format!("{child_id}.sub.2")), RUN);
 }

@@ -184,6 +184,20 @@ impl Store {
             .collect()
     }
 
+    /// For a child run (a delegated step's), its parent run's id; `None` for a top-level run.
+    pub fn parent_of(&self, run_id: &str) -> Result<Option<String>, StoreError> {
+        use rusqlite::OptionalExtension as _;
+        self.conn
+            .prepare_cached(
+                "SELECT json_extract(options, '$.parent.run') FROM runs WHERE run_id = ?1",
+            )
+            .and_then(|mut st| {
+                st.query_row([run_id], |row| row.get::<_, Option<String>>(0)).optional()
+            })
+            .map(|found| found.flatten())
+            .map_err(|e| db_err(&self.path, "read the parent of a run", e))
+    }
+
     /// The run `id` names: an exact id, `last`/`latest` (the newest run), or a unique prefix.
     pub fn resolve_run(&self, id: &str) -> Result<String, StoreError> {
         let sql = |e| db_err(&self.path, "resolve run id", e);
