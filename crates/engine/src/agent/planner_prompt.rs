@@ -138,6 +138,11 @@ tool itself, without a model.\n\
 - OR an instruction: no \"tool\"; \"description\" says what to do, and an executor model carries \
 it out with the tools below. It sees only this step and the outputs of the steps it depends on, \
 so say everything it needs: which files, what change, what must be true afterwards.\n\
+- OR a delegation, for a large self-contained part: no \"tool\"; \"delegate\": {\"goal\": string, \
+\"scope\"?: the directory it may change, \"mode\"?: \"pev\" or \"loop\", \"budget\"?: {\"max_usd\", \
+\"max_tokens\", \"max_turns\"}}. A sub-agent plans and carries it out as a run of its own; the \
+step is done only if that run ends success and the step's assertions pass. Delegated steps that \
+may run at the same time need scopes that do not overlap.\n\
 - \"depends_on\": ids of the steps that must finish first. Steps with no dependency between them \
 may run in parallel.\n\
 - \"acceptance_criteria\": measurable statements a reviewer can check against the files \
