@@ -119,7 +119,7 @@ pub(crate) async fn run(
     shared: &Shared,
     step: &Step,
     delegation: &Delegation,
-    inputs: &HashMap<String, Value>,
+    (inputs, mut earlier): (&HashMap<String, Value>, Vec<pev_protocol::run::FileMutation>),
     report: &mut StepReport,
 ) -> Result<(), StoreError> {
     let delegator = shared.engine.config.models.as_ref().and_then(|m| m.delegator.clone());
@@ -199,7 +199,7 @@ pub(crate) async fn run(
             reasons: child.reasons.clone(),
             changed: changed.clone(),
         })?;
-        adopt_changes(shared, step, &child, report)?;
+        adopt_changes(shared, step, &child, (report, &mut earlier))?;
         let outside: Vec<&String> =
             changed.iter().filter(|p| !in_scope(p, delegation.scope.as_deref())).collect();
         let verdict = crate::status_name(child.status);
@@ -359,21 +359,31 @@ pub(crate) async fn from_gate(
         reasons: child.reasons.clone(),
         changed,
     })?;
-    adopt_changes(shared, step, &child, report)?;
+    adopt_changes(shared, step, &child, (report, &mut Vec::new()))?;
     report.slot.goal_action |= child.status == RunStatus::Success && child.goal_actions_executed;
     Ok(Ok(child))
 }
 
 /// The child's changes, journaled as the parent step's: the parent's result lists them, and
-/// `no_effects` and the parent's summary count them.
+/// `no_effects` and the parent's summary count them. A change an earlier session already
+/// journaled for the step (`earlier`: a resume that met the same finished child again) is
+/// the step's evidence again but not journaled or counted twice.
 fn adopt_changes(
     shared: &Shared,
     step: &Step,
     child: &RunResult,
-    report: &mut StepReport,
+    (report, earlier): (&mut StepReport, &mut Vec<pev_protocol::run::FileMutation>),
 ) -> Result<(), StoreError> {
     let id = step.id.as_str();
     for mutation in &child.file_mutations {
+        if let Some(i) = earlier.iter().position(|m| m == mutation)
+            && report.mutations.len() == report.restored_mutations
+        {
+            earlier.remove(i);
+            report.mutations.push(StepMutation { step: id.to_owned(), mutation: mutation.clone() });
+            report.restored_mutations += 1;
+            continue;
+        }
         shared.recorder.record(Record::Mutation(MutationRecord {
             run_id: shared.recorder.run_id().to_owned(),
             step_id: id.to_owned(),

@@ -534,5 +534,15 @@ fn job_for(plan: &Plan, index: &HashMap<&str, usize>, state: &mut RunState, i: u
         approved: state.approved.contains(step.id.as_str()),
         recovery: state.recoveries.remove(&i),
         continuation: state.continuations.remove(&i),
+        earlier_mutations: if step.delegate.is_some() {
+            state
+                .mutations
+                .iter()
+                .filter(|m| m.step == step.id.as_str())
+                .map(|m| m.mutation.clone())
+                .collect()
+        } else {
+            Vec::new()
+        },
     }
 }

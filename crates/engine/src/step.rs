@@ -60,6 +60,9 @@ pub(crate) struct StepJob {
     pub recovery: Option<Recovery>,
     /// An instruction step's interrupted attempt to continue (resume).
     pub continuation: Option<crate::continuation::Continuation>,
+    /// The changes earlier sessions journaled for this step (a delegated step's adopted child
+    /// changes are not journaled twice when a resume meets the same child again).
+    pub earlier_mutations: Vec<pev_protocol::run::FileMutation>,
 }
 
 /// What a step task hands back.
@@ -259,7 +262,9 @@ async fn drive(
             }
         }
         report.cache.refuse("a delegated step runs a child run".to_owned());
-        return crate::delegation::run(shared, step, delegation, &job.inputs, report).await;
+        let earlier = std::mem::take(&mut job.earlier_mutations);
+        return crate::delegation::run(shared, step, delegation, (&job.inputs, earlier), report)
+            .await;
     }
     if step.tool.is_none() {
         if crate::cache::try_reuse(shared, step, job, report, (None, None, false))? {

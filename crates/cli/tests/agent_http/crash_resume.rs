@@ -115,6 +115,24 @@ fn two_steps(r: &Request) -> Reply {
     }
 }
 
+/// The goal of the child run in [`delegated`].
+const CHILD_GOAL: &str = "Set the dark green background and record the build";
+
+/// A parent whose one step delegates [`two_steps`]' work to a child run (pev mode): the
+/// planner writes the parent's plan, then, asked for the child's goal, the two-step plan.
+fn delegated(r: &Request) -> Reply {
+    if r.role == Role::Planner && !r.body.to_string().contains(CHILD_GOAL) {
+        return plan_reply(&json!({
+            "goal": DARK_GREEN,
+            "steps": [{"id": "site", "title": "Have a sub-agent do it",
+                       "delegate": {"goal": CHILD_GOAL},
+                       "assertions": [{"type": "file_contains", "path": "style.css",
+                                       "pattern": "#013220"}]}]
+        }));
+    }
+    two_steps(r)
+}
+
 struct Rng(u64);
 
 impl Rng {
@@ -144,6 +162,16 @@ fn pev(ws: &Ws, args: &[&str]) -> Command {
 /// Runs `pev ARGS`, killing it after `kill_after` events (if it gets that far). The events read
 /// and whether it was killed.
 fn run_until(ws: &Ws, args: &[&str], kill_after: Option<usize>) -> (Vec<Value>, bool) {
+    run_until_after(ws, args, kill_after.map(|n| (n, 0)))
+}
+
+/// [`run_until`], the kill `delay_ms` after the event: a child run's events are not the
+/// parent's, so a kill inside a child is a kill some time after `delegate.started`.
+fn run_until_after(ws: &Ws, args: &[&str], kill_after: Option<(usize, u64)>) -> (Vec<Value>, bool) {
+    let (kill_after, delay) = match kill_after {
+        Some((n, delay)) => (Some(n), delay),
+        None => (None, 0),
+    };
     let mut child = pev(ws, args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -156,6 +184,7 @@ fn run_until(ws: &Ws, args: &[&str], kill_after: Option<usize>) -> (Vec<Value>, 
         let Ok(line) = line else { break };
         events.push(serde_json::from_str::<Value>(&line).expect("a JSON event"));
         if Some(events.len()) == kill_after {
+            std::thread::sleep(std::time::Duration::from_millis(delay));
             child.kill().expect("SIGKILL");
             killed = true;
             break;
@@ -225,4 +254,76 @@ fn a_loop_run_killed_anywhere_resumes_to_the_same_end_without_asking_again() {
 #[test]
 fn a_two_step_pev_run_killed_anywhere_resumes_to_the_same_end_without_asking_again() {
     crash_and_resume(&["agent", DARK_GREEN], two_steps, 0x2026_1125_0016_0003);
+}
+
+/// A parent whose step is a child run (pev mode, two steps, one judged), killed at 12 points:
+/// on the parent's events, and at a random delay after one, so that most kills land inside
+/// the child (its events are not the parent's). Every resume of the parent resumes the tree:
+/// the same verdict, each file changed once (in the child and, adopted, in the parent's
+/// result), no second child run, an intact journal.
+#[test]
+fn a_run_killed_inside_its_child_run_resumes_the_tree_to_the_same_end() {
+    let agent: &[&str] = &["agent", DARK_GREEN];
+    let mock = MockModel::start(delegated);
+    let ws = Ws::new(&mock.base_url, &[("style.css", STYLE), ("index.html", INDEX)]);
+    let (events, _) = run_until(&ws, agent, None);
+    let whole = result_of(&events).expect("the run finished").clone();
+    assert_eq!(whole["status"], "success", "{whole}");
+    assert_eq!(changes(&whole, "style.css"), 1, "{whole}");
+    let started =
+        events.iter().position(|e| e["event"] == "delegate.started").expect("the step delegated")
+            + 1;
+    let millis = |name: &str| {
+        let e = events.iter().find(|e| e["event"] == name).expect(name);
+        // `…THH:MM:SS.mmmZ`
+        let t = e["at"].as_str().expect("at");
+        let clock: Vec<f64> =
+            t[11..t.len() - 1].split(':').map(|p| p.parse().expect("clock")).collect();
+        ((clock[0] * 3600.0 + clock[1] * 60.0 + clock[2]) * 1000.0) as usize
+    };
+    let child_ms = millis("delegate.finished") - millis("delegate.started");
+    drop(mock);
+
+    let mut rng = Rng(0x2026_1126_0017_0001);
+    let mut killed_inside = 0;
+    for kill in 0..12 {
+        let mock = MockModel::start(delegated);
+        let ws = Ws::new(&mock.base_url, &[("style.css", STYLE), ("index.html", INDEX)]);
+        // Two kills in three inside the child, the rest on any event of the parent.
+        let (at, delay) = if kill % 3 == 0 {
+            (rng.between(2, events.len() - 1), 0)
+        } else {
+            (started, rng.between(0, child_ms) as u64)
+        };
+        let (before, killed) = run_until_after(&ws, agent, Some((at, delay)));
+        assert!(killed, "kill {kill}: the run ended before event {at}");
+        let run_id = before[0]["run_id"].as_str().expect("run id").to_owned();
+        let child_id = format!("{run_id}.site.1");
+        let store = pev_store::Store::open_existing(&pev_store::default_path(&ws.path()))
+            .expect("the journal");
+        if store.load_run(&child_id).is_ok_and(|c| c.status == "running") {
+            killed_inside += 1;
+        }
+        drop(store);
+        let (after, _) = run_until(&ws, &["resume", &run_id], None);
+        let Some(result) = result_of(&after) else {
+            panic!("kill {kill} at event {at} (+{delay} ms): the resume did not finish: {after:#?}")
+        };
+        assert_eq!(result["status"], whole["status"], "kill {kill} at {at}+{delay}: {result}");
+        assert_eq!(result["reasons"], whole["reasons"], "kill {kill} at {at}+{delay}");
+        assert!(ws.read("style.css").contains("background: #013220;"));
+        assert_eq!(ws.read("build.txt"), "built: dark green\n");
+        assert_eq!(changes(result, "style.css"), 1, "kill {kill} at {at}+{delay}: {result}");
+        assert_eq!(changes(result, "build.txt"), 1, "kill {kill} at {at}+{delay}: {result}");
+        let store = pev_store::Store::open_existing(&pev_store::default_path(&ws.path()))
+            .expect("the journal");
+        let child = store.load_run(&child_id).expect("the child run");
+        assert_eq!(child.status, "success", "kill {kill} at {at}+{delay}");
+        let child_result = child.result.expect("the child's result");
+        assert_eq!(changes(&serde_json::to_value(&child_result).expect("json"), "style.css"), 1);
+        assert!(store.load_run(&format!("{run_id}.site.2")).is_err(), "a second child ran");
+        assert_eq!(store.integrity_check().expect("integrity_check"), "ok");
+    }
+    eprintln!("{killed_inside} of 12 kills landed inside the child run");
+    assert!(killed_inside >= 3, "only {killed_inside} kills landed inside the child");
 }
