@@ -178,3 +178,44 @@ async fn the_done_steps_assertions_run_again_on_the_workspace_as_it_is_now() {
     assert_eq!(check.regressed[0].of, EvidenceOf::Step("gone".into()));
     assert_eq!(check.regressed[0].kind, "file_exists");
 }
+
+/// A delegated step's child claims, kept in its output: read back as assertions (anything else
+/// is none), and they make a done step without assertions of its own one whose evidence is
+/// re-checked.
+#[tokio::test]
+async fn a_delegated_steps_child_claims_are_held_and_rechecked() {
+    let claims = json!({"child_run": "r.d.1", "child_claims": [
+        {"type": "file_contains", "path": "a/out.txt", "pattern": "alpha"},
+        {"type": "file_exists", "path": "a/out.txt"}
+    ]});
+    assert_eq!(child_claims(Some(&claims)).len(), 2);
+    assert!(child_claims(Some(&json!({"child_claims": "nonsense"}))).is_empty());
+    assert!(child_claims(Some(&json!({"summary": "x"}))).is_empty());
+    assert!(child_claims(None).is_empty());
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("a")).unwrap();
+    std::fs::write(dir.path().join("a/out.txt"), "gone").unwrap();
+    let ctx = pev_tools::ToolContext::new(pev_tools::Workspace::open(dir.path()).unwrap());
+    let plan: Plan = serde_json::from_value(json!({"goal": "g", "steps": [
+        {"id": "d", "delegate": {"goal": "write alpha"}},
+        {"id": "plain", "tool": "file.read", "parameters": {"path": "a/out.txt"}}
+    ]}))
+    .unwrap();
+    let done = |output: Option<serde_json::Value>| Slot {
+        status: StepStatus::Done,
+        output,
+        ..Slot::default()
+    };
+    let slots = vec![done(Some(claims)), done(Some(json!({"content": "gone"})))];
+    let check = recheck_steps(&plan, &slots, &ctx, &HashMap::new()).await;
+    assert_eq!(check.rechecked, 2, "{check:?}");
+    assert_eq!(check.regressed.len(), 1, "{check:?}");
+    assert_eq!(check.regressed[0].of, EvidenceOf::Step("d".into()));
+    assert_eq!(check.regressed[0].kind, "file_contains");
+
+    // Not done: nothing of it is held.
+    let slots = vec![Slot { status: StepStatus::Failed, ..slots[0].clone() }, slots[1].clone()];
+    let check = recheck_steps(&plan, &slots, &ctx, &HashMap::new()).await;
+    assert_eq!(check.rechecked, 0, "{check:?}");
+}

@@ -539,3 +539,53 @@ async fn the_deadline_abandons_a_call_in_flight() {
     let usage = state.snapshot();
     assert_eq!((usage.llm_calls, usage.input_tokens, usage.output_tokens), (1, input, 1000));
 }
+
+/// What is left of each ceiling, for a child run's slice: what was spent and what calls in
+/// flight reserved both count; a ceiling with nothing left is spent.
+#[test]
+fn what_is_left_counts_spent_and_reserved_and_a_ceiling_at_zero_is_spent() {
+    let state = per_token_state(1000);
+    let untouched = state.remaining();
+    assert_eq!(untouched.max_usd, Some(1000.0 * TOKEN_USD));
+    assert_eq!((untouched.max_tokens, untouched.max_turns), (None, None));
+    assert!(!state.is_spent());
+
+    let grant = state.admit(&ask(&state, "priced", 100, 200)).expect("admitted");
+    // In flight: its worst case (100 in + 200 out) is reserved.
+    assert_eq!(state.remaining().max_usd, Some(700.0 * TOKEN_USD));
+    state.settle("executor", "priced", &grant, used(100, 50));
+    assert_eq!(state.remaining().max_usd, Some(850.0 * TOKEN_USD));
+    assert!(!state.is_spent());
+    let grant = state.admit(&ask(&state, "priced", 850, 0)).expect("the rest, exactly");
+    state.settle("executor", "priced", &grant, used(850, 0));
+    assert_eq!(state.remaining().max_usd, Some(0.0));
+    assert!(state.is_spent());
+
+    let turns = new_state(Budget { max_turns: Some(2), max_tokens: Some(500), ..Budget::default() });
+    let grant = turns.admit(&ask(&turns, SONNET, 10, 10)).expect("first call");
+    turns.settle("executor", SONNET, &grant, used(10, 10));
+    let left = turns.remaining();
+    assert_eq!((left.max_turns, left.max_tokens), (Some(1), Some(480)));
+    assert!(!turns.is_spent());
+    let grant = turns.admit(&ask(&turns, SONNET, 10, 10)).expect("second call");
+    turns.settle("executor", SONNET, &grant, used(10, 10));
+    assert_eq!(turns.remaining().max_turns, Some(0));
+    assert!(turns.is_spent(), "no call is left");
+
+    let tokens = new_state(Budget { max_tokens: Some(20), ..Budget::default() });
+    let grant = tokens.admit(&ask(&tokens, SONNET, 10, 10)).expect("admitted");
+    tokens.settle("executor", SONNET, &grant, used(10, 10));
+    assert_eq!(tokens.remaining().max_tokens, Some(0));
+    assert!(tokens.is_spent());
+
+    let past = new_state(Budget {
+        deadline: Some(Instant::now() - Duration::from_millis(1)),
+        ..Budget::default()
+    });
+    assert!(past.is_spent(), "a deadline passed leaves nothing");
+    let future = new_state(Budget {
+        deadline: Some(Instant::now() + Duration::from_secs(60)),
+        ..Budget::default()
+    });
+    assert!(!future.is_spent());
+}
