@@ -117,9 +117,48 @@ impl Workspace {
         if !is_root(&rel) {
             // The scope is where the child works: it exists before any command runs in it.
             dir.create_dir_all(&rel).map_err(|e| SandboxError::from_io("create", scope, e))?;
+            // A scope that is (or passes through) a symlink would let writes land elsewhere.
+            let real =
+                dir.canonicalize(&rel).map_err(|e| SandboxError::from_io("resolve", scope, e))?;
+            if real != rel {
+                return Err(SandboxError::InvalidPath {
+                    path: scope.to_owned(),
+                    reason: "a scope may not be or pass through a symlink",
+                });
+            }
         }
         let write_scope = (!is_root(&rel)).then_some(rel);
         Ok(Self { inner: Arc::new(Inner { dir, root: self.inner.root.clone(), write_scope }) })
+    }
+
+    /// `rel` with the deepest part of it that exists resolved (symlinks followed, inside the
+    /// workspace), the rest as written: where a write to `rel` would land. `None` when that
+    /// cannot be told (a component that is not a directory, an error).
+    fn resolved(&self, rel: &Path) -> Option<PathBuf> {
+        let mut existing = rel.to_path_buf();
+        let mut rest: Vec<std::ffi::OsString> = Vec::new();
+        loop {
+            if is_root(&existing) {
+                break;
+            }
+            match self.inner.dir.canonicalize(&existing) {
+                Ok(real) => {
+                    existing = real;
+                    break;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    rest.push(existing.file_name()?.to_owned());
+                    if !existing.pop() {
+                        break;
+                    }
+                }
+                Err(_) => return None,
+            }
+        }
+        for part in rest.into_iter().rev() {
+            existing.push(part);
+        }
+        Some(existing)
     }
 
     /// The directory writes are confined to, relative to the root (`None`: the whole
@@ -284,9 +323,9 @@ impl Workspace {
             Err(e) => return Err(SandboxError::from_io("resolve", path, e)),
         };
         // Checked on the resolved target, so a symlink inside the scope that leads out of it
-        // is refused too.
+        // is refused too: a file's own link, or a directory on the way to a new file.
         if let Some(scope) = &self.inner.write_scope
-            && !target.starts_with(scope)
+            && !self.resolved(&target).is_some_and(|t| t.starts_with(scope))
         {
             return Err(SandboxError::OutOfScope {
                 path: path.to_owned(),

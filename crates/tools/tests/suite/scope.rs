@@ -87,3 +87,28 @@ async fn the_write_tools_tell_the_model_and_reads_stay_wide() {
     assert!(err.message().contains("outside `docs`"), "{err:?}");
     assert_eq!(f.read("README.md"), "read me");
 }
+
+#[test]
+fn a_symlinked_directory_in_the_scope_cannot_carry_a_new_file_out_of_it() {
+    let f = Fixture::new();
+    std::fs::create_dir_all(f.path("docs")).expect("mkdir");
+    std::fs::create_dir_all(f.path("src")).expect("mkdir");
+    f.symlink("../src", "docs/l");
+    let ws = f.ws().scoped("docs").expect("scope");
+    for path in ["docs/l/x.rs", "docs/l/new/deeper.rs"] {
+        let err = ws.write(path, b"x").expect_err(path);
+        assert!(matches!(err, SandboxError::OutOfScope { .. }), "{path}: {err:?}");
+    }
+    assert!(!f.path("src/x.rs").exists() && !f.path("src/new").exists());
+    // A real directory inside the scope still takes new files, however deep.
+    ws.write("docs/new/deeper/x.md", b"x").expect("inside");
+}
+
+#[test]
+fn a_scope_that_is_a_symlink_is_refused() {
+    let f = Fixture::new();
+    std::fs::create_dir_all(f.path("src")).expect("mkdir");
+    f.symlink("src", "docs");
+    let err = f.ws().scoped("docs").expect_err("a symlinked scope");
+    assert!(err.to_string().contains("symlink"), "{err}");
+}
