@@ -84,7 +84,15 @@ pub fn child_run_id(parent: &str, step: &str, attempt: u32) -> String {
 pub fn in_scope(path: &str, scope: Option<&str>) -> bool {
     let Some(scope) = scope else { return true };
     let norm = |p: &str| -> Vec<String> {
-        p.split('/').filter(|c| !c.is_empty() && *c != ".").map(str::to_owned).collect()
+        let mut out: Vec<String> = Vec::new();
+        for c in p.split('/').filter(|c| !c.is_empty() && *c != ".") {
+            if c == ".." {
+                out.pop();
+            } else {
+                out.push(c.to_owned());
+            }
+        }
+        out
     };
     let scope = norm(scope);
     let path = norm(path);
@@ -172,15 +180,18 @@ pub(crate) async fn run(
         }
         let child = match outcome {
             Ok(child) => child,
+            // Not this attempt's end: a resume goes on with the same child (same attempt).
             Err(DelegationError::Stopped) => {
                 report.cancelled = true;
                 report.slot.status = StepStatus::Pending;
+                report.slot.attempts = attempt - 1;
                 report.slot.error = Some("stopped by a person while its child run ran".into());
                 return Ok(());
             }
             Err(DelegationError::Budget(why)) => {
                 report.budget_exhausted = Some(why.clone());
                 report.slot.status = StepStatus::Pending;
+                report.slot.attempts = attempt - 1;
                 report.slot.error = Some(format!("stopped: the budget ran out ({why})"));
                 return Ok(());
             }
@@ -189,6 +200,17 @@ pub(crate) async fn run(
                 return Ok(());
             }
         };
+        if child.status == RunStatus::AwaitingApproval {
+            // The child waits for a person (`pev approve CHILD STEP`); so does this step, and
+            // a resume goes on with the same child.
+            report.slot.status = StepStatus::Blocked;
+            report.slot.awaiting_approval = true;
+            report.slot.attempts = attempt - 1;
+            report.slot.started_at = None;
+            report.slot.error =
+                Some(format!("its child run {child_run} waits for a person's approval"));
+            return Ok(());
+        }
         let changed: Vec<String> =
             child.file_mutations.iter().filter(|m| !m.no_op).map(|m| m.path.clone()).collect();
         shared.recorder.emit(EventBody::DelegateFinished {
@@ -410,6 +432,8 @@ mod tests {
         assert!(in_scope("a.rs", None));
         assert!(in_scope("a.rs", Some(".")));
         assert!(!in_scope("docs/x", Some("src/docs")));
+        assert!(in_scope("b/x", Some("a/../b")));
+        assert!(!in_scope("a/../c/x", Some("a")));
     }
 
     #[test]

@@ -168,6 +168,14 @@ impl CallLog {
         state.held.entry(run_id.to_owned()).or_default();
     }
 
+    /// Drops the held calls of `run_id`, which will not be created (their blobs may be written
+    /// again by a later call).
+    pub fn discard(&self, run_id: &str) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.held.remove(run_id);
+        state.other_seq.remove(run_id);
+    }
+
     /// Writes the held calls of `run_id`, which now exists, and journals its later calls as
     /// they come.
     pub fn release(&self, run_id: &str) {
@@ -269,8 +277,11 @@ impl CallLog {
         let key = (conversation_run.clone(), call.role.clone(), call.step_id.clone(), call.attempt);
         call.retries = state.retries.remove(&key).unwrap_or_default();
         let mut records = Vec::new();
+        // A held call keeps its own copy of every blob (written with it, or dropped with it):
+        // another call must never count on a blob that may be dropped.
+        let held = !own && state.held.contains_key(&call.run_id);
         let mut keep = |state: &mut State, (sha, content): Blob| {
-            if state.written.insert(sha.clone()) {
+            if held || state.written.insert(sha.clone()) {
                 records.push(Record::Blob { sha256: sha.clone(), content });
             }
             sha
@@ -306,7 +317,7 @@ impl CallLog {
             state.conversations.insert(key, (call.seq, shas));
         }
         call.response_sha256 = response.map(|r| keep(&mut state, blob(r)));
-        if !own && state.held.contains_key(&call.run_id) {
+        if held {
             let run = call.run_id.clone();
             records.push(Record::ModelCall(Box::new(call)));
             state.held.entry(run).or_default().extend(records);

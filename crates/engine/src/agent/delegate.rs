@@ -19,7 +19,7 @@ use pev_protocol::run::{Reason, ReasonCode, RunResult, RunStatus};
 use pev_protocol::{DelegateMode, Plan};
 use pev_providers::ModelClient;
 use pev_providers::cost::PriceTable;
-use pev_store::{Journal, NewRun, Record, Store};
+use pev_store::{Journal, NewRun, Store};
 use pev_tools::ToolContext;
 use serde_json::json;
 
@@ -146,8 +146,15 @@ impl Delegator for ChildRuns {
             .iter()
             .filter(|p| satisfied.contains(p.description.as_str()))
             .flat_map(|p| &p.assertions);
+        // What the child's own children verified, kept in its delegated steps' outputs.
+        let nested: Vec<pev_protocol::Assertion> = record
+            .steps
+            .iter()
+            .filter(|s| s.status == pev_protocol::run::StepStatus::Done)
+            .flat_map(|s| crate::final_check::child_claims(s.output.as_ref()))
+            .collect();
         let mut out: Vec<pev_protocol::Assertion> = Vec::new();
-        for a in steps.chain(posts) {
+        for a in steps.chain(posts).chain(&nested) {
             // What depends only on the workspace: a step's output or its before-hashes are the
             // child's, not something the parent can check again.
             use pev_protocol::Assertion as A;
@@ -168,12 +175,34 @@ impl Delegator for ChildRuns {
 }
 
 /// What a finished child's record says, or `None` while it can go on: still running (a
-/// crash), stopped by a person, or waiting for an approval.
-fn finished(record: &pev_store::RunRecord) -> Option<RunResult> {
-    let result = record.result.clone()?;
+/// crash), stopped by a person, or waiting for an approval. A run's stored result is written
+/// before its last checks (a loop's verifier and final re-check, a replan, the stop hook) can
+/// still lower it, so only the result its `run.finished` event announced counts.
+fn finished(record: &pev_store::RunRecord, events: &[pev_protocol::Event]) -> Option<RunResult> {
+    let last_start = events
+        .iter()
+        .filter(|e| matches!(e.body, pev_protocol::EventBody::RunStarted { .. }))
+        .map(|e| e.seq)
+        .max();
+    let announced = events.iter().rev().find_map(|e| match &e.body {
+        pev_protocol::EventBody::RunFinished { result } => Some((e.seq, result.as_ref().clone())),
+        _ => None,
+    });
+    let (seq, result) = announced?;
+    if last_start.is_some_and(|start| start > seq) || record.status == "running" {
+        return None;
+    }
     let resumable = result.status == RunStatus::AwaitingApproval
         || result.reasons.iter().any(|r| r.code == ReasonCode::Cancelled);
-    (record.status != "running" && !resumable).then_some(result)
+    (!resumable).then_some(result)
+}
+
+/// What a child's journaled calls spent (a continued child's slice is what is left of it).
+fn spent(calls: &[pev_store::ModelCallRecord]) -> (u32, u64, f64) {
+    let turns = u32::try_from(calls.len()).unwrap_or(u32::MAX);
+    let tokens = calls.iter().map(|c| c.input_tokens.saturating_add(c.output_tokens)).sum();
+    let usd = calls.iter().filter_map(|c| c.cost_usd).sum();
+    (turns, tokens, usd)
 }
 
 impl ChildRuns {
@@ -188,14 +217,34 @@ impl ChildRuns {
                 self.depth, self.max_depth
             )));
         }
-        let existing = match Store::open_existing(&self.db) {
-            Ok(store) => store.load_run(&request.child_run).ok(),
-            Err(e) => return Err(Self::refused(e)),
-        };
-        if let Some(result) = existing.as_ref().and_then(finished) {
-            // Finished before a crash: its verdict stands, nothing runs again.
-            return Ok(result);
+        let store = Store::open_existing(&self.db).map_err(Self::refused)?;
+        let existing = store.load_run(&request.child_run).ok();
+        let mut prior = (0, 0, 0.0);
+        if let Some(record) = &existing {
+            // The id is the step's and attempt's: a run under it that is not this step's child
+            // is never taken as its verdict.
+            let parent = record.options.get("parent");
+            let field = |k: &str| parent.and_then(|p| p.get(k)).cloned();
+            let expected = (
+                Some(json!(request.parent_run)),
+                Some(json!(request.step.id.as_str())),
+                Some(json!(request.attempt)),
+            );
+            if (field("run"), field("step"), field("attempt")) != expected {
+                return Err(DelegationError::Refused(format!(
+                    "the journal holds a run {} that is not this step's child",
+                    request.child_run
+                )));
+            }
+            let events = store.events(&request.child_run).map_err(Self::refused)?;
+            if let Some(result) = finished(record, &events) {
+                // Finished before a crash: its verdict stands, nothing runs again.
+                drop(store);
+                return self.verdict(request, result, None);
+            }
+            prior = spent(&store.model_calls(&request.child_run).map_err(Self::refused)?);
         }
+        drop(store);
         let delegation = &request.delegation;
         let scope = delegation.scope.as_deref().unwrap_or("");
         let workspace = self.ctx.workspace.scoped(scope).map_err(|e| {
@@ -207,7 +256,25 @@ impl ChildRuns {
                 self.budget.note()
             )));
         }
-        let budget = slice(&delegation.budget, &self.budget.remaining());
+        let mut budget = slice(&delegation.budget, &self.budget.remaining());
+        // A continued child has spent part of its slice already (its journaled calls). What is
+        // left of the parent's budget counts the parent's spend, not the slice's.
+        if existing.is_some() {
+            let (turns, tokens, usd) = prior;
+            let own = slice(&delegation.budget, &Budget::default());
+            budget.max_turns = match (own.max_turns, budget.max_turns) {
+                (Some(asked), Some(left)) => Some(asked.saturating_sub(turns).min(left)),
+                (_, left) => left,
+            };
+            budget.max_tokens = match (own.max_tokens, budget.max_tokens) {
+                (Some(asked), Some(left)) => Some(asked.saturating_sub(tokens).min(left)),
+                (_, left) => left,
+            };
+            budget.max_usd = match (own.max_usd, budget.max_usd) {
+                (Some(asked), Some(left)) => Some((asked - usd).max(0.0).min(left)),
+                (_, left) => left,
+            };
+        }
         let state = Arc::new(BudgetState::new(budget, self.prices.clone()));
         let paid = |role: &RoleClient, name: &str| -> RoleClient {
             RoleClient {
@@ -296,14 +363,28 @@ impl ChildRuns {
                 }
             }
         };
-        let mut result = result.map_err(Self::refused)?;
+        let result = result.map_err(Self::refused)?;
+        self.verdict(request, result, Some(&state))
+    }
+
+    /// What the parent makes of a child's result: a stop, the parent's budget running out, or
+    /// the child's verdict. `slice` is the child's own budget (`None`: a verdict read back).
+    fn verdict(
+        &self,
+        request: &DelegationRequest,
+        mut result: RunResult,
+        slice: Option<&BudgetState>,
+    ) -> Result<RunResult, DelegationError> {
         if result.reasons.iter().any(|r| r.code == ReasonCode::Cancelled) {
             return Err(DelegationError::Stopped);
         }
         let out_of_budget = result.reasons.iter().any(|r| r.code == ReasonCode::BudgetExhausted);
-        if out_of_budget && self.budget.is_spent() {
+        // The parent's ceiling stopped the child when nothing is left of it, or when the
+        // child's own slice still had room.
+        let parents = self.budget.is_spent() || slice.is_some_and(|s| !s.is_spent());
+        if out_of_budget && parents {
             return Err(DelegationError::Budget(format!(
-                "child run {} used up what was left ({})",
+                "child run {} stopped: the run's budget is used up ({})",
                 request.child_run,
                 self.budget.note()
             )));
@@ -372,9 +453,15 @@ impl ChildRuns {
             roles.planner.model.clone(),
             PlannerOptions::default(),
         );
-        let summary = WorkspaceSummary::scan(&engine.ctx.workspace, 200).map_err(|e| {
-            DelegationError::Refused(format!("cannot scan the workspace for its planner: {e}"))
-        })?;
+        let summary = match WorkspaceSummary::scan(&engine.ctx.workspace, 200) {
+            Ok(summary) => summary,
+            Err(e) => {
+                self.drop_held(child);
+                return Err(DelegationError::Refused(format!(
+                    "cannot scan the workspace for its planner: {e}"
+                )));
+            }
+        };
         let mut tools = engine.registry.definitions();
         tools.retain(|d| self.policy.tool_allowed(d.name));
         let ctx = PlanContext { goal, workspace: &summary, tools: &tools, policy: &self.policy };
@@ -383,8 +470,10 @@ impl ChildRuns {
             () = engine.config.cancel.cancelled() => None,
         };
         let failure = match &planned {
+            // Stopped before it had a plan: no child run yet; a resume plans it afresh.
             None => {
-                Some((ReasonCode::Cancelled, "stopped by a person while it was planned".into()))
+                self.drop_held(child);
+                return Err(DelegationError::Stopped);
             }
             Some(Ok(_)) => None,
             Some(Err(PlanError::Budget(why))) => {
@@ -401,8 +490,11 @@ impl ChildRuns {
             _ => Plan { goal: goal.to_owned(), ..Plan::default() },
         };
         let created = self.create(request, goal, &plan, budget);
-        if let Some(calls) = &self.calls {
-            calls.release(child);
+        match (&self.calls, &created) {
+            (Some(calls), Ok(())) => calls.release(child),
+            // Its calls name a run the journal does not hold: they are dropped, not written.
+            (Some(_), Err(_)) => self.drop_held(child),
+            (None, _) => {}
         }
         created?;
         if let Some((code, message)) = failure {
@@ -432,6 +524,13 @@ impl ChildRuns {
         Ok(agent.run(child.to_owned(), plan).await)
     }
 
+    /// Forgets the calls held for a child run that will not be created.
+    fn drop_held(&self, child: &str) {
+        if let Some(calls) = &self.calls {
+            calls.discard(child);
+        }
+    }
+
     /// The verdict of a child that never got a plan: `failed` (`cancelled` for a stop), with
     /// why, journaled as its result.
     async fn unplanned(
@@ -457,11 +556,14 @@ impl ChildRuns {
             final_check: None,
         };
         let journal = Journal::start(&self.db)?;
-        journal.record(Record::RunStatus {
-            run_id: child.to_owned(),
-            status: crate::status_name(result.status).to_owned(),
-            result: Some(Box::new(result.clone())),
-            updated_at: now_rfc3339(),
+        // Announced like any run's end (`run.finished`), so a resume takes it as final.
+        let next_seq = Store::open_existing(&self.db)?.load_run(child)?.next_seq;
+        engine.announce(journal.clone(), next_seq, &result).await.map_err(|e| match e {
+            crate::EngineError::Journal(e) => e,
+            other => pev_store::StoreError::Invalid {
+                path: self.db.clone(),
+                message: other.to_string(),
+            },
         })?;
         journal.close()?;
         Ok(result)

@@ -179,29 +179,36 @@ async fn evidence_that_names_a_failed_child_is_refused_even_for_another_step() {
             json!({"objective": "two", "steps": [{"id": "a", "title": "Part a"},
                    {"id": "b", "title": "Part b"}], "postconditions": []}),
         ),
-        // Delegated with no step in progress: attributed to none.
+        // Delegated with no step in progress: it may be any step's work.
         call("d1", "delegate", json!({"goal": "Do part a"})),
+        call("u1", "step_update", json!({"id": "a", "status": "done", "evidence": "a is done"})),
+        call("u2", "step_update", json!({"id": "b", "status": "done", "evidence": "b is done"})),
+        call("d2", "delegate", json!({"goal": "Do part b"})),
         call(
-            "u1",
+            "u3",
             "step_update",
-            json!({"id": "a", "status": "done",
-            "evidence": "done by child run r.loop-d1.1"}),
+            json!({"id": "b", "status": "done", "evidence": "child run r.loop-d2.1 did b"}),
         ),
+        // The later child's success does not make the failed one evidence.
         call(
-            "u2",
+            "u4",
             "step_update",
-            json!({"id": "b", "status": "done",
-            "evidence": "checked b by hand: it is there"}),
+            json!({"id": "a", "status": "done", "evidence": "done by child run r.loop-d1.1"}),
         ),
         ScriptTurn::text("done"),
     ];
-    let (_, replies, _) = run(turns, vec![child("r.loop-d1.1", RunStatus::Failed)], true).await;
+    let verdicts =
+        vec![child("r.loop-d1.1", RunStatus::Failed), child("r.loop-d2.1", RunStatus::Success)];
+    let (_, replies, _) = run(turns, verdicts, true).await;
+    for i in [2, 3] {
+        assert!(replies[i].contains("r.loop-d1.1, ended failed"), "{}", replies[i]);
+    }
+    assert!(replies[5].starts_with("Step `b` is done."), "{}", replies[5]);
     assert!(
-        replies[2].contains("cites child run r.loop-d1.1, which ended failed"),
+        replies[6].contains("cites child run r.loop-d1.1, which ended failed"),
         "{}",
-        replies[2]
+        replies[6]
     );
-    assert!(replies[3].starts_with("Step `b` is done."), "{}", replies[3]);
 }
 
 #[tokio::test]

@@ -138,10 +138,15 @@ impl PlanBook {
     }
 
     /// Why `evidence` for step `id` cannot stand on the children delegated for it: the last
-    /// child delegated while the step was in progress did not succeed, or the evidence names a
+    /// child delegated while the step was in progress, or while no step was, did not succeed
+    /// (a child delegated outside any step may be any step's work), or the evidence names a
     /// child that did not.
     fn child_objection(&self, id: &str, evidence: &str) -> Option<String> {
-        let last = self.children.iter().rev().find(|(_, _, step)| step.as_deref() == Some(id));
+        let last = self
+            .children
+            .iter()
+            .rev()
+            .find(|(_, _, step)| step.is_none() || step.as_deref() == Some(id));
         if let Some((child, status, _)) = last.filter(|(_, status, _)| status != "success") {
             return Some(format!(
                 "the last child run delegated for it, {child}, ended {status}: a sub-agent's \
