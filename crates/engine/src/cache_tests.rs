@@ -355,6 +355,8 @@ fn report_with(mutated: &[&str], reads: Vec<FileRead>) -> StepReport {
         budget_exhausted: None,
         cache: Trace { reads, tools: vec!["file.write".to_owned()], ..Trace::default() },
         restored_mutations: 0,
+        already_counted: Vec::new(),
+        earlier_mutations: Vec::new(),
     }
 }
 

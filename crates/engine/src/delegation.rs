@@ -127,7 +127,7 @@ pub(crate) async fn run(
     shared: &Shared,
     step: &Step,
     delegation: &Delegation,
-    (inputs, mut earlier): (&HashMap<String, Value>, Vec<pev_protocol::run::FileMutation>),
+    inputs: &HashMap<String, Value>,
     report: &mut StepReport,
 ) -> Result<(), StoreError> {
     let delegator = shared.engine.config.models.as_ref().and_then(|m| m.delegator.clone());
@@ -221,7 +221,7 @@ pub(crate) async fn run(
             reasons: child.reasons.clone(),
             changed: changed.clone(),
         })?;
-        adopt_changes(shared, step, &child, (report, &mut earlier))?;
+        adopt_changes(shared, step, &child, report)?;
         let outside: Vec<&String> =
             changed.iter().filter(|p| !in_scope(p, delegation.scope.as_deref())).collect();
         let verdict = crate::status_name(child.status);
@@ -381,7 +381,7 @@ pub(crate) async fn from_gate(
         reasons: child.reasons.clone(),
         changed,
     })?;
-    adopt_changes(shared, step, &child, (report, &mut Vec::new()))?;
+    adopt_changes(shared, step, &child, report)?;
     report.slot.goal_action |= child.status == RunStatus::Success && child.goal_actions_executed;
     Ok(Ok(child))
 }
@@ -394,16 +394,14 @@ fn adopt_changes(
     shared: &Shared,
     step: &Step,
     child: &RunResult,
-    (report, earlier): (&mut StepReport, &mut Vec<pev_protocol::run::FileMutation>),
+    report: &mut StepReport,
 ) -> Result<(), StoreError> {
     let id = step.id.as_str();
     for mutation in &child.file_mutations {
-        if let Some(i) = earlier.iter().position(|m| m == mutation)
-            && report.mutations.len() == report.restored_mutations
-        {
-            earlier.remove(i);
+        if let Some(i) = report.earlier_mutations.iter().position(|m| m == mutation) {
+            report.earlier_mutations.remove(i);
+            report.already_counted.push(report.mutations.len());
             report.mutations.push(StepMutation { step: id.to_owned(), mutation: mutation.clone() });
-            report.restored_mutations += 1;
             continue;
         }
         shared.recorder.record(Record::Mutation(MutationRecord {

@@ -18,13 +18,19 @@ pub struct CallScope {
 }
 
 tokio::task_local! {
-    static SCOPE: CallScope;
+    static SCOPE: Option<CallScope>;
     static RUN: String;
 }
 
 /// Runs `future` with model calls attributed to run `run_id`.
 pub async fn in_run<F: Future>(run_id: String, future: F) -> F::Output {
     RUN.scope(run_id, future).await
+}
+
+/// Runs `future` as a run of its own (a child run): attributed to `run_id` and to no step of
+/// the run it is called from.
+pub async fn in_child_run<F: Future>(run_id: String, future: F) -> F::Output {
+    RUN.scope(run_id, SCOPE.scope(None, future)).await
 }
 
 /// The run of the task this is called from, if one was named.
@@ -34,12 +40,12 @@ pub fn current_run() -> Option<String> {
 
 /// Runs `future` with model calls attributed to `step`'s `attempt`.
 pub async fn scoped<F: Future>(step: &str, attempt: u32, future: F) -> F::Output {
-    SCOPE.scope(CallScope { step: step.to_owned(), attempt }, future).await
+    SCOPE.scope(Some(CallScope { step: step.to_owned(), attempt }), future).await
 }
 
 /// The scope of the task this is called from, if any.
 pub fn current() -> Option<CallScope> {
-    SCOPE.try_with(Clone::clone).ok()
+    SCOPE.try_with(Clone::clone).ok().flatten()
 }
 
 #[cfg(test)]
@@ -69,5 +75,15 @@ mod tests {
         assert_eq!(inner.as_deref(), Some("child"));
         assert_eq!(step.map(|s| s.step), Some("s".to_owned()));
         assert_eq!(current_run(), None);
+    }
+
+    #[tokio::test]
+    async fn a_child_run_leaves_the_parents_step_behind() {
+        let inside = in_run(
+            "parent".to_owned(),
+            scoped("s", 1, in_child_run("child".to_owned(), async { (current_run(), current()) })),
+        )
+        .await;
+        assert_eq!(inside, (Some("child".to_owned()), None));
     }
 }

@@ -422,7 +422,16 @@ impl Engine {
         }
         state.warnings.extend(report.warnings);
         // What a continued attempt restored was counted by the session that made it.
-        state.mutations.extend(report.mutations.into_iter().skip(report.restored_mutations));
+        // and a finished child's changes met again were counted when first adopted.
+        let (restored, counted) = (report.restored_mutations, report.already_counted);
+        state.mutations.extend(
+            report
+                .mutations
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| *i >= restored && !counted.contains(i))
+                .map(|(_, m)| m),
+        );
         let cached = report.cache.reused;
         let mut slot = report.slot;
         // Before the state is recorded, so that what the hook adds is part of it. A step that
@@ -534,7 +543,7 @@ fn job_for(plan: &Plan, index: &HashMap<&str, usize>, state: &mut RunState, i: u
         approved: state.approved.contains(step.id.as_str()),
         recovery: state.recoveries.remove(&i),
         continuation: state.continuations.remove(&i),
-        earlier_mutations: if step.delegate.is_some() {
+        earlier_mutations: if step.tool.is_none() {
             state
                 .mutations
                 .iter()

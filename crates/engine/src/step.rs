@@ -81,6 +81,12 @@ pub(crate) struct StepReport {
     /// The first this many of `mutations` were restored from an earlier session (a continued
     /// attempt): the step's evidence, already in the run's changes.
     pub restored_mutations: usize,
+    /// Indexes in `mutations` (past the restored ones) already in the run's changes: a
+    /// finished child's changes met again by a resume.
+    pub already_counted: Vec<usize>,
+    /// The changes earlier sessions journaled for this step (for child runs' changes met
+    /// again; see `delegation`).
+    pub earlier_mutations: Vec<pev_protocol::run::FileMutation>,
 }
 
 /// The file a write-effect call changes (its `path` argument), if it names one.
@@ -205,6 +211,8 @@ pub(crate) async fn run_step(shared: Arc<Shared>, mut job: StepJob) -> StepRepor
         budget_exhausted: None,
         cache: crate::cache::Trace::default(),
         restored_mutations: 0,
+        already_counted: Vec::new(),
+        earlier_mutations: std::mem::take(&mut job.earlier_mutations),
     };
     let plan = Arc::clone(&shared.plan);
     let Some(step) = plan.steps.get(job.idx) else {
@@ -262,9 +270,7 @@ async fn drive(
             }
         }
         report.cache.refuse("a delegated step runs a child run".to_owned());
-        let earlier = std::mem::take(&mut job.earlier_mutations);
-        return crate::delegation::run(shared, step, delegation, (&job.inputs, earlier), report)
-            .await;
+        return crate::delegation::run(shared, step, delegation, &job.inputs, report).await;
     }
     if step.tool.is_none() {
         if crate::cache::try_reuse(shared, step, job, report, (None, None, false))? {

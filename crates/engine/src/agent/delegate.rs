@@ -112,7 +112,7 @@ impl Delegator for ChildRuns {
         request: &'a DelegationRequest,
     ) -> BoxFuture<'a, Result<RunResult, DelegationError>> {
         let run_id = request.child_run.clone();
-        Box::pin(crate::model_scope::in_run(run_id, self.run_child(request)))
+        Box::pin(crate::model_scope::in_child_run(run_id, self.run_child(request)))
     }
 
     fn claims(&self, child_run: &str) -> Vec<pev_protocol::Assertion> {

@@ -144,6 +144,11 @@ impl Recording {
         let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
         let queue = queues.get_mut(&key)?;
         let next = queue.front()?;
+        // A child run's call (a delegated step's) is not the interrupted parent's, whatever
+        // its step and attempt: it goes to the model, and the parent's recording stays.
+        if model_scope::current_run().is_some_and(|run| run != next.call.run_id) {
+            return None;
+        }
         let same = next
             .request
             .as_ref()
