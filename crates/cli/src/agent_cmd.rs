@@ -110,6 +110,9 @@ impl Models {
         db: &std::path::Path,
         (policy, max_replans): (&CompiledPolicy, u32),
     ) {
+        // One activity for the tree: a command's changes are credited only when nothing else
+        // in it ran.
+        engine.config.activity.get_or_insert_with(Default::default);
         let mut config = engine.config.clone();
         config.models = None;
         let Some(hooks) = engine.config.models.as_mut() else { return };
@@ -648,6 +651,7 @@ fn loop_parts(
         }));
     }
     let executor = Arc::new(executor);
+    session.engine.config.activity.get_or_insert_with(Default::default);
     let delegator = planner_client.map(|planner| -> Arc<dyn pev_engine::delegation::Delegator> {
         let mut inherited = session.engine.config.clone();
         inherited.models = None;

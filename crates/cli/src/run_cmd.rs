@@ -597,6 +597,7 @@ impl Session {
                 cache: common.cache,
                 final_events: true,
                 hooks,
+                activity: None,
             },
         };
         Ok(Self {

@@ -174,7 +174,10 @@ pub(crate) async fn run(
             inputs: inputs.clone(),
             feedback: feedback.clone(),
         };
+        // The child's steps count in the tree's activity, this step while it waits does not.
+        let away = shared.activity.step_out();
         let outcome = delegator.delegate(&request).await;
+        drop(away);
         if let Some(models) = &shared.engine.config.models {
             shared.recorder.emit(EventBody::Usage { usage: (models.usage)() })?;
         }
@@ -233,6 +236,8 @@ pub(crate) async fn run(
                 format!(", changing {}", changed.join(", "))
             }
         ));
+        let unlisted = unlisted_commands(&child);
+        let unconfined = shared.engine.ctx.sandbox.is_off();
         if !outside.is_empty() {
             let outside: Vec<&str> = outside.iter().map(|p| p.as_str()).collect();
             crate::step::fail(
@@ -241,6 +246,19 @@ pub(crate) async fn run(
                     "child run {child_run} changed files outside its scope `{}`: {}",
                     delegation.scope.as_deref().unwrap_or("."),
                     outside.join(", ")
+                ),
+            );
+        } else if delegation.scope.is_some() && unconfined && unlisted > 0 {
+            // Unconfined, a command can write anywhere; when what it changed could not be
+            // listed, staying in the scope is not shown, so the step is not done.
+            crate::step::fail(
+                &mut report.slot,
+                &format!(
+                    "child run {child_run} ran {unlisted} command(s) without the kernel sandbox \
+                     whose changes could not be listed (other steps ran at the same time, or the \
+                     workspace is too large), so whether it kept to its scope `{}` is not known; \
+                     run with the sandbox (sandbox = \"auto\") or --jobs 1",
+                    delegation.scope.as_deref().unwrap_or(".")
                 ),
             );
         } else if child.status != RunStatus::Success {
@@ -351,7 +369,10 @@ pub(crate) async fn from_gate(
         inputs: HashMap::new(),
         feedback: Vec::new(),
     };
-    let mut child = match delegator.delegate(&request).await {
+    let away = shared.activity.step_out();
+    let delegated = delegator.delegate(&request).await;
+    drop(away);
+    let mut child = match delegated {
         Ok(child) => child,
         Err(DelegationError::Refused(why) | DelegationError::Budget(why)) => {
             return Ok(Err(format!("the child run was not run: {why}")));
@@ -384,6 +405,16 @@ pub(crate) async fn from_gate(
     adopt_changes(shared, step, &child, report)?;
     report.slot.goal_action |= child.status == RunStatus::Success && child.goal_actions_executed;
     Ok(Ok(child))
+}
+
+/// How many of a child's steps ran a command whose changes could not be listed (`check.rs`'s
+/// evidence says so).
+fn unlisted_commands(child: &RunResult) -> usize {
+    child
+        .steps
+        .iter()
+        .filter(|s| s.evidence.iter().any(|e| e.contains(" changed are not listed")))
+        .count()
 }
 
 /// The child's changes, journaled as the parent step's: the parent's result lists them, and

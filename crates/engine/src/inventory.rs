@@ -30,7 +30,7 @@ const MAX_TOTAL: u64 = 32 * 1024 * 1024;
 
 /// Which steps are running: a command's changes are its own only if it ran alone.
 #[derive(Debug, Default)]
-pub(crate) struct Activity {
+pub struct Activity {
     running: AtomicUsize,
     started: AtomicU64,
 }
@@ -53,6 +53,22 @@ impl Activity {
     /// Whether the step is still alone and no step started since `mark`.
     pub(crate) fn still_alone(&self, mark: u64) -> bool {
         self.alone() == Some(mark)
+    }
+
+    /// The calling step stops counting as running until the guard drops: a delegated step
+    /// while its child run's steps (which count in the same tree-wide activity) run.
+    pub(crate) fn step_out(&self) -> SteppedOut<'_> {
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        SteppedOut(self)
+    }
+}
+
+/// A step that stepped out ([`Activity::step_out`]); counts as running again when dropped.
+pub(crate) struct SteppedOut<'a>(&'a Activity);
+
+impl Drop for SteppedOut<'_> {
+    fn drop(&mut self) {
+        self.0.running.fetch_add(1, Ordering::SeqCst);
     }
 }
 

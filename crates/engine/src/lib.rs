@@ -188,6 +188,10 @@ pub struct EngineConfig {
     /// `pev.toml`'s `[hooks]`: commands run before and after each tool call, when a step
     /// finishes, and (for the agent loop) on its final answer. See [`hooks`].
     pub hooks: Option<Arc<hooks::Hooks>>,
+    /// Which steps run, across a run and its child runs (delegated steps'): set it, and hand
+    /// the same to the children's engines, so a command's changes are credited to it only
+    /// when nothing else in the tree ran. `None`: the run's own.
+    pub activity: Option<Arc<inventory::Activity>>,
 }
 
 impl Default for EngineConfig {
@@ -201,6 +205,7 @@ impl Default for EngineConfig {
             cache: false,
             final_events: true,
             hooks: None,
+            activity: None,
         }
     }
 }

@@ -327,7 +327,9 @@ impl Engine {
             approve_globs: self.config.approve_tools.iter().map(|g| Glob::new(g)).collect(),
             approval_lock: tokio::sync::Mutex::new(()),
             session,
-            activity: crate::inventory::Activity::default(),
+            // Shared with the run's child runs (a command's changes are its own only if
+            // nothing else in the tree ran with it).
+            activity: self.config.activity.clone().unwrap_or_default(),
         });
         let remaining: Vec<usize> = (0..n)
             .map(|i| {

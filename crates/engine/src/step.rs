@@ -43,7 +43,7 @@ pub(crate) struct Shared {
     /// Distinguishes tool-call ids of this session from those of earlier ones of the same run.
     pub session: u64,
     /// Which steps are running (a command's changes are credited only when it ran alone).
-    pub activity: crate::inventory::Activity,
+    pub activity: Arc<crate::inventory::Activity>,
 }
 
 /// The work handed to a step task.

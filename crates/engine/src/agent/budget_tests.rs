@@ -561,7 +561,8 @@ fn what_is_left_counts_spent_and_reserved_and_a_ceiling_at_zero_is_spent() {
     assert_eq!(state.remaining().max_usd, Some(0.0));
     assert!(state.is_spent());
 
-    let turns = new_state(Budget { max_turns: Some(2), max_tokens: Some(500), ..Budget::default() });
+    let turns =
+        new_state(Budget { max_turns: Some(2), max_tokens: Some(500), ..Budget::default() });
     let grant = turns.admit(&ask(&turns, SONNET, 10, 10)).expect("first call");
     turns.settle("executor", SONNET, &grant, used(10, 10));
     let left = turns.remaining();

@@ -503,6 +503,30 @@ impl ChildRuns {
                 .await
                 .map_err(Self::refused)?));
         }
+        // A child may use only the tools its parent may (the planner was offered those; a
+        // plan that names others is refused, whatever policy it was linted with).
+        let denied: Vec<&str> = plan
+            .steps
+            .iter()
+            .filter_map(|s| s.tool.as_deref())
+            .filter(|t| {
+                !self.allowed_tools.is_empty() && !self.allowed_tools.iter().any(|a| a == t)
+            })
+            .collect();
+        if !denied.is_empty() {
+            let reason = Reason {
+                code: ReasonCode::StepFailed,
+                step: None,
+                message: format!(
+                    "its plan uses tools the run does not allow: {}",
+                    denied.join(", ")
+                ),
+            };
+            return Ok(Ok(self
+                .unplanned(engine, child, goal, reason)
+                .await
+                .map_err(Self::refused)?));
+        }
         if let Err(e) = engine.check_plan(&plan) {
             let reason = Reason {
                 code: ReasonCode::StepFailed,
@@ -560,10 +584,9 @@ impl ChildRuns {
         let next_seq = Store::open_existing(&self.db)?.load_run(child)?.next_seq;
         engine.announce(journal.clone(), next_seq, &result).await.map_err(|e| match e {
             crate::EngineError::Journal(e) => e,
-            other => pev_store::StoreError::Invalid {
-                path: self.db.clone(),
-                message: other.to_string(),
-            },
+            other => {
+                pev_store::StoreError::Invalid { path: self.db.clone(), message: other.to_string() }
+            }
         })?;
         journal.close()?;
         Ok(result)

@@ -140,6 +140,7 @@ fn engine(h: &Harness, setup: &Setup, run_id: &str) -> (Engine, Arc<CallLog>, Ar
         verifier: Some(paid(verifier, "verifier")),
     };
     let mut engine = h.engine(config(setup.jobs));
+    engine.config.activity = Some(Arc::default());
     let children = ChildRuns {
         db: h.db.clone(),
         registry: Arc::clone(&engine.registry),
@@ -507,4 +508,37 @@ async fn a_childs_evidence_undone_by_a_later_parent_step_is_a_regression_of_the_
     let check = result.final_check.expect("final check");
     let regression = check.regressed.first().expect("a regression");
     assert!(regression.changed_by.iter().any(|c| c.contains("undo")), "{regression:?}");
+}
+
+/// Unconfined (no kernel sandbox here), a scoped child's command can write anywhere: when
+/// other steps of the tree ran with it, what it changed cannot be listed, so its scope is not
+/// shown and the step is not done; run one at a time, the changes are listed and checked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unconfined_commands_whose_changes_cannot_be_listed_leave_the_scope_unshown() {
+    let shell = |dir: &str| {
+        json!({"goal": "child", "steps": [{"id": "cmd", "tool": "shell.exec",
+            "parameters": {"command": format!("sleep 0.3; mkdir -p {dir}; echo x > {dir}/f.txt")}}]})
+    };
+    let plan = json!({"goal": "Write both parts", "steps": [
+        delegated("p1", "[P1] Write p1/f.txt", Some("p1")),
+        delegated("p2", "[P2] Write p2/f.txt", Some("p2"))
+    ]});
+    for jobs in [2, 1] {
+        let h = Harness::new();
+        let planner = Router::new(vec![
+            ("[P1]", vec![plan_turn(shell("p1"))]),
+            ("[P2]", vec![plan_turn(shell("p2"))]),
+        ]);
+        let mut setup = Setup::new(planner, Router::new(Vec::new()));
+        setup.jobs = jobs;
+        let result = run_parent(&h, &setup, &plan).await;
+        if jobs == 2 {
+            assert_ne!(result.status, RunStatus::Success, "{:?}", result.reasons);
+            let error = step(&result, "p1").error.clone().unwrap_or_default();
+            assert!(error.contains("whether it kept to its scope `p1` is not known"), "{error}");
+        } else {
+            assert_eq!(result.status, RunStatus::Success, "{:?}", result.reasons);
+            assert!(result.file_mutations.iter().any(|m| m.path == "p2/f.txt"));
+        }
+    }
 }

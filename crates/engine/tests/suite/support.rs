@@ -282,6 +282,7 @@ pub fn config(jobs: usize) -> EngineConfig {
         final_events: true,
         cache: false,
         hooks: None,
+        activity: None,
     }
 }
 
