@@ -305,6 +305,13 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
         (Some(a), Some(b)) => Some(if a.llm_calls >= b.llm_calls { a } else { b }),
         (a, b) => a.or(b),
     };
+    // A run with child runs (delegated steps): the parent journals its usage only between
+    // steps, so a session killed inside a child spent more than it says; the journaled calls
+    // of the whole tree say what was spent.
+    let prior_usage = match (prior_usage, tree_usage(&store, &run_id)) {
+        (Some(a), Some(t)) => Some(if t.llm_calls > a.llm_calls { t } else { a }),
+        (a, t) => a.or(t),
+    };
     let warnings = events
         .into_iter()
         .filter_map(|e| match e.body {
@@ -413,6 +420,31 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
         crate::agent_cmd::close_calls(calls, err);
     }
     session.report(outcome, err)
+}
+
+/// What the model calls of `run_id` and its child runs (ids `RUN.STEP.ATTEMPT…`) spent, from
+/// the journal; `None` when it has no child runs.
+fn tree_usage(store: &Store, run_id: &str) -> Option<pev_protocol::run::Usage> {
+    let prefix = format!("{run_id}.");
+    let runs = store.list_runs().ok()?;
+    let children: Vec<&str> =
+        runs.iter().map(|r| r.run_id.as_str()).filter(|id| id.starts_with(&prefix)).collect();
+    if children.is_empty() {
+        return None;
+    }
+    let mut usage = pev_protocol::run::Usage::default();
+    for id in std::iter::once(run_id).chain(children) {
+        for call in store.model_calls(id).ok()? {
+            usage.llm_calls += 1;
+            usage.input_tokens +=
+                call.input_tokens + call.cache_read_tokens + call.cache_write_tokens;
+            usage.output_tokens += call.output_tokens;
+            usage.cache_read_tokens += call.cache_read_tokens;
+            usage.cache_write_tokens += call.cache_write_tokens;
+            usage.cost_usd += call.cost_usd.unwrap_or(0.0);
+        }
+    }
+    Some(usage)
 }
 
 /// The model calls of the attempts the killed session left unfinished, to answer them again

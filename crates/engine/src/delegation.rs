@@ -154,6 +154,25 @@ pub(crate) async fn run(
         shared.recorder.emit(EventBody::StepStarted { step: id.to_owned(), attempt })?;
         let child_run = child_run_id(&parent, id, attempt);
         let before = Before::take(&shared.engine, &watched);
+        // `content_changed` compares with the files before the step's first child (journaled,
+        // so a resume that finds the child done compares with the same).
+        for assertion in &step.assertions {
+            if let pev_protocol::Assertion::ContentChanged { path, .. } = assertion
+                && !report.slot.baseline.contains_key(path)
+                && let Some(sha) = before.hashes.get(path)
+            {
+                report.slot.baseline.insert(path.clone(), sha.clone());
+                shared.recorder.record(Record::FileHash(pev_store::FileHashRecord {
+                    run_id: parent.clone(),
+                    step_id: id.to_owned(),
+                    path: path.clone(),
+                    phase: pev_store::HashPhase::Before,
+                    sha256: sha.clone(),
+                    bytes: None,
+                    at: pev_protocol::event::now_rfc3339(),
+                }))?;
+            }
+        }
         // Durable before the child exists: a resume that finds this event finds the child.
         shared.recorder.emit(EventBody::DelegateStarted {
             step: id.to_owned(),

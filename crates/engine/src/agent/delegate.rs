@@ -200,7 +200,15 @@ fn finished(record: &pev_store::RunRecord, events: &[pev_protocol::Event]) -> Op
 /// What a child's journaled calls spent (a continued child's slice is what is left of it).
 fn spent(calls: &[pev_store::ModelCallRecord]) -> (u32, u64, f64) {
     let turns = u32::try_from(calls.len()).unwrap_or(u32::MAX);
-    let tokens = calls.iter().map(|c| c.input_tokens.saturating_add(c.output_tokens)).sum();
+    let tokens = calls
+        .iter()
+        .map(|c| {
+            c.input_tokens
+                .saturating_add(c.cache_read_tokens)
+                .saturating_add(c.cache_write_tokens)
+                .saturating_add(c.output_tokens)
+        })
+        .sum();
     let usd = calls.iter().filter_map(|c| c.cost_usd).sum();
     (turns, tokens, usd)
 }

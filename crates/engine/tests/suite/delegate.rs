@@ -224,7 +224,8 @@ async fn two_parallel_children_succeed_and_the_parent_succeeds_on_their_verdicts
     ]);
     let setup = Setup::new(planner, Router::new(Vec::new()));
     let mut a = delegated("part-a", "[A] Write alpha to a/out.txt", Some("a"));
-    a["assertions"] = json!([{"type": "file_contains", "path": "a/out.txt", "pattern": "alpha"}]);
+    a["assertions"] = json!([{"type": "file_contains", "path": "a/out.txt", "pattern": "alpha"},
+                             {"type": "content_changed", "path": "a/out.txt"}]);
     let b = delegated("part-b", "[B] Write beta to b/out.txt", Some("b"));
     let plan = json!({"goal": "Write both parts", "steps": [a, b]});
     let result = run_parent(&h, &setup, &plan).await;
