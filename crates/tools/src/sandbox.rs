@@ -100,10 +100,15 @@ impl Workspace {
     }
 
     /// The same workspace, with writes allowed only beneath `scope` (a directory relative to
-    /// the root; `""` or `.` is the whole workspace). Reads stay workspace-wide. A scope inside
+    /// the root; `""` or `.` asks for no narrowing: this workspace's own scope). Reads stay workspace-wide. A scope inside
     /// the current one narrows it; one that leaves it is refused.
     pub fn scoped(&self, scope: &str) -> Result<Self, SandboxError> {
         let rel = lexical(scope)?;
+        if is_root(&rel) {
+            // No scope asked: the same as this one (a child without a scope, under a scoped
+            // parent, keeps its parent's).
+            return Ok(self.clone());
+        }
         if let Some(current) = &self.inner.write_scope
             && !rel.starts_with(current)
         {

@@ -287,8 +287,7 @@ impl CallLog {
             sha
         };
         if let Some(parts) = parts {
-            let key =
-                (conversation_run.clone(), call.role.clone(), call.step_id.clone(), call.attempt);
+            let key = (conversation_run, call.role.clone(), call.step_id.clone(), call.attempt);
             let shas: Vec<String> = parts.messages.iter().map(|(sha, _)| sha.clone()).collect();
             let prior = state.conversations.get(&key).and_then(|(seq, before)| {
                 (before.len() <= shas.len() && shas[..before.len()] == before[..])

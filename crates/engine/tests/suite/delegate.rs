@@ -85,7 +85,7 @@ impl ModelClient for Router {
 }
 
 /// A planner turn answering `plan`.
-fn plan_turn(plan: Value) -> ScriptTurn {
+fn plan_turn(plan: &Value) -> ScriptTurn {
     ScriptTurn::text(plan.to_string())
 }
 
@@ -219,8 +219,8 @@ fn child(h: &Harness, id: &str) -> pev_store::RunRecord {
 async fn two_parallel_children_succeed_and_the_parent_succeeds_on_their_verdicts() {
     let h = Harness::new();
     let planner = Router::new(vec![
-        ("[A]", vec![plan_turn(write_plan("a/out.txt", "alpha", ("a", 400)))]),
-        ("[B]", vec![plan_turn(write_plan("b/out.txt", "beta", ("b", 400)))]),
+        ("[A]", vec![plan_turn(&write_plan("a/out.txt", "alpha", ("a", 400)))]),
+        ("[B]", vec![plan_turn(&write_plan("b/out.txt", "beta", ("b", 400)))]),
     ]);
     let setup = Setup::new(planner, Router::new(Vec::new()));
     let mut a = delegated("part-a", "[A] Write alpha to a/out.txt", Some("a"));
@@ -279,8 +279,7 @@ async fn a_lazy_child_fails_the_step_which_is_retried_then_the_run_is_partial() 
                    "max_attempts": 1,
                    "assertions": [{"type": "file_exists", "path": "lazy/out.txt"}]}]
     });
-    let planner =
-        Router::new(vec![("[LAZY]", vec![plan_turn(lazy_plan.clone()), plan_turn(lazy_plan)])]);
+    let planner = Router::new(vec![("[LAZY]", vec![plan_turn(&lazy_plan), plan_turn(&lazy_plan)])]);
     let executor = Router::new(vec![(
         "[LAZY]",
         vec![ScriptTurn::text("Done: lazy/out.txt is written."), ScriptTurn::text("Done, really.")],
@@ -330,7 +329,7 @@ async fn a_child_that_writes_outside_its_scope_is_refused() {
         "steps": [{"id": "write", "tool": "file.write",
                    "parameters": {"path": "b/stolen.txt", "content": "x"}}]
     });
-    let planner = Router::new(vec![("[ESC]", vec![plan_turn(escaping)])]);
+    let planner = Router::new(vec![("[ESC]", vec![plan_turn(&escaping)])]);
     let setup = Setup::new(planner, Router::new(Vec::new()));
     let plan =
         json!({"goal": "Do part a", "steps": [delegated("a", "[ESC] Do part a", Some("a"))]});
@@ -355,7 +354,7 @@ async fn a_child_whose_slice_runs_out_is_not_a_success_and_neither_is_its_parent
         "steps": [{"id": "do-it", "description": "Write it to s/out.txt", "max_attempts": 1,
                    "assertions": [{"type": "file_exists", "path": "s/out.txt"}]}]
     });
-    let planner = Router::new(vec![("[SLICE]", vec![plan_turn(plan_two_turns)])]);
+    let planner = Router::new(vec![("[SLICE]", vec![plan_turn(&plan_two_turns)])]);
     let write = ScriptTurn::blocks(vec![ContentBlock::ToolUse {
         id: "c1".into(),
         name: "file_write".into(),
@@ -399,7 +398,7 @@ async fn a_crash_during_a_child_resumes_the_tree_without_repeating_its_effects()
              "assertions": [{"type": "file_contains", "path": "c/out.txt", "pattern": "c"}]}
         ]
     });
-    let planner = Router::new(vec![("[CRASH]", vec![plan_turn(child_plan)])]);
+    let planner = Router::new(vec![("[CRASH]", vec![plan_turn(&child_plan)])]);
     let setup = Setup::new(planner, Router::new(Vec::new()));
     let plan = json!({"goal": "Do c", "steps": [delegated("c", "[CRASH] Do c", Some("c"))]});
     let (run_id, parsed) = h.create(&plan);
@@ -464,9 +463,9 @@ async fn nesting_past_the_bound_is_refused() {
             "delegate": {"goal": format!("{next} go deeper")}}]})
     };
     let planner = Router::new(vec![
-        ("[N1]", vec![plan_turn(nest("1", "[N2]"))]),
-        ("[N2]", vec![plan_turn(nest("2", "[N3]"))]),
-        ("[N3]", vec![plan_turn(nest("3", "[N4]"))]),
+        ("[N1]", vec![plan_turn(&nest("1", "[N2]"))]),
+        ("[N2]", vec![plan_turn(&nest("2", "[N3]"))]),
+        ("[N3]", vec![plan_turn(&nest("3", "[N4]"))]),
     ]);
     let setup = Setup::new(planner, Router::new(Vec::new()));
     let plan = json!({"goal": "Nest", "steps": [delegated("n", "[N1] go deeper", None)]});
@@ -487,7 +486,7 @@ async fn nesting_past_the_bound_is_refused() {
 async fn a_childs_evidence_undone_by_a_later_parent_step_is_a_regression_of_the_parent() {
     let h = Harness::new();
     let planner =
-        Router::new(vec![("[A]", vec![plan_turn(write_plan("a/out.txt", "alpha", ("a", 1)))])]);
+        Router::new(vec![("[A]", vec![plan_turn(&write_plan("a/out.txt", "alpha", ("a", 1)))])]);
     let setup = Setup::new(planner, Router::new(Vec::new()));
     let plan = json!({"goal": "Write a, then overwrite it", "steps": [
         delegated("part-a", "[A] Write alpha to a/out.txt", Some("a")),
@@ -527,8 +526,8 @@ async fn unconfined_commands_whose_changes_cannot_be_listed_leave_the_scope_unsh
     for jobs in [2, 1] {
         let h = Harness::new();
         let planner = Router::new(vec![
-            ("[P1]", vec![plan_turn(shell("p1"))]),
-            ("[P2]", vec![plan_turn(shell("p2"))]),
+            ("[P1]", vec![plan_turn(&shell("p1"))]),
+            ("[P2]", vec![plan_turn(&shell("p2"))]),
         ]);
         let mut setup = Setup::new(planner, Router::new(Vec::new()));
         setup.jobs = jobs;

@@ -57,6 +57,9 @@ fn a_scope_narrows_never_widens_and_never_leaves_the_workspace() {
     assert!(matches!(docs.scoped("src"), Err(SandboxError::OutOfScope { .. })));
     assert!(matches!(f.ws().scoped("../elsewhere"), Err(SandboxError::Escape { .. })));
     assert!(matches!(f.ws().scoped(".pev"), Err(SandboxError::Reserved { .. })));
+    // No scope under a scope keeps it.
+    let same = docs.scoped("").expect("inherits");
+    assert_eq!(same.write_scope(), Some(std::path::Path::new("docs")));
     // The root is the whole workspace.
     let whole = f.ws().scoped(".").expect("root");
     assert_eq!(whole.write_scope(), None);
