@@ -177,8 +177,8 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         let unknown_tool =
             plan.steps.iter().any(|s| s.tool.as_deref().is_some_and(|t| registry.get(t).is_none()));
         let hint = if unknown_tool {
-            " (`pev lint` reports an unknown tool as UNKNOWN_TOOL, a warning there because a plan \
-             may name tools of another runtime; pev run can only run the tools it has)"
+            " (`pev lint` reports this as UNKNOWN_TOOL, a warning there because a plan may name \
+             tools of another runtime; pev run can only run the tools it has)"
         } else if delegates {
             " (a delegated step runs a child run with the models of `pev agent`)"
         } else {
