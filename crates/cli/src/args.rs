@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::{agent_cmd, eval_cmd, run_cmd, style};
+use crate::{agent_cmd, eval_cmd, eval_scale, run_cmd, style};
 
 pub(crate) const EXIT_CODES: &str = "\
 Exit codes:
@@ -470,10 +470,13 @@ pub(crate) enum Command {
             setting and the gate's overhead on the honest scenarios.",
         after_help = EVAL_HELP
     )]
+    #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
     Eval {
+        #[command(subcommand)]
+        action: Option<EvalAction>,
         /// The suite: a directory of scenario directories
-        #[arg(value_name = "SUITE_DIR")]
-        suite: PathBuf,
+        #[arg(value_name = "SUITE_DIR", required = true)]
+        suite: Option<PathBuf>,
         /// Print one JSON document (rows, totals, overhead) instead of the table
         #[arg(long)]
         json: bool,
@@ -488,6 +491,28 @@ pub(crate) enum Command {
         /// (SCENARIO/recording/*.db); later runs of the suite replay it offline
         #[arg(long)]
         record: bool,
+        /// Scenario runs at once (each a `pev agent` process) [default: 1]
+        #[arg(long, short = 'j', value_name = "N")]
+        jobs: Option<u16>,
+        /// Run only shard K of N: the scenarios a stable hash of their name assigns to it
+        /// (adding a scenario moves no other); join the shards' --json with `pev eval merge`
+        #[arg(long, value_name = "K/N")]
+        shard: Option<eval_scale::Shard>,
+    },
+}
+
+/// `pev eval merge`.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum EvalAction {
+    /// Join the `--json` documents of `pev eval --shard K/N` runs into the table (or, with
+    /// --json, the document) of one unsharded run
+    Merge {
+        /// The shards' `pev eval --json` outputs
+        #[arg(value_name = "FILE", required = true)]
+        files: Vec<PathBuf>,
+        /// Print one JSON document instead of the table
+        #[arg(long)]
+        json: bool,
     },
 }
 

@@ -23,7 +23,7 @@ use crate::run_cmd::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, Fail};
 use crate::scratch;
 
 #[path = "eval_report.rs"]
-mod report;
+pub(crate) mod report;
 #[path = "eval_suite.rs"]
 pub mod suite;
 
@@ -58,6 +58,10 @@ pub struct EvalRequest {
     /// Run against the configured (real) models, ignoring scripts and recordings, and keep each
     /// run's journal as the scenario's recording.
     pub record: bool,
+    /// Runs at once (each a `pev agent` process), at least 1.
+    pub jobs: usize,
+    /// Only the scenarios of this shard (see `eval_scale`).
+    pub shard: Option<crate::eval_scale::Shard>,
 }
 
 /// How a scenario's models answer in one run.
@@ -137,7 +141,12 @@ pub fn run(req: &EvalRequest, out: &mut dyn Write, err: &mut dyn Write) -> Resul
     let scenarios = suite::load_suite(&req.suite).map_err(|e| Fail(EXIT_BAD_INPUT, e))?;
     let exe = std::env::current_exe()
         .map_err(|e| Fail(EXIT_FAILED, format!("cannot find the pev executable: {e}")))?;
-    let mut rows = Vec::new();
+    let scenarios: Vec<Scenario> = match req.shard {
+        Some(shard) => scenarios.into_iter().filter(|s| shard.holds(&s.name)).collect(),
+        None => scenarios,
+    };
+    // Every run to make, in the order the table shows them.
+    let mut work: Vec<(&Scenario, Option<bool>, Source)> = Vec::new();
     for scenario in &scenarios {
         let settings: &[bool] = match scenario.mode {
             ScenarioMode::Loop => req.gate.settings(),
@@ -154,26 +163,32 @@ pub fn run(req: &EvalRequest, out: &mut dyn Write, err: &mut dyn Write) -> Resul
             } else {
                 Source::Scripts
             };
-            let mut row = run_one(&exe, scenario, gate, req.keep, source);
-            if req.record && row.error.is_none() {
-                row.note =
-                    Some(format!("recorded in {}", recording_path(scenario, gate).display()));
-            }
-            let _ = writeln!(
-                err,
-                "pev eval: {} [{}] {} ({} ms){}",
-                row.scenario,
-                row.gate.map_or_else(|| "pev mode".to_owned(), |g| format!("gate {g}")),
-                row.status.map_or("no result", report::status_str),
-                row.wall_ms,
-                if row.correct { "" } else { "  UNEXPECTED" }
-            );
-            rows.push(row);
+            work.push((scenario, gate, source));
         }
     }
+    let one = |(scenario, gate, source): (&Scenario, Option<bool>, Source)| {
+        let mut row = run_one(&exe, scenario, gate, req.keep, source);
+        if req.record && row.error.is_none() {
+            row.note = Some(format!("recorded in {}", recording_path(scenario, gate).display()));
+        }
+        row
+    };
+    let say = |err: &mut dyn Write, row: &Row| {
+        let _ = writeln!(
+            err,
+            "pev eval: {} [{}] {} ({} ms){}",
+            row.scenario,
+            row.gate.map_or_else(|| "pev mode".to_owned(), |g| format!("gate {g}")),
+            row.status.map_or("no result", report::status_str),
+            row.wall_ms,
+            if row.correct { "" } else { "  UNEXPECTED" }
+        );
+    };
+    let rows = run_all(&work, req.jobs, &one, &mut |row| say(err, row));
     let honest: Vec<String> =
         scenarios.iter().filter(|s| s.honest).map(|s| s.name.clone()).collect();
-    let summary = report::summarize(&req.suite, rows, &honest);
+    let mut summary = report::summarize(&req.suite, rows, &honest);
+    summary.shard = req.shard.map(|s| s.to_string());
     let written = if req.json {
         serde_json::to_string_pretty(&summary)
             .map_err(std::io::Error::other)
@@ -187,6 +202,52 @@ pub fn run(req: &EvalRequest, out: &mut dyn Write, err: &mut dyn Write) -> Resul
         return Err(Fail(EXIT_FAILED, format!("cannot write the report: {e}")));
     }
     Ok(if summary.passed { EXIT_OK } else { EXIT_FAILED })
+}
+
+/// Runs `work` with up to `jobs` at once (each item a subprocess, so threads only wait);
+/// `done` hears of each row as it finishes, from this thread. The rows come back in `work`'s
+/// order.
+fn run_all<W: Copy + Send + Sync>(
+    work: &[W],
+    jobs: usize,
+    one: &(dyn Fn(W) -> Row + Sync),
+    done: &mut dyn FnMut(&Row),
+) -> Vec<Row> {
+    let jobs = jobs.clamp(1, work.len().max(1));
+    if jobs == 1 {
+        return work
+            .iter()
+            .map(|w| {
+                let row = one(*w);
+                done(&row);
+                row
+            })
+            .collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Row)>();
+    let mut rows: Vec<Option<Row>> = (0..work.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            let tx = tx.clone();
+            let next = &next;
+            scope.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let Some(w) = work.get(i) else { break };
+                    if tx.send((i, one(*w))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        for (i, row) in rx {
+            done(&row);
+            rows[i] = Some(row);
+        }
+    });
+    rows.into_iter().flatten().collect()
 }
 
 /// What a `pev agent` subprocess left behind.

@@ -21,6 +21,11 @@ pub struct Summary {
     pub overhead: Vec<Overhead>,
     /// Every gate-on (and pev-mode) run ended as expected, and every run produced a result.
     pub passed: bool,
+    /// The scenarios marked `honest` (what the overhead is computed on; a merge needs them).
+    pub honest: Vec<String>,
+    /// The shard (`K/N`) this document holds, when the run was sharded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
 }
 
 /// The runs of one gate setting, added up.
@@ -100,7 +105,15 @@ pub fn summarize(suite: &Path, rows: Vec<Row>, honest: &[String]) -> Summary {
         })
         .collect();
     let passed = rows.iter().all(|r| (!r.gates() || r.correct) && r.error.is_none());
-    Summary { suite: suite.display().to_string(), rows, totals, overhead, passed }
+    Summary {
+        suite: suite.display().to_string(),
+        rows,
+        totals,
+        overhead,
+        passed,
+        honest: honest.to_vec(),
+        shard: None,
+    }
 }
 
 fn totals(gate: &'static str, runs: &[&Row]) -> Totals {

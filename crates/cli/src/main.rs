@@ -11,6 +11,7 @@ mod call_notice;
 mod conversation_view;
 mod doctor_cmd;
 mod eval_cmd;
+mod eval_scale;
 mod explain;
 mod input;
 mod journal_cmd;
@@ -150,12 +151,25 @@ fn main() -> ExitCode {
             let code = print_schema(kind, &mut out);
             finish(code, out.flush())
         }
-        Command::Eval { suite, json, gate, keep, record } => {
-            let req = eval_cmd::EvalRequest { suite, json, gate, keep, record };
+        Command::Eval { action: Some(args::EvalAction::Merge { files, json }), .. } => {
             let mut out = BufWriter::new(stdout.lock());
-            let code = report(eval_cmd::run(&req, &mut out, &mut std::io::stderr()));
+            let code = report(eval_scale::merge(&files, json, &mut out, &mut std::io::stderr()));
             finish(code, out.flush())
         }
+        Command::Eval { action: None, suite, json, gate, keep, record, jobs, shard } => match suite
+        {
+            None => report(Err(run_cmd::Fail(
+                run_cmd::EXIT_BAD_INPUT,
+                "give a suite directory (pev eval SUITE_DIR) or `pev eval merge FILE...`".into(),
+            ))),
+            Some(suite) => {
+                let jobs = usize::from(jobs.unwrap_or(1).max(1));
+                let req = eval_cmd::EvalRequest { suite, json, gate, keep, record, jobs, shard };
+                let mut out = BufWriter::new(stdout.lock());
+                let code = report(eval_cmd::run(&req, &mut out, &mut std::io::stderr()));
+                finish(code, out.flush())
+            }
+        },
         Command::Export { runs, otlp, capture_content, journal } => {
             let common = journal.common(None, false);
             let mut out = BufWriter::new(stdout.lock());

@@ -392,3 +392,96 @@ fn a_recorded_scenario_replays_offline_and_an_edit_is_a_divergence() {
     );
     assert!(note.contains("TODO with DONE") && note.contains("TODO by DONE"), "{note}");
 }
+
+/// The rows of an eval document without what differs from run to run (wall time, run ids).
+fn comparable(doc: &Value) -> Vec<Value> {
+    doc["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            let obj = r.as_object_mut().expect("row");
+            obj.remove("wall_ms");
+            obj.remove("run_id");
+            r
+        })
+        .collect()
+}
+
+/// Issue 18: `--shard k/3` for k = 1..3, merged, is the unsharded eval (wall time aside), every
+/// scenario exactly once; `--jobs 2` gives the same rows in the same order.
+#[test]
+fn three_shards_merged_are_the_whole_suite_and_jobs_change_nothing_but_time() {
+    let whole = eval(&["evals", "--json"]);
+    assert_eq!(whole.code, 0, "{}", whole.stderr);
+    let whole = whole.json();
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut files = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    for k in 1..=3 {
+        let shard = format!("{k}/3");
+        let out = eval(&["evals", "--shard", &shard, "--json"]);
+        assert_eq!(out.code, 0, "shard {shard}: {}", out.stderr);
+        let doc = out.json();
+        assert_eq!(doc["shard"], shard.as_str());
+        for r in doc["rows"].as_array().expect("rows") {
+            let name = r["scenario"].as_str().expect("name").to_owned();
+            if !seen.contains(&name) {
+                seen.push(name);
+            }
+        }
+        let file = dir.path().join(format!("shard-{k}.json"));
+        std::fs::write(&file, &out.stdout).expect("write");
+        files.push(file.display().to_string());
+    }
+    let mut all: Vec<String> = whole["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| r["scenario"].as_str().expect("name").to_owned())
+        .collect();
+    all.dedup();
+    seen.sort();
+    assert_eq!(seen, all, "every scenario in exactly one shard");
+
+    let args: Vec<&str> =
+        ["merge"].into_iter().chain(files.iter().map(String::as_str)).chain(["--json"]).collect();
+    let merged = eval(&args);
+    assert_eq!(merged.code, 0, "{}", merged.stderr);
+    let merged = merged.json();
+    assert_eq!(comparable(&merged), comparable(&whole));
+    assert_eq!(merged["overhead"], whole["overhead"]);
+    assert_eq!(merged["passed"], whole["passed"]);
+    for (a, b) in
+        merged["totals"].as_array().unwrap().iter().zip(whole["totals"].as_array().unwrap())
+    {
+        for key in ["gate", "runs", "correct", "slipped", "premature", "caught", "mean_turns"] {
+            assert_eq!(a[key], b[key], "{key}");
+        }
+    }
+    // The table form too.
+    let table = eval(&["merge", &files[0], &files[1], &files[2]]);
+    assert_eq!(table.code, 0, "{}", table.stderr);
+    assert!(table.stdout.contains("delegated-claim"), "{}", table.stdout);
+
+    // A shard given twice is refused; a missing one is said.
+    let twice = eval(&["merge", &files[0], &files[0]]);
+    assert_eq!(twice.code, 2, "{}", twice.stderr);
+    assert!(twice.stderr.contains("each scenario belongs to one shard"), "{}", twice.stderr);
+    let partial = eval(&["merge", &files[0], &files[2], "--json"]);
+    assert!(partial.stderr.contains("shard(s) 2/3 are missing"), "{}", partial.stderr);
+
+    let parallel = eval(&["evals", "--json", "--jobs", "2"]);
+    assert_eq!(parallel.code, 0, "{}", parallel.stderr);
+    assert_eq!(comparable(&parallel.json()), comparable(&whole));
+}
+
+#[test]
+fn a_bad_shard_is_a_usage_error() {
+    for bad in ["0/3", "4/3", "x", "1/0"] {
+        let out = eval(&["evals", "--shard", bad]);
+        assert_eq!(out.code, 2, "{bad}: {}", out.stderr);
+        assert!(out.stderr.contains("K/N"), "{bad}: {}", out.stderr);
+    }
+}
