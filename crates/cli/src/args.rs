@@ -619,6 +619,47 @@ pub(crate) enum GateAction {
     },
 }
 
+/// `--store`: a journal file. A URL (`postgres://…`, `sqlite:…`) names a backend pev does not
+/// have, and is refused rather than taken for a path (which would create a `postgres:`
+/// directory tree); only its scheme is repeated, never the rest (it may hold a password).
+fn store_arg(value: &str) -> Result<PathBuf, String> {
+    const SCHEMES: [&str; 7] = ["postgres", "postgresql", "sqlite", "file", "mysql", "redis", "s3"];
+    let scheme = value.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
+    let is_url = value.contains("://") || scheme.as_deref().is_some_and(|s| SCHEMES.contains(&s));
+    if is_url {
+        let scheme = scheme.unwrap_or_default();
+        return Err(format!(
+            "`{scheme}:…` is a URL, and pev's journal is a SQLite file: give its path (e.g. \
+             --store .pev/pev.db); a shared Postgres journal is not supported yet"
+        ));
+    }
+    if value.is_empty() {
+        return Err("the journal path is empty".to_owned());
+    }
+    Ok(PathBuf::from(value))
+}
+
+/// [`store_arg`] as clap's parser, whose error is ours alone: clap's own would quote the
+/// value, password and all.
+#[derive(Debug, Clone, Copy)]
+struct StoreArg;
+
+impl clap::builder::TypedValueParser for StoreArg {
+    type Value = PathBuf;
+
+    fn parse_ref(
+        &self,
+        _cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<PathBuf, clap::Error> {
+        let Some(text) = value.to_str() else { return Ok(PathBuf::from(value)) };
+        store_arg(text).map_err(|why| {
+            clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("--store: {why}\n"))
+        })
+    }
+}
+
 /// Where `pev mcp` and `pev gate` find the workspace and the journal.
 #[derive(Debug, Args)]
 pub(crate) struct PlaceArgs {
@@ -627,7 +668,7 @@ pub(crate) struct PlaceArgs {
     #[arg(long, short = 'w', value_name = "DIR")]
     pub(crate) workspace: Option<PathBuf>,
     /// The journal file [default: WORKSPACE/.pev/pev.db]
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = StoreArg)]
     pub(crate) store: Option<PathBuf>,
 }
 
@@ -643,7 +684,7 @@ pub(crate) struct JournalArgs {
     #[arg(long, short = 'w', value_name = "DIR")]
     pub(crate) workspace: Option<PathBuf>,
     /// The journal file [default: WORKSPACE/.pev/pev.db]
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = StoreArg)]
     pub(crate) store: Option<PathBuf>,
     /// Print JSON instead of text: events as JSON lines (run, agent, resume; a failure ends
     /// with an `error` event), one object per run (runs), the run result (show)
@@ -733,5 +774,27 @@ pub(crate) fn parse_fail_risk(text: &str) -> Result<f64, String> {
         Ok(value)
     } else {
         Err(format!("{value} is not between 0 and 1"))
+    }
+}
+
+#[cfg(test)]
+mod store_arg_tests {
+    use super::store_arg;
+
+    #[test]
+    fn a_store_url_is_refused_without_repeating_its_credentials() {
+        for url in [
+            "postgresql:///db?host=/tmp",
+            "postgres://pev:s3cret@db.example/pev",
+            "sqlite:journal.db",
+            "https://example.com/x",
+        ] {
+            let err = store_arg(url).expect_err(url);
+            assert!(!err.contains("s3cret") && !err.contains("example"), "{err}");
+            assert!(err.contains("SQLite file"), "{err}");
+        }
+        assert_eq!(store_arg(".pev/pev.db").unwrap(), std::path::PathBuf::from(".pev/pev.db"));
+        assert_eq!(store_arg("odd:name.db").unwrap(), std::path::PathBuf::from("odd:name.db"));
+        assert!(store_arg("").is_err());
     }
 }

@@ -199,3 +199,27 @@ fn policy_notes_go_to_stderr() {
     assert!(r.stderr.contains("names no lint code and is ignored"), "{}", r.stderr);
     let _ = r.json();
 }
+
+/// Issue 18: a store URL is not a path. Taken for one, `postgresql:///db?host=…` made a
+/// `postgresql:` directory tree in the current directory; it is refused (exit 2), nothing is
+/// created, and a password in it is never printed.
+#[test]
+fn a_store_url_is_refused_and_creates_nothing() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for (args, url) in [
+        (vec!["runs"], "postgresql:///db?host=/tmp"),
+        (vec!["show", "last"], "postgres://pev:s3cret@db.example/pev"),
+        (vec!["runs", "--json"], "sqlite:journal.db"),
+    ] {
+        let mut all = args.clone();
+        all.extend(["--store", url]);
+        let mut cmd = pev();
+        cmd.current_dir(dir.path());
+        let r = run(&mut cmd, &all);
+        assert_eq!(r.code, 2, "{args:?} {url}: {r:?}");
+        assert!(r.stderr.contains("pev's journal is a SQLite file"), "{}", r.stderr);
+        assert!(!r.stderr.contains("s3cret") && !r.stderr.contains("db.example"), "{}", r.stderr);
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path()).expect("read").collect();
+    assert!(left.is_empty(), "created: {left:?}");
+}
