@@ -93,6 +93,9 @@ Examples:
   pev eval evals
   pev eval evals --gate on --json | jq '.totals'
   pev eval evals --keep          # keep each run's workspace copy (pev show last -w COPY)
+  pev eval evals --jobs 4        # four scenarios at a time
+  pev eval evals --shard 2/3 --json > shard-2.json   # one CI runner's share
+  pev eval merge shard-*.json    # the shards as one table (--json: one document)
 
 A suite is a directory of scenarios: SCENARIO/scenario.toml (goal, mode, expect), its fixture
 SCENARIO/workspace/ and its scripted models (see evals/README.md).
