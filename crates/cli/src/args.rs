@@ -322,6 +322,22 @@ pub(crate) enum Command {
         #[command(flatten)]
         journal: JournalArgs,
     },
+    /// Delete runs last updated before a time, with their child runs and the blobs nothing else
+    /// uses
+    #[command(after_help = "Examples:\n  pev gc --older-than 30d --dry-run   # what would go\n  \
+        pev gc --older-than 30d\n\nA run still `running` (under way, or interrupted and \
+        resumable) is kept; a child run goes with its parent. DURATION: a number and a unit, \
+        s, m, h, d or w (90m, 12h, 30d).")]
+    Gc {
+        /// Delete runs last updated more than this long ago (30d, 12h, 2w, …)
+        #[arg(long, value_name = "DURATION", value_parser = crate::journal_cmd::parse_age)]
+        older_than: std::time::Duration,
+        /// Say what would be deleted, and delete nothing
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        journal: JournalArgs,
+    },
     /// Send finished runs as OpenTelemetry traces to an OTLP/HTTP endpoint (Phoenix, Jaeger, …)
     #[command(after_help = EXPORT_HELP)]
     Export {

@@ -537,3 +537,75 @@ mod tests {
         assert_eq!(render_revisions(&versions[..1], &Style { color: false }), "");
     }
 }
+
+/// `--older-than`: a number and a unit (`s`, `m`, `h`, `d`, `w`).
+pub(crate) fn parse_age(text: &str) -> Result<std::time::Duration, String> {
+    let bad =
+        || format!("`{text}` is not a duration: write a number and a unit, s m h d or w (30d)");
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let (n, unit) = text.split_at(split);
+    let n: u64 = n.parse().map_err(|_| bad())?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(seconds).map(std::time::Duration::from_secs).ok_or_else(bad)
+}
+
+/// `pev gc --older-than AGE [--dry-run]`.
+pub fn gc(
+    age: std::time::Duration,
+    dry_run: bool,
+    common: &Common,
+    out: &mut dyn Write,
+) -> Result<u8, Fail> {
+    let store = open(common)?;
+    let cutoff = std::time::SystemTime::now().checked_sub(age).unwrap_or(std::time::UNIX_EPOCH);
+    let cutoff = pev_protocol::event::rfc3339(cutoff);
+    let report = store.gc(&cutoff, dry_run).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    if common.json {
+        let line = serde_json::json!({"cutoff": cutoff, "dry_run": dry_run, "report": report});
+        let _ = writeln!(out, "{line}");
+        return Ok(EXIT_OK);
+    }
+    let verb = if dry_run { "would delete" } else { "deleted" };
+    let _ = writeln!(
+        out,
+        "pev gc: {verb} {} run(s) and {} blob(s) ({} bytes) last updated before {cutoff}",
+        report.runs.len(),
+        report.blobs,
+        report.blob_bytes
+    );
+    for run in &report.runs {
+        let _ = writeln!(out, "  {}", crate::style::clean(run));
+    }
+    if !report.kept_running.is_empty() {
+        let _ = writeln!(
+            out,
+            "kept {} run(s) still running (under way, or resumable: `pev resume RUN`): {}",
+            report.kept_running.len(),
+            report.kept_running.join(", ")
+        );
+    }
+    Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod gc_tests {
+    #[test]
+    fn ages_have_a_number_and_a_unit() {
+        use super::parse_age;
+        assert_eq!(parse_age("30d").unwrap().as_secs(), 30 * 86_400);
+        assert_eq!(parse_age("90m").unwrap().as_secs(), 5400);
+        assert_eq!(parse_age("0s").unwrap().as_secs(), 0);
+        assert_eq!(parse_age("2w").unwrap().as_secs(), 14 * 86_400);
+        for bad in ["30", "d", "3x", "-1d", "", "99999999999999999999w"] {
+            assert!(parse_age(bad).is_err(), "{bad}");
+        }
+    }
+}

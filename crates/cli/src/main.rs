@@ -170,6 +170,12 @@ fn main() -> ExitCode {
                 finish(code, out.flush())
             }
         },
+        Command::Gc { older_than, dry_run, journal } => {
+            let common = journal.common(None, false);
+            let mut out = BufWriter::new(stdout.lock());
+            let code = report(journal_cmd::gc(older_than, dry_run, &common, &mut out));
+            finish(code, out.flush())
+        }
         Command::Export { runs, otlp, capture_content, journal } => {
             let common = journal.common(None, false);
             let mut out = BufWriter::new(stdout.lock());

@@ -11,6 +11,7 @@
 mod blob;
 mod chain;
 mod error;
+mod gc;
 mod journal;
 mod read;
 mod records;
@@ -26,6 +27,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use chain::Integrity;
 pub use error::StoreError;
+pub use gc::GcReport;
 pub use journal::{Journal, MAX_BATCH};
 pub use records::{
     ApprovalRecord, FileHashRecord, HashPhase, ModelCallRecord, MutationRecord, NewRun, Record,

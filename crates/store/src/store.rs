@@ -27,7 +27,7 @@ pub struct Guard<'a> {
 
 /// A connection to one journal file.
 pub struct Store {
-    conn: Connection,
+    pub(crate) conn: Connection,
     path: PathBuf,
 }
 

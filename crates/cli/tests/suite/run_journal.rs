@@ -331,3 +331,31 @@ fn a_bad_pev_toml_refuses_the_run_before_it_is_journaled() {
     let runs = run(&mut pev(), &["runs", "--workspace", &ws.arg(), "--json"]);
     assert!(runs.stdout.trim().is_empty(), "{runs:?}");
 }
+
+/// Issue 18, retention: `pev gc --older-than` deletes finished runs older than the age (a dry
+/// run first says what would go, and changes nothing); a younger run stays.
+#[test]
+fn gc_deletes_old_finished_runs_and_a_dry_run_changes_nothing() {
+    let ws = css_ws();
+    let out = ws.run(&css_plan(), &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let run_id = out.result()["run_id"].as_str().expect("id").to_owned();
+
+    let young = ws.pev(&["gc", "--older-than", "1d"]);
+    assert_eq!(young.code, 0, "{young:?}");
+    assert!(young.stdout.contains("deleted 0 run(s)"), "{}", young.stdout);
+    let dry = ws.pev(&["gc", "--older-than", "0s", "--dry-run", "--json"]);
+    assert_eq!(dry.code, 0, "{dry:?}");
+    let report: Value = serde_json::from_str(dry.stdout.trim()).expect("JSON");
+    assert_eq!(report["report"]["runs"], json!([run_id]));
+    assert!(report["report"]["blobs"].as_u64().expect("blobs") > 0, "{report}");
+    assert_eq!(ws.pev(&["show", &run_id]).code, 0, "a dry run deletes nothing");
+
+    let done = ws.pev(&["gc", "--older-than", "0s"]);
+    assert_eq!(done.code, 0, "{done:?}");
+    assert!(done.stdout.contains(&run_id), "{}", done.stdout);
+    let runs = ws.pev(&["runs", "--json"]);
+    assert!(runs.stdout.trim().is_empty(), "{}", runs.stdout);
+    assert_ne!(ws.pev(&["show", &run_id]).code, 0);
+    assert_eq!(ws.pev(&["gc", "--older-than", "5x"]).code, 2);
+}

@@ -2,6 +2,7 @@
 
 mod append;
 mod chain;
+mod gc;
 mod journal;
 mod open;
 mod reads;
