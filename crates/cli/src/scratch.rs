@@ -15,8 +15,22 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub fn copy_workspace(workspace: &Path) -> Result<PathBuf, String> {
     let base = std::env::temp_dir();
     let name = workspace.file_name().map_or_else(|| "workspace".into(), |n| n.to_string_lossy());
-    let stamp = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
-    let dir = base.join(format!("pev-scratch-{}-{:x}", std::process::id(), stamp));
+    // A directory of its own, never one another copy made (`pev eval --jobs` copies from
+    // several threads of one process): a counter besides the clock, and `create_dir`, which
+    // fails on one that exists.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let dir = loop {
+        let stamp = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let dir = base.join(format!("pev-scratch-{}-{:x}-{n}", std::process::id(), stamp));
+        match fs::create_dir(&dir) {
+            Ok(()) => break dir,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => {
+                return Err(format!("cannot create the scratch directory {}: {e}", dir.display()));
+            }
+        }
+    };
     let target = dir.join(name.as_ref());
     fs::create_dir_all(&target)
         .map_err(|e| format!("cannot create the scratch directory {}: {e}", target.display()))?;

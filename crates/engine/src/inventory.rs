@@ -68,6 +68,8 @@ pub(crate) struct SteppedOut<'a>(&'a Activity);
 
 impl Drop for SteppedOut<'_> {
     fn drop(&mut self) {
+        // Back, it may write again: marks taken while it was away no longer hold.
+        self.0.started.fetch_add(1, Ordering::SeqCst);
         self.0.running.fetch_add(1, Ordering::SeqCst);
     }
 }

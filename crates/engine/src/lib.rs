@@ -288,6 +288,24 @@ impl Engine {
     pub fn check_plan(&self, plan: &pev_protocol::Plan) -> Result<(), EngineError> {
         let models = self.config.models.as_ref();
         let delegator = models.is_some_and(|m| m.delegator.is_some());
-        check_steps(plan, &self.registry, (models.is_some(), delegator))
+        check_steps(plan, &self.registry, (models.is_some(), delegator))?;
+        // An agent run's tools are those its policy allowed when it started: a plan version
+        // (a replan, a child's plan) that names another is not run.
+        if let Some(allowed) = models.map(|m| &m.allowed_tools).filter(|a| !a.is_empty()) {
+            let denied: Vec<String> = plan
+                .steps
+                .iter()
+                .filter_map(|s| s.tool.as_deref().map(|t| (s, t)))
+                .filter(|(_, t)| !allowed.iter().any(|a| a == t))
+                .map(|(s, t)| format!("step `{}` names `{t}`", s.id))
+                .collect();
+            if !denied.is_empty() {
+                return Err(EngineError::Plan(format!(
+                    "the run's policy does not allow these tools: {}",
+                    denied.join(", ")
+                )));
+            }
+        }
+        Ok(())
     }
 }

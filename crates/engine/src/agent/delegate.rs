@@ -192,8 +192,13 @@ fn finished(record: &pev_store::RunRecord, events: &[pev_protocol::Event]) -> Op
     if last_start.is_some_and(|start| start > seq) || record.status == "running" {
         return None;
     }
+    // A stop, a wait for a person, or a budget that ran out (the parent's, perhaps larger on
+    // resume; a child whose own slice is spent stops again at once, with its verdict).
     let resumable = result.status == RunStatus::AwaitingApproval
-        || result.reasons.iter().any(|r| r.code == ReasonCode::Cancelled);
+        || result
+            .reasons
+            .iter()
+            .any(|r| matches!(r.code, ReasonCode::Cancelled | ReasonCode::BudgetExhausted));
     (!resumable).then_some(result)
 }
 
@@ -226,7 +231,12 @@ impl ChildRuns {
             )));
         }
         let store = Store::open_existing(&self.db).map_err(Self::refused)?;
-        let existing = store.load_run(&request.child_run).ok();
+        let existing = match store.load_run(&request.child_run) {
+            Ok(record) => Some(record),
+            Err(pev_store::StoreError::NotFound(_)) => None,
+            // Not "no child yet": a child read wrongly would be planned and paid for again.
+            Err(e) => return Err(Self::refused(e)),
+        };
         let mut prior = (0, 0, 0.0);
         if let Some(record) = &existing {
             // The id is the step's and attempt's: a run under it that is not this step's child

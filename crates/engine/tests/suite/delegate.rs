@@ -542,3 +542,28 @@ async fn unconfined_commands_whose_changes_cannot_be_listed_leave_the_scope_unsh
         }
     }
 }
+
+/// A plan version an agent run did not start with (a replan, a child's plan) may name only the
+/// tools the run's policy allowed: checked by the engine before anything of it runs.
+#[test]
+fn a_plan_naming_a_tool_the_run_does_not_allow_is_not_run() {
+    let h = Harness::new();
+    let setup = Setup::new(Router::new(Vec::new()), Router::new(Vec::new()));
+    let (mut engine, calls, _) = engine(&h, &setup, "r");
+    calls.close();
+    if let Some(models) = engine.config.models.as_mut() {
+        models.allowed_tools = vec!["file.read".into(), "file.write".into()];
+    }
+    let plan: pev_protocol::Plan = serde_json::from_value(json!({"goal": "g", "steps": [
+        {"id": "ok", "tool": "file.write", "parameters": {"path": "a", "content": "x"}},
+        {"id": "no", "tool": "shell.exec", "parameters": {"command": "true"}}
+    ]}))
+    .unwrap();
+    let err = engine.check_plan(&plan).expect_err("shell.exec is not allowed");
+    assert!(err.to_string().contains("step `no` names `shell.exec`"), "{err}");
+    let fine: pev_protocol::Plan = serde_json::from_value(json!({"goal": "g", "steps": [
+        {"id": "ok", "tool": "file.read", "parameters": {"path": "a"}}
+    ]}))
+    .unwrap();
+    assert!(engine.check_plan(&fine).is_ok());
+}
