@@ -567,7 +567,30 @@ pub fn gc(
     let store = open(common)?;
     let cutoff = std::time::SystemTime::now().checked_sub(age).unwrap_or(std::time::UNIX_EPOCH);
     let cutoff = pev_protocol::event::rfc3339(cutoff);
-    let report = store.gc(&cutoff, dry_run).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    let workspace = crate::run_cmd::workspace_dir(common.workspace.as_deref())?;
+    let db = crate::run_cmd::store_path(common, &workspace);
+    // A run another pev process holds (its lock) is never collected, and while any is held,
+    // no blob is: a writer may commit a blob before the row that names it. The locks taken
+    // here are held until the collection ends, so no resume starts on a run being deleted.
+    let runs = store.list_runs().map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    let mut keep: Vec<String> = Vec::new();
+    let mut held = Vec::new();
+    for run in &runs {
+        match crate::run_cmd::lock_run(&db, &run.run_id) {
+            Ok(lock) => held.push(lock),
+            Err(_) => keep.push(run.run_id.clone()),
+        }
+    }
+    let options = pev_store::GcOptions { dry_run, keep: &keep, collect_blobs: keep.is_empty() };
+    let report = store.gc(&cutoff, options).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    drop(held);
+    if !dry_run {
+        // The deleted runs' lock files go with them.
+        let locks = db.parent().unwrap_or_else(|| std::path::Path::new(".")).join("locks");
+        for run in &report.runs {
+            let _ = std::fs::remove_file(locks.join(format!("{run}.lock")));
+        }
+    }
     if common.json {
         let line = serde_json::json!({"cutoff": cutoff, "dry_run": dry_run, "report": report});
         let _ = writeln!(out, "{line}");
@@ -584,13 +607,16 @@ pub fn gc(
     for run in &report.runs {
         let _ = writeln!(out, "  {}", crate::style::clean(run));
     }
-    if !report.kept_running.is_empty() {
+    if !report.kept.is_empty() {
         let _ = writeln!(
             out,
-            "kept {} run(s) still running (under way, or resumable: `pev resume RUN`): {}",
-            report.kept_running.len(),
-            report.kept_running.join(", ")
+            "kept {} older run(s) a resume may still finish, or under way: {}",
+            report.kept.len(),
+            report.kept.join(", ")
         );
+    }
+    if let Some(why) = &report.blobs_skipped {
+        let _ = writeln!(out, "no blob was collected: {why}; run `pev gc` again later");
     }
     Ok(EXIT_OK)
 }

@@ -1,14 +1,19 @@
 //! Retention (`pev gc --older-than …`): the runs last updated before a cutoff are deleted with
 //! everything recorded about them (events, plans, step states, tool and model calls, hashes,
-//! mutations, approvals) and their child runs, in one transaction; then every blob nothing left
-//! refers to. A run still `running` is never deleted (it may be under way, or resumable), nor a
-//! child whose parent stays. What refers to a blob is found conservatively: its hash anywhere
-//! in a remaining row (a mutation's or a call's hash column, a model call's request, an
-//! event's workspace snapshot), so no blob a reader could still ask for is lost.
+//! mutations, approvals) and their child runs, in one transaction; then the blobs those runs
+//! referred to that nothing left refers to.
+//!
+//! Kept whatever their age: a run still `running` (under way, or crashed and resumable), one a
+//! resume may still finish (stopped by a person, by its budget, or waiting for an approval), a
+//! run the caller names (another process holds it), and a child whose parent stays. What refers
+//! to a blob is found conservatively: its hash anywhere in a remaining row (a mutation's or a
+//! call's hash column, a model call's request, an event's workspace snapshot). A writer may
+//! commit a blob before the row that names it, so blobs are collected only when the caller says
+//! no run is being written (`collect_blobs`). A dry run only reads.
 
 use std::collections::HashSet;
 
-use rusqlite::params;
+use rusqlite::{Transaction, TransactionBehavior, params};
 
 use crate::Store;
 use crate::error::{StoreError, db_err};
@@ -18,12 +23,27 @@ use crate::error::{StoreError, db_err};
 pub struct GcReport {
     /// The runs deleted, children included, oldest first.
     pub runs: Vec<String>,
-    /// Blobs no remaining row refers to.
+    /// Blobs of those runs no remaining row refers to.
     pub blobs: u64,
     /// Their stored bytes.
     pub blob_bytes: u64,
-    /// Runs older than the cutoff kept because they are still `running`.
-    pub kept_running: Vec<String>,
+    /// Runs older than the cutoff kept: a resume may still finish them, or one is under way.
+    pub kept: Vec<String>,
+    /// Why no blob was collected, when none was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blobs_skipped: Option<String>,
+}
+
+/// What [`Store::gc`] may do.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GcOptions<'a> {
+    /// Say what would go; change nothing.
+    pub dry_run: bool,
+    /// Runs to keep whatever their age (another process holds them).
+    pub keep: &'a [String],
+    /// Delete the blobs the deleted runs leave unreferenced: only when no run is being written
+    /// (a live writer may commit a blob's row after the blob).
+    pub collect_blobs: bool,
 }
 
 /// The tables that hold rows of a run.
@@ -39,7 +59,25 @@ const RUN_TABLES: [&str; 9] = [
     "runs",
 ];
 
-/// Every 64-hex-digit run of `text` (what a SHA-256 looks like).
+/// Where a run's rows can name a blob: (table, column), every table keyed by `run_id`.
+const REFERRING: [(&str, &str); 12] = [
+    ("mutations", "before_sha256"),
+    ("mutations", "after_sha256"),
+    ("tool_calls", "pre_sha256"),
+    ("tool_calls", "intended_sha256"),
+    ("tool_calls", "output"),
+    ("file_hashes", "sha256"),
+    ("model_calls", "body"),
+    ("events", "body"),
+    ("step_states", "output"),
+    ("runs", "result"),
+    ("runs", "options"),
+    ("plan_versions", "plan"),
+];
+
+const SKIPPED: &str = "a run is being written, and its blobs may not have their rows yet";
+
+/// Every 64-hex-digit run of `text` (what a SHA-256 looks like), lower-cased.
 fn hashes_in(text: &str, out: &mut HashSet<String>) {
     let bytes = text.as_bytes();
     let mut start = None;
@@ -54,29 +92,50 @@ fn hashes_in(text: &str, out: &mut HashSet<String>) {
     }
 }
 
+/// Whether a run a resume may still finish: running (or crashed), waiting for a person,
+/// stopped by a person or by its budget.
+fn resumable(status: &str, result: Option<&str>) -> bool {
+    status == "running"
+        || status == "awaiting_approval"
+        || result.is_some_and(|r| {
+            ["cancelled", "budget_exhausted", "approval_pending"]
+                .iter()
+                .any(|code| r.contains(&format!("\"code\":\"{code}\"")))
+        })
+}
+
 impl Store {
     /// Deletes the runs last updated before `cutoff` (RFC 3339, UTC, as the journal writes
-    /// times) that are not `running`, their child runs, and the blobs then unreferenced. With
-    /// `dry_run`, says what would go and changes nothing.
-    pub fn gc(&self, cutoff: &str, dry_run: bool) -> Result<GcReport, StoreError> {
+    /// times) that no resume may still finish, their child runs, and (with
+    /// `collect_blobs`) the blobs they leave unreferenced. Dry, says what would go.
+    pub fn gc(&self, cutoff: &str, options: GcOptions<'_>) -> Result<GcReport, StoreError> {
         let sql = |e| db_err(self.path(), "collect old runs", e);
-        let tx = self.conn.unchecked_transaction().map_err(sql)?;
-        let old: Vec<(String, String)> = tx
+        // A real collection takes the write lock at once (no snapshot to lose to a writer
+        // between its reads and its deletes); a dry one only reads.
+        let behavior = if options.dry_run {
+            TransactionBehavior::Deferred
+        } else {
+            TransactionBehavior::Immediate
+        };
+        let tx = Transaction::new_unchecked(&self.conn, behavior).map_err(sql)?;
+        let old: Vec<(String, String, Option<String>)> = tx
             .prepare(
-                "SELECT run_id, status FROM runs
+                "SELECT run_id, status, result FROM runs
                  WHERE updated_at < ?1 AND json_extract(options, '$.parent.run') IS NULL
                  ORDER BY created_at, rowid",
             )
-            .and_then(|mut st| st.query_map([cutoff], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+            .and_then(|mut st| {
+                st.query_map([cutoff], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect()
+            })
             .map_err(sql)?;
-        let mut report = GcReport::default();
         let all: Vec<String> = tx
             .prepare("SELECT run_id FROM runs ORDER BY created_at, rowid")
             .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
             .map_err(sql)?;
-        for (run, status) in old {
-            if status == "running" {
-                report.kept_running.push(run);
+        let mut report = GcReport::default();
+        for (run, status, result) in old {
+            if resumable(&status, result.as_deref()) || options.keep.contains(&run) {
+                report.kept.push(run);
                 continue;
             }
             // The run and its tree (children's ids extend their parent's).
@@ -85,52 +144,61 @@ impl Store {
                 .runs
                 .extend(all.iter().filter(|id| **id == run || id.starts_with(&prefix)).cloned());
         }
+        // Only the blobs the deleted runs refer to may go; of those, what a kept row names
+        // stays.
+        let doomed: HashSet<&str> = report.runs.iter().map(String::as_str).collect();
+        let mut candidates: HashSet<String> = HashSet::new();
+        let mut referenced: HashSet<String> = HashSet::new();
+        if options.collect_blobs && !doomed.is_empty() {
+            for (table, column) in REFERRING {
+                let query = format!("SELECT run_id, {column} FROM {table}");
+                let mut st = tx.prepare(&query).map_err(sql)?;
+                let mut rows = st.query([]).map_err(sql)?;
+                while let Some(row) = rows.next().map_err(sql)? {
+                    let run: String = row.get(0).map_err(sql)?;
+                    if let Some(text) = row.get::<_, Option<String>>(1).map_err(sql)? {
+                        let into = if doomed.contains(run.as_str()) {
+                            &mut candidates
+                        } else {
+                            &mut referenced
+                        };
+                        hashes_in(&text, into);
+                    }
+                }
+            }
+        }
+        if !options.collect_blobs {
+            report.blobs_skipped = Some(SKIPPED.to_owned());
+        }
+        let mut gone: Vec<String> = Vec::new();
+        for sha in candidates.difference(&referenced) {
+            let bytes: Option<i64> = tx
+                .prepare_cached("SELECT length(content) FROM blobs WHERE lower(sha256) = ?1")
+                .and_then(|mut st| {
+                    rusqlite::OptionalExtension::optional(st.query_row([sha], |r| r.get(0)))
+                })
+                .map_err(sql)?;
+            if let Some(bytes) = bytes {
+                report.blobs += 1;
+                report.blob_bytes += u64::try_from(bytes).unwrap_or(0);
+                gone.push(sha.clone());
+            }
+        }
+        if options.dry_run {
+            drop(tx);
+            return Ok(report);
+        }
         for run in &report.runs {
             for table in RUN_TABLES {
                 tx.execute(&format!("DELETE FROM {table} WHERE run_id = ?1"), params![run])
                     .map_err(sql)?;
             }
         }
-        // What the remaining rows refer to.
-        let mut referenced: HashSet<String> = HashSet::new();
-        let texts = [
-            "SELECT before_sha256 FROM mutations UNION ALL SELECT after_sha256 FROM mutations",
-            "SELECT pre_sha256 FROM tool_calls UNION ALL SELECT intended_sha256 FROM tool_calls",
-            "SELECT sha256 FROM file_hashes",
-            "SELECT body FROM model_calls",
-            "SELECT body FROM events",
-            "SELECT output FROM tool_calls",
-            "SELECT output FROM step_states",
-            "SELECT result FROM runs",
-            "SELECT options FROM runs",
-            "SELECT plan FROM plan_versions",
-        ];
-        for query in texts {
-            let mut st = tx.prepare(query).map_err(sql)?;
-            let mut rows = st.query([]).map_err(sql)?;
-            while let Some(row) = rows.next().map_err(sql)? {
-                if let Some(text) = row.get::<_, Option<String>>(0).map_err(sql)? {
-                    hashes_in(&text, &mut referenced);
-                }
-            }
+        for sha in &gone {
+            tx.execute("DELETE FROM blobs WHERE lower(sha256) = ?1", params![sha]).map_err(sql)?;
         }
-        let blobs: Vec<(String, i64)> = tx
-            .prepare("SELECT sha256, length(content) FROM blobs")
-            .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
-            .map_err(sql)?;
-        for (sha, bytes) in blobs {
-            if referenced.contains(&sha.to_ascii_lowercase()) {
-                continue;
-            }
-            report.blobs += 1;
-            report.blob_bytes += u64::try_from(bytes).unwrap_or(0);
-            tx.execute("DELETE FROM blobs WHERE sha256 = ?1", params![sha]).map_err(sql)?;
-        }
-        if dry_run {
-            tx.rollback().map_err(sql)?;
-        } else {
-            tx.commit().map_err(sql)?;
-        }
+        tx.commit().map_err(sql)?;
+        report.runs.sort_by_key(|r| all.iter().position(|a| a == r));
         Ok(report)
     }
 }
@@ -147,5 +215,15 @@ mod tests {
         assert!(out.contains(&a));
         assert!(out.contains(&"c".repeat(64)));
         assert_eq!(out.len(), 2, "{out:?}");
+    }
+
+    #[test]
+    fn what_a_resume_may_finish_is_resumable() {
+        assert!(resumable("running", None));
+        assert!(resumable("awaiting_approval", None));
+        assert!(resumable("partial", Some(r#"{"reasons":[{"code":"budget_exhausted"}]}"#)));
+        assert!(resumable("partial", Some(r#"{"reasons":[{"code":"cancelled"}]}"#)));
+        assert!(!resumable("partial", Some(r#"{"reasons":[{"code":"step_failed"}]}"#)));
+        assert!(!resumable("success", None));
     }
 }

@@ -27,7 +27,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use chain::Integrity;
 pub use error::StoreError;
-pub use gc::GcReport;
+pub use gc::{GcOptions, GcReport};
 pub use journal::{Journal, MAX_BATCH};
 pub use records::{
     ApprovalRecord, FileHashRecord, HashPhase, ModelCallRecord, MutationRecord, NewRun, Record,

@@ -351,6 +351,22 @@ fn gc_deletes_old_finished_runs_and_a_dry_run_changes_nothing() {
     assert!(report["report"]["blobs"].as_u64().expect("blobs") > 0, "{report}");
     assert_eq!(ws.pev(&["show", &run_id]).code, 0, "a dry run deletes nothing");
 
+    // While another process holds the run (its lock), it stays, and no blob is collected.
+    let lock_path = ws.path().join(".pev/locks").join(format!("{run_id}.lock"));
+    std::fs::create_dir_all(lock_path.parent().expect("dir")).expect("locks dir");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .expect("lock file");
+    lock.try_lock().expect("lock");
+    let held = ws.pev(&["gc", "--older-than", "0s"]);
+    assert_eq!(held.code, 0, "{held:?}");
+    assert!(held.stdout.contains("deleted 0 run(s)"), "{}", held.stdout);
+    assert!(held.stdout.contains("no blob was collected"), "{}", held.stdout);
+    drop(lock);
+
     let done = ws.pev(&["gc", "--older-than", "0s"]);
     assert_eq!(done.code, 0, "{done:?}");
     assert!(done.stdout.contains(&run_id), "{}", done.stdout);

@@ -3,7 +3,7 @@
 //! blobs nothing left refers to.
 
 use pev_protocol::run::FileMutation;
-use pev_store::{MutationRecord, Record, Store};
+use pev_store::{GcOptions, MutationRecord, Record, Store};
 use serde_json::json;
 
 use super::{db, event_rec, new_run};
@@ -74,16 +74,17 @@ fn old_finished_runs_go_with_their_children_and_their_blobs_only() {
     }
 
     let cutoff = "2026-03-01T00:00:00.000Z";
-    let dry = store.gc(cutoff, true).unwrap();
+    let opts = |dry_run| GcOptions { dry_run, keep: &[], collect_blobs: true };
+    let dry = store.gc(cutoff, opts(true)).unwrap();
     assert_eq!(dry.runs, ["old", "old.s0.1"]);
-    assert_eq!(dry.kept_running, ["busy"]);
-    assert_eq!(dry.blobs, 2, "the old run's own blob and the orphan");
+    assert_eq!(dry.kept, ["busy"]);
+    assert_eq!(dry.blobs, 1, "the old run's own blob (not one it shares, not an orphan)");
     assert!(store.load_run("old").is_ok(), "a dry run changes nothing");
     assert!(store.blob(&old_blob).unwrap().is_some());
 
-    let done = store.gc(cutoff, false).unwrap();
+    let done = store.gc(cutoff, opts(false)).unwrap();
     assert_eq!(done, dry);
-    assert_eq!(done.blob_bytes, 128);
+    assert_eq!(done.blob_bytes, 64);
     for gone in ["old", "old.s0.1"] {
         assert!(store.load_run(gone).is_err(), "{gone}");
         assert!(store.events(gone).map_or(true, |e| e.is_empty()), "{gone}");
@@ -93,13 +94,60 @@ fn old_finished_runs_go_with_their_children_and_their_blobs_only() {
     }
     assert_eq!(store.events("new").unwrap().len(), 1);
     assert!(store.blob(&old_blob).unwrap().is_none());
-    assert!(store.blob(&orphan).unwrap().is_none());
+    assert!(store.blob(&orphan).unwrap().is_some(), "no deleted run named it");
     assert!(store.blob(&shared_blob).unwrap().is_some(), "still used by the new run");
     assert!(store.blob(&new_blob).unwrap().is_some());
     let ids: Vec<String> = store.list_runs().unwrap().into_iter().map(|r| r.run_id).collect();
     assert_eq!(ids.len(), 2, "{ids:?}");
     assert_eq!(store.integrity_check().unwrap(), "ok");
     // Nothing more to do.
-    let again = store.gc(cutoff, false).unwrap();
+    let again = store.gc(cutoff, opts(false)).unwrap();
     assert!(again.runs.is_empty() && again.blobs == 0);
+}
+
+/// A run another process holds, and one a resume may still finish, stay; with a run being
+/// written, no blob is collected.
+#[test]
+fn held_and_resumable_runs_stay_and_blobs_wait_for_quiet() {
+    let db = db();
+    let store = Store::open(&db.path).unwrap();
+    let sha = "e".repeat(64);
+    for (run, status) in [("held", "success"), ("stopped", "partial"), ("done", "success")] {
+        store.create_run(&new_run(run, "2026-01-01T00:00:00.000Z", 1)).unwrap();
+        let result = (run == "stopped").then(|| {
+            Box::new(
+                serde_json::from_value(json!({
+                    "run_id": run, "goal": "g", "status": "partial",
+                    "reasons": [{"code": "budget_exhausted", "message": "out"}],
+                    "goal_actions_executed": false, "steps": [], "postconditions": [],
+                    "file_mutations": [], "warnings": [], "usage": {"llm_calls": 0,
+                    "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "tool_calls": 0},
+                    "duration_ms": 1
+                }))
+                .unwrap(),
+            )
+        });
+        store
+            .write(&Record::RunStatus {
+                run_id: run.into(),
+                status: status.into(),
+                result,
+                updated_at: "2026-01-02T00:00:00.000Z".into(),
+            })
+            .unwrap();
+    }
+    store.write(&blob(&sha)).unwrap();
+    store.write(&mutation("done", &sha)).unwrap();
+    let keep = ["held".to_owned()];
+    let report = store
+        .gc(
+            "2026-03-01T00:00:00.000Z",
+            GcOptions { dry_run: false, keep: &keep, collect_blobs: false },
+        )
+        .unwrap();
+    assert_eq!(report.runs, ["done"]);
+    assert_eq!(report.kept, ["held", "stopped"]);
+    assert_eq!(report.blobs, 0);
+    assert!(report.blobs_skipped.is_some());
+    assert!(store.blob(&sha).unwrap().is_some(), "collected only when no run is written");
 }
