@@ -532,6 +532,10 @@ pub(crate) enum EvalAction {
         /// Print one JSON document instead of the table
         #[arg(long)]
         json: bool,
+        /// Tabulate the files given even when they are not the whole suite (a shard or a
+        /// scenario missing is then a warning, not an error)
+        #[arg(long)]
+        allow_partial: bool,
     },
 }
 

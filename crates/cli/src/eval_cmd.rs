@@ -141,6 +141,7 @@ pub fn run(req: &EvalRequest, out: &mut dyn Write, err: &mut dyn Write) -> Resul
     let scenarios = suite::load_suite(&req.suite).map_err(|e| Fail(EXIT_BAD_INPUT, e))?;
     let exe = std::env::current_exe()
         .map_err(|e| Fail(EXIT_FAILED, format!("cannot find the pev executable: {e}")))?;
+    let names: Vec<String> = scenarios.iter().map(|s| s.name.clone()).collect();
     let scenarios: Vec<Scenario> = match req.shard {
         Some(shard) => scenarios.into_iter().filter(|s| shard.holds(&s.name)).collect(),
         None => scenarios,
@@ -189,6 +190,7 @@ pub fn run(req: &EvalRequest, out: &mut dyn Write, err: &mut dyn Write) -> Resul
         scenarios.iter().filter(|s| s.honest).map(|s| s.name.clone()).collect();
     let mut summary = report::summarize(&req.suite, rows, &honest);
     summary.shard = req.shard.map(|s| s.to_string());
+    summary.scenarios = names;
     let written = if req.json {
         serde_json::to_string_pretty(&summary)
             .map_err(std::io::Error::other)

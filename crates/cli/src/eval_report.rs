@@ -23,6 +23,9 @@ pub struct Summary {
     pub passed: bool,
     /// The scenarios marked `honest` (what the overhead is computed on; a merge needs them).
     pub honest: Vec<String>,
+    /// Every scenario of the suite, in its order (a shard's document too: a merge checks that
+    /// all of them are there, and orders the rows by it).
+    pub scenarios: Vec<String>,
     /// The shard (`K/N`) this document holds, when the run was sharded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
@@ -112,6 +115,7 @@ pub fn summarize(suite: &Path, rows: Vec<Row>, honest: &[String]) -> Summary {
         overhead,
         passed,
         honest: honest.to_vec(),
+        scenarios: Vec::new(),
         shard: None,
     }
 }

@@ -134,18 +134,21 @@ struct ShardIn {
     honest: Vec<String>,
     #[serde(default)]
     shard: Option<String>,
+    #[serde(default)]
+    scenarios: Vec<String>,
 }
 
-/// Where a row sorts in a whole run: by scenario (the suite's order: names), then gate on,
-/// gate off (pev mode has one row).
-fn order(row: &Row) -> (String, u8) {
-    (row.scenario.clone(), u8::from(row.gate == Some("off")))
+/// Where a row sorts in a whole run: by the scenario's place in the suite (by name when the
+/// documents do not say), then gate on, gate off (pev mode has one row).
+fn order(row: &Row, suite: &[String]) -> (usize, String, u8) {
+    let place = suite.iter().position(|s| *s == row.scenario).unwrap_or(usize::MAX);
+    (place, row.scenario.clone(), u8::from(row.gate == Some("off")))
 }
 
 /// `pev eval merge FILE...`: the shards' rows as one eval, checked for a scenario run twice.
 pub fn merge(
     files: &[PathBuf],
-    json: bool,
+    (json, allow_partial): (bool, bool),
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<u8, Fail> {
@@ -158,6 +161,7 @@ pub fn merge(
     let mut seen: std::collections::HashMap<(String, Option<&'static str>), PathBuf> =
         std::collections::HashMap::new();
     let mut shards: Vec<String> = Vec::new();
+    let mut listed: Option<Vec<String>> = None;
     for file in files {
         let text = std::fs::read_to_string(file).map_err(|e| {
             Fail(EXIT_BAD_INPUT, format!("{}: {}", file.display(), crate::input::describe(&e)))
@@ -182,6 +186,22 @@ pub fn merge(
         }
         if let Some(shard) = doc.shard {
             shards.push(shard);
+        }
+        if !doc.scenarios.is_empty() {
+            match &listed {
+                Some(list) if *list != doc.scenarios => {
+                    return Err(Fail(
+                        EXIT_BAD_INPUT,
+                        format!(
+                            "{} ran a suite with other scenarios than the first file's: shards \
+                             of one suite only",
+                            file.display()
+                        ),
+                    ));
+                }
+                Some(_) => {}
+                None => listed = Some(doc.scenarios.clone()),
+            }
         }
         for name in doc.honest {
             if !honest.contains(&name) {
@@ -211,12 +231,34 @@ pub fn merge(
     }
     shards.sort();
     shards.dedup();
-    if let Some(missing) = missing_shards(&shards) {
-        let _ = writeln!(err, "pev eval merge: warning: {missing}");
+    let suite_order = listed.unwrap_or_default();
+    let mut missing: Vec<String> = missing_shards(&shards).into_iter().collect();
+    let absent: Vec<&str> = suite_order
+        .iter()
+        .filter(|name| !rows.iter().any(|r| r.scenario == **name))
+        .map(String::as_str)
+        .collect();
+    if !absent.is_empty() {
+        missing.push(format!("scenario(s) with no row: {}", absent.join(", ")));
     }
-    rows.sort_by_key(order);
+    if !missing.is_empty() {
+        let what = missing.join("; ");
+        if !allow_partial {
+            return Err(Fail(
+                EXIT_BAD_INPUT,
+                format!(
+                    "the files are not the whole suite ({what}); give every shard, or \
+                     --allow-partial to tabulate what is there"
+                ),
+            ));
+        }
+        let _ = writeln!(err, "pev eval merge: warning: not the whole suite: {what}");
+    }
+    rows.sort_by_key(|r| order(r, &suite_order));
+    honest.sort_by_key(|h| suite_order.iter().position(|s| s == h).unwrap_or(usize::MAX));
     let suite = PathBuf::from(suite.unwrap_or_default());
-    let summary = report::summarize(&suite, rows, &honest);
+    let mut summary = report::summarize(&suite, rows, &honest);
+    summary.scenarios = suite_order;
     let written = if json {
         serde_json::to_string_pretty(&summary)
             .map_err(std::io::Error::other)

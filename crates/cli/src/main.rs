@@ -151,9 +151,13 @@ fn main() -> ExitCode {
             let code = print_schema(kind, &mut out);
             finish(code, out.flush())
         }
-        Command::Eval { action: Some(args::EvalAction::Merge { files, json }), .. } => {
+        Command::Eval {
+            action: Some(args::EvalAction::Merge { files, json, allow_partial }),
+            ..
+        } => {
             let mut out = BufWriter::new(stdout.lock());
-            let code = report(eval_scale::merge(&files, json, &mut out, &mut std::io::stderr()));
+            let flags = (json, allow_partial);
+            let code = report(eval_scale::merge(&files, flags, &mut out, &mut std::io::stderr()));
             finish(code, out.flush())
         }
         Command::Eval { action: None, suite, json, gate, keep, record, jobs, shard } => match suite

@@ -470,7 +470,12 @@ fn three_shards_merged_are_the_whole_suite_and_jobs_change_nothing_but_time() {
     assert_eq!(twice.code, 2, "{}", twice.stderr);
     assert!(twice.stderr.contains("each scenario belongs to one shard"), "{}", twice.stderr);
     let partial = eval(&["merge", &files[0], &files[2], "--json"]);
+    assert_eq!(partial.code, 2, "a missing shard is not the whole suite: {}", partial.stderr);
     assert!(partial.stderr.contains("shard(s) 2/3 are missing"), "{}", partial.stderr);
+    let allowed = eval(&["merge", &files[0], &files[2], "--json", "--allow-partial"]);
+    assert!(allowed.stderr.contains("not the whole suite"), "{}", allowed.stderr);
+    assert!(allowed.stderr.contains("scenario(s) with no row"), "{}", allowed.stderr);
+    assert_ne!(allowed.code, 2, "{}", allowed.stderr);
 
     let parallel = eval(&["evals", "--json", "--jobs", "2"]);
     assert_eq!(parallel.code, 0, "{}", parallel.stderr);
