@@ -281,9 +281,29 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
         return Ok(exit_code(result.status));
     }
     if record.workspace != workspace.display().to_string() {
+        // Another place (another machine, a moved checkout): the run can only go on in a
+        // workspace that holds what its journal says the run left there.
+        let mismatches = workspace_mismatches(&record, &workspace);
+        if !mismatches.is_empty() {
+            let shown: Vec<&str> = mismatches.iter().take(10).map(String::as_str).collect();
+            return Err(Fail::input(format!(
+                "run {run_id} was started in {}, and this workspace ({}) does not hold what its \
+                 journal says the run left: {}{}. Resuming needs the run's workspace: resume \
+                 there, or bring its files here",
+                record.workspace,
+                workspace.display(),
+                shown.join("; "),
+                if mismatches.len() > shown.len() {
+                    format!(" (and {} more)", mismatches.len() - shown.len())
+                } else {
+                    String::new()
+                }
+            )));
+        }
         let _ = writeln!(
             err,
-            "pev: note: run {run_id} was started in {}; resuming in {}",
+            "pev: note: run {run_id} was started in {}; resuming in {} (the files the run \
+             changed match its journal)",
             record.workspace,
             workspace.display()
         );
@@ -420,6 +440,60 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
         crate::agent_cmd::close_calls(calls, err);
     }
     session.report(outcome, err)
+}
+
+/// The files run `record` changed whose content in `workspace` is not what its journal says
+/// the run left (the last change of each), one line each. A file whose write was in flight at
+/// a crash may hold either side of it.
+fn workspace_mismatches(record: &pev_store::RunRecord, workspace: &Path) -> Vec<String> {
+    let Ok(ws) = pev_tools::Workspace::open(workspace) else {
+        return vec![format!("{} cannot be opened", workspace.display())];
+    };
+    let mut last: Vec<(String, Option<String>)> = Vec::new();
+    for m in
+        record.mutations.iter().filter(|m| m.after_sha256.is_some() || m.mutation.bytes_after == 0)
+    {
+        let after = m.after_sha256.clone();
+        match last.iter_mut().find(|(p, _)| *p == m.mutation.path) {
+            Some(entry) => entry.1 = after,
+            None => last.push((m.mutation.path.clone(), after)),
+        }
+    }
+    let in_flight: Vec<(&str, Option<&str>, Option<&str>)> = record
+        .tool_calls
+        .iter()
+        .filter(|c| c.status == pev_store::ToolCallStatus::Started)
+        .filter_map(|c| {
+            c.path.as_deref().map(|p| (p, c.pre_sha256.as_deref(), c.intended_sha256.as_deref()))
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (path, expected) in last {
+        let here = match ws.sha256(&path) {
+            Ok(sha) => sha,
+            Err(e) => {
+                out.push(format!("{path} cannot be read ({e})"));
+                continue;
+            }
+        };
+        if here == expected {
+            continue;
+        }
+        let either = in_flight.iter().any(|(p, pre, intended)| {
+            *p == path && (here.as_deref() == *pre || here.as_deref() == *intended)
+        });
+        if either {
+            continue;
+        }
+        let short = |h: &Option<String>| {
+            h.as_deref().map_or_else(
+                || "absent".to_owned(),
+                |h| format!("sha256 {}…", &h[..12.min(h.len())]),
+            )
+        };
+        out.push(format!("{path} (journal: {}, here: {})", short(&expected), short(&here)));
+    }
+    out
 }
 
 /// What the model calls of `run_id` and its child runs (ids `RUN.STEP.ATTEMPT…`) spent, from

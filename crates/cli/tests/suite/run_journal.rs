@@ -375,3 +375,55 @@ fn gc_deletes_old_finished_runs_and_a_dry_run_changes_nothing() {
     assert_ne!(ws.pev(&["show", &run_id]).code, 0);
     assert_eq!(ws.pev(&["gc", "--older-than", "5x"]).code, 2);
 }
+
+/// Issue 18: resuming in another place needs the run's workspace. A copy that holds what the
+/// journal says the run left is resumed (with a note); one where a file the run changed differs
+/// is refused, naming the file, and nothing runs.
+#[test]
+fn a_resume_elsewhere_checks_the_workspace_against_the_journal() {
+    let ws = Ws::new();
+    let plan = json!({"goal": "Write two files", "steps": [
+        {"id": "one", "tool": "file.write", "parameters": {"path": "a.txt", "content": "one\n"}},
+        {"id": "two", "tool": "file.write", "depends_on": ["one"], "requires_approval": true,
+         "parameters": {"path": "b.txt", "content": "two\n"}}
+    ]});
+    let out = ws.run(&plan, &[]);
+    assert_eq!(out.code, 4, "waits for approval: {}", out.stderr);
+    let run_id = out.result()["run_id"].as_str().expect("id").to_owned();
+    let journal = ws.path().join(".pev/pev.db");
+
+    let copy_to = |name: &str| {
+        let dest = ws.root.path().join(name);
+        std::fs::create_dir_all(&dest).expect("mkdir");
+        std::fs::write(dest.join("a.txt"), std::fs::read(ws.path().join("a.txt")).expect("a"))
+            .expect("copy");
+        dest
+    };
+    let same = copy_to("same");
+    let changed = copy_to("changed");
+    std::fs::write(changed.join("a.txt"), "edited\n").expect("edit");
+    let resume = |dir: &std::path::Path| {
+        run(
+            &mut pev(),
+            &[
+                "resume",
+                &run_id,
+                "--workspace",
+                dir.to_str().expect("utf-8"),
+                "--store",
+                journal.to_str().expect("utf-8"),
+                "--yes",
+            ],
+        )
+    };
+    let refused = resume(&changed);
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(refused.stderr.contains("does not hold what its journal says"), "{}", refused.stderr);
+    assert!(refused.stderr.contains("a.txt (journal: sha256"), "{}", refused.stderr);
+    assert!(!changed.join("b.txt").exists(), "nothing ran");
+
+    let resumed = resume(&same);
+    assert_eq!(resumed.code, 0, "{resumed:?}");
+    assert!(resumed.stderr.contains("match its journal"), "{}", resumed.stderr);
+    assert_eq!(std::fs::read_to_string(same.join("b.txt")).expect("b"), "two\n");
+}
