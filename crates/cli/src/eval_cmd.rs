@@ -185,7 +185,12 @@ pub fn run(req: &EvalRequest, out: &mut dyn Write, err: &mut dyn Write) -> Resul
             if row.correct { "" } else { "  UNEXPECTED" }
         );
     };
-    let rows = run_all(&work, req.jobs, &one, &mut |row| say(err, row));
+    let failed = |(scenario, gate, _): (&Scenario, Option<bool>, Source), why: String| {
+        let mut row = blank_row(scenario, gate);
+        row.error = Some(why);
+        row
+    };
+    let rows = run_all(&work, req.jobs, (&one, &failed), &mut |row| say(err, row));
     let honest: Vec<String> =
         scenarios.iter().filter(|s| s.honest).map(|s| s.name.clone()).collect();
     let mut summary = report::summarize(&req.suite, rows, &honest);
@@ -212,9 +217,20 @@ pub fn run(req: &EvalRequest, out: &mut dyn Write, err: &mut dyn Write) -> Resul
 fn run_all<W: Copy + Send + Sync>(
     work: &[W],
     jobs: usize,
-    one: &(dyn Fn(W) -> Row + Sync),
+    (one, failed): (&(dyn Fn(W) -> Row + Sync), &(dyn Fn(W, String) -> Row + Sync)),
     done: &mut dyn FnMut(&Row),
 ) -> Vec<Row> {
+    // A run that panics is its own row's error, not the end of the eval.
+    let one = |w: W| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| one(w))).unwrap_or_else(|p| {
+            let why = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_else(|| "no message".to_owned());
+            failed(w, format!("pev eval failed on this run: {why}"))
+        })
+    };
     let jobs = jobs.clamp(1, work.len().max(1));
     if jobs == 1 {
         return work
@@ -263,8 +279,15 @@ struct Finished {
 
 /// Runs `scenario` once on a fresh copy of its fixture and judges the result.
 fn run_one(exe: &Path, scenario: &Scenario, gate: Option<bool>, keep: bool, source: Source) -> Row {
+    let mut row = blank_row(scenario, gate);
+    run_into(exe, scenario, (gate, keep, source), &mut row);
+    row
+}
+
+/// The row of `scenario` with `gate` before anything ran.
+fn blank_row(scenario: &Scenario, gate: Option<bool>) -> Row {
     let expect = scenario.expectation(gate);
-    let mut row = Row {
+    Row {
         scenario: scenario.name.clone(),
         description: scenario.description.clone(),
         mode: scenario.mode.as_str(),
@@ -287,12 +310,21 @@ fn run_one(exe: &Path, scenario: &Scenario, gate: Option<bool>, keep: bool, sour
         workspace: None,
         error: None,
         note: None,
-    };
+    }
+}
+
+/// Runs `scenario` into `row`.
+fn run_into(
+    exe: &Path,
+    scenario: &Scenario,
+    (gate, keep, source): (Option<bool>, bool, Source),
+    row: &mut Row,
+) {
     let copy = match scratch::copy_workspace(&scenario.workspace) {
         Ok(copy) => copy,
         Err(e) => {
             row.error = Some(e);
-            return row;
+            return;
         }
     };
     // The copy sits in a directory of its own: the root of what to remove afterwards, and a
@@ -318,15 +350,15 @@ fn run_one(exe: &Path, scenario: &Scenario, gate: Option<bool>, keep: bool, sour
         Ok(finished) => finished,
         Err(e) => {
             row.error = Some(e);
-            return row;
+            return;
         }
     };
     row.wall_ms = u64::try_from(finished.wall.as_millis()).unwrap_or(u64::MAX);
     let Some(result) = final_result(&finished.stdout) else {
         row.error = Some(no_result(&finished, scenario));
-        return row;
+        return;
     };
-    judge(&mut row, &result, gate);
+    judge(row, &result, gate);
     if source == Source::Recording && finished.code != Some(0) {
         // The replay left the recording (a prompt or the code changed what is asked), or the
         // outcome moved: the recording no longer stands for this scenario.
@@ -340,7 +372,6 @@ fn run_one(exe: &Path, scenario: &Scenario, gate: Option<bool>, keep: bool, sour
             .collect();
         row.note = Some(format!("replay: {}", why.join("; ")));
     }
-    row
 }
 
 /// `pev replay last --store RECORDING --from FIXTURE --json`.
@@ -543,5 +574,62 @@ fn terminal_width() -> Option<usize> {
         console::Term::stdout().size_checked().map(|(_, cols)| usize::from(cols)).or(columns)
     } else {
         columns
+    }
+}
+
+#[cfg(test)]
+mod run_all_tests {
+    use super::*;
+
+    fn row(name: String, error: Option<String>) -> Row {
+        Row {
+            scenario: name,
+            description: None,
+            mode: "loop",
+            gate: Some("on"),
+            expected: RunStatus::Success,
+            expected_reasons: Vec::new(),
+            status: None,
+            reasons: Vec::new(),
+            correct: error.is_none(),
+            claimed_done: None,
+            slipped: false,
+            premature: 0,
+            caught: 0,
+            gate_exhausted: false,
+            turns: 0,
+            tokens: 0,
+            cost_usd: 0.0,
+            wall_ms: 0,
+            run_id: None,
+            workspace: None,
+            error,
+            note: None,
+        }
+    }
+
+    /// Rows come back in the work's order whatever the number of threads, and a run that
+    /// panics is its own row's error; the others still run.
+    #[test]
+    fn rows_keep_their_order_and_a_panic_is_one_rows_error() {
+        let work: Vec<usize> = (0..9).collect();
+        let one = |i: usize| {
+            assert!(i != 4, "run {i} broke");
+            row(format!("s{i}"), None)
+        };
+        let failed = |i: usize, why: String| row(format!("s{i}"), Some(why));
+        for jobs in [1, 3] {
+            let mut heard = 0;
+            let rows = run_all(&work, jobs, (&one, &failed), &mut |_| heard += 1);
+            let names: Vec<&str> = rows.iter().map(|r| r.scenario.as_str()).collect();
+            assert_eq!(names, ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8"], "{jobs}");
+            assert_eq!(heard, 9);
+            let broke = &rows[4];
+            assert!(
+                broke.error.as_deref().unwrap_or_default().contains("run 4 broke"),
+                "{broke:?}"
+            );
+            assert!(rows.iter().enumerate().all(|(i, r)| (i == 4) == r.error.is_some()));
+        }
     }
 }
