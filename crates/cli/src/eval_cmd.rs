@@ -211,13 +211,18 @@ pub fn run(req: &EvalRequest, out: &mut dyn Write, err: &mut dyn Write) -> Resul
     Ok(if summary.passed { EXIT_OK } else { EXIT_FAILED })
 }
 
+/// Runs one item of the work into its row.
+type RunOne<W> = dyn Fn(W) -> Row + Sync;
+/// The row of an item whose run panicked, with why.
+type RunFailed<W> = dyn Fn(W, String) -> Row + Sync;
+
 /// Runs `work` with up to `jobs` at once (each item a subprocess, so threads only wait);
 /// `done` hears of each row as it finishes, from this thread. The rows come back in `work`'s
 /// order.
 fn run_all<W: Copy + Send + Sync>(
     work: &[W],
     jobs: usize,
-    (one, failed): (&(dyn Fn(W) -> Row + Sync), &(dyn Fn(W, String) -> Row + Sync)),
+    (one, failed): (&RunOne<W>, &RunFailed<W>),
     done: &mut dyn FnMut(&Row),
 ) -> Vec<Row> {
     // A run that panics is its own row's error, not the end of the eval.
