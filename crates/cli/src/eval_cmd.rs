@@ -212,9 +212,9 @@ pub fn run(req: &EvalRequest, out: &mut dyn Write, err: &mut dyn Write) -> Resul
 }
 
 /// Runs one item of the work into its row.
-type RunOne<W> = dyn Fn(W) -> Row + Sync;
+type RunOne<'a, W> = dyn Fn(W) -> Row + Sync + 'a;
 /// The row of an item whose run panicked, with why.
-type RunFailed<W> = dyn Fn(W, String) -> Row + Sync;
+type RunFailed<'a, W> = dyn Fn(W, String) -> Row + Sync + 'a;
 
 /// Runs `work` with up to `jobs` at once (each item a subprocess, so threads only wait);
 /// `done` hears of each row as it finishes, from this thread. The rows come back in `work`'s
@@ -222,7 +222,7 @@ type RunFailed<W> = dyn Fn(W, String) -> Row + Sync;
 fn run_all<W: Copy + Send + Sync>(
     work: &[W],
     jobs: usize,
-    (one, failed): (&RunOne<W>, &RunFailed<W>),
+    (one, failed): (&RunOne<'_, W>, &RunFailed<'_, W>),
     done: &mut dyn FnMut(&Row),
 ) -> Vec<Row> {
     // A run that panics is its own row's error, not the end of the eval.
