@@ -381,7 +381,16 @@ impl ChildRuns {
                 }
             }
         };
-        let result = result.map_err(Self::refused)?;
+        let result = match result {
+            Ok(result) => result,
+            // The child ran and could not go on (its next plan refused, its journal failing):
+            // it ends `failed` with what it did and why, so its record does not stay
+            // `running` and the parent sees its changes.
+            Err(e) => self
+                .abandoned(&engine, &request.child_run, &e)
+                .await
+                .ok_or_else(|| Self::refused(&e))?,
+        };
         self.verdict(request, result, Some(&state))
     }
 
@@ -564,6 +573,28 @@ impl ChildRuns {
             max_replans: self.max_replans,
         };
         Ok(agent.run(child.to_owned(), plan).await)
+    }
+
+    /// Ends a child run the engine could not carry on with: its journaled state, `failed`,
+    /// with why, announced as its result. `None` when even that cannot be written.
+    async fn abandoned(
+        &self,
+        engine: &Engine,
+        child: &str,
+        error: &crate::EngineError,
+    ) -> Option<RunResult> {
+        let record = Store::open_existing(&self.db).ok()?.load_run(child).ok()?;
+        let mut result = crate::snapshot(&record);
+        result.status = RunStatus::Failed;
+        result.reasons.push(Reason {
+            code: ReasonCode::StepFailed,
+            step: None,
+            message: format!("the child run could not go on: {error}"),
+        });
+        let journal = Journal::start(&self.db).ok()?;
+        let announced = engine.announce(journal.clone(), record.next_seq, &result).await;
+        journal.close().ok()?;
+        announced.ok().map(|()| result)
     }
 
     /// Forgets the calls held for a child run that will not be created.

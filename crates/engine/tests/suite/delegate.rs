@@ -111,11 +111,22 @@ struct Setup {
     executor: Arc<Router>,
     budget: Budget,
     jobs: usize,
+    /// The tools the children may use (empty: all).
+    allowed: Vec<String>,
+    /// Replans a child may make.
+    replans: u32,
 }
 
 impl Setup {
     fn new(planner: Arc<Router>, executor: Arc<Router>) -> Self {
-        Self { planner, executor, budget: Budget::default(), jobs: 2 }
+        Self {
+            planner,
+            executor,
+            budget: Budget::default(),
+            jobs: 2,
+            allowed: Vec::new(),
+            replans: 0,
+        }
     }
 }
 
@@ -153,9 +164,9 @@ fn engine(h: &Harness, setup: &Setup, run_id: &str) -> (Engine, Arc<CallLog>, Ar
         calls: Some(Arc::clone(&calls)),
         depth: 1,
         max_depth: 2,
-        max_replans: 0,
+        max_replans: setup.replans,
         judge_threshold: 0.7,
-        allowed_tools: Vec::new(),
+        allowed_tools: setup.allowed.clone(),
     };
     let (note, usage) = (Arc::clone(&state), Arc::clone(&state));
     let verifier = roles.verifier.clone().expect("verifier");
@@ -566,4 +577,33 @@ fn a_plan_naming_a_tool_the_run_does_not_allow_is_not_run() {
     ]}))
     .unwrap();
     assert!(engine.check_plan(&fine).is_ok());
+}
+
+/// A child that cannot go on (its replan names a tool the run does not allow) ends `failed`
+/// with why, its record closed; the parent step fails with that reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_the_engine_cannot_carry_on_ends_failed_not_running() {
+    let h = Harness::new();
+    let lazy = json!({"goal": "child", "steps": [{"id": "do-it", "description": "Write r/x.txt",
+        "max_attempts": 1, "on_fail": "replan",
+        "assertions": [{"type": "file_exists", "path": "r/x.txt"}]}]});
+    let denied = json!({"goal": "child", "steps": [{"id": "sh", "tool": "shell.exec",
+        "parameters": {"command": "touch r/x.txt"}}]});
+    let planner = Router::new(vec![("[R]", vec![plan_turn(&lazy), plan_turn(&denied)])]);
+    let executor = Router::new(vec![("[R]", vec![ScriptTurn::text("Done.")])]);
+    let mut setup = Setup::new(planner, executor);
+    setup.replans = 1;
+    setup.allowed = vec!["file.read".into(), "file.write".into(), "file.patch".into()];
+    let plan =
+        json!({"goal": "Write r", "steps": [delegated("r", "[R] Write r/x.txt", Some("r"))]});
+    let result = run_parent(&h, &setup, &plan).await;
+
+    assert_ne!(result.status, RunStatus::Success);
+    let child_id = format!("{}.r.1", result.run_id);
+    let record = child(&h, &child_id);
+    assert_eq!(record.status, "failed", "the child's record is closed");
+    let error = step(&result, "r").error.clone().unwrap_or_default();
+    assert!(error.contains("could not go on"), "{error}");
+    assert!(error.contains("shell.exec"), "{error}");
+    assert!(!h.root.join("r/x.txt").exists(), "the denied command never ran");
 }
