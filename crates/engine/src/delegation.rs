@@ -360,7 +360,7 @@ pub(crate) async fn from_gate(
     step: &Step,
     (delegation, n): (Delegation, u32),
     report: &mut StepReport,
-) -> Result<Result<RunResult, String>, StoreError> {
+) -> Result<Result<crate::instruct::ChildVerdict, String>, StoreError> {
     let delegator = shared.engine.config.models.as_ref().and_then(|m| m.delegator.clone());
     let Some(delegator) = delegator else {
         return Ok(Err("delegation is not available in this run".to_owned()));
@@ -423,7 +423,12 @@ pub(crate) async fn from_gate(
     })?;
     adopt_changes(shared, step, &child, report)?;
     report.slot.goal_action |= child.status == RunStatus::Success && child.goal_actions_executed;
-    Ok(Ok(child))
+    let claims = if child.status == RunStatus::Success {
+        delegator.claims(&child.run_id)
+    } else {
+        Vec::new()
+    };
+    Ok(Ok(crate::instruct::ChildVerdict { result: child, claims }))
 }
 
 /// How many of a child's steps ran a command whose changes could not be listed (`check.rs`'s

@@ -110,7 +110,7 @@ pub trait ToolGate: Send {
     fn delegate<'a>(
         &'a mut self,
         _delegation: pev_protocol::Delegation,
-    ) -> BoxFuture<'a, Result<pev_protocol::run::RunResult, String>> {
+    ) -> BoxFuture<'a, Result<ChildVerdict, String>> {
         Box::pin(async { Err("delegation is not available in this run".to_owned()) })
     }
 
@@ -120,6 +120,14 @@ pub trait ToolGate: Send {
     fn stopped(&self) -> BoxFuture<'_, ()> {
         Box::pin(std::future::pending())
     }
+}
+
+/// A child run's result as the harness decided it, and the workspace evidence it relied on
+/// (what the parent's final re-check runs again when the child succeeded).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChildVerdict {
+    pub result: pev_protocol::run::RunResult,
+    pub claims: Vec<pev_protocol::Assertion>,
 }
 
 /// Carries out instruction steps with a model and tools.

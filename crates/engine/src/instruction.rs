@@ -72,7 +72,7 @@ impl ToolGate for StepGate<'_> {
     fn delegate<'b>(
         &'b mut self,
         delegation: pev_protocol::Delegation,
-    ) -> BoxFuture<'b, Result<pev_protocol::run::RunResult, String>> {
+    ) -> BoxFuture<'b, Result<crate::instruct::ChildVerdict, String>> {
         Box::pin(async move {
             self.delegations += 1;
             let n = self.delegations;

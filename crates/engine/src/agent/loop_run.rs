@@ -264,21 +264,28 @@ fn postcondition_result(
 /// Runs the assertions of the model's done steps and harness-verified postconditions again
 /// against the workspace as the loop left it.
 pub async fn final_recheck(ctx: &pev_tools::ToolContext, report: &LoopReport) -> FinalCheck {
-    let Some(plan) = &report.plan else { return FinalCheck::default() };
     let none = std::collections::HashMap::new();
     let outputs = std::collections::HashMap::new();
     let marks = &report.evidence;
+    let plan = report.plan.as_ref();
     let steps: Vec<(EvidenceOf, &crate::agent::loop_mode::ModelStep)> = plan
-        .steps
-        .iter()
+        .into_iter()
+        .flat_map(|p| &p.steps)
         .filter(|s| s.status == StepState::Done && !s.assertions.is_empty())
         .map(|s| (EvidenceOf::Step(s.id.clone()), s))
         .collect();
     let posts: Vec<(EvidenceOf, &ModelPostcondition)> = plan
-        .postconditions
-        .iter()
+        .into_iter()
+        .flat_map(|p| &p.postconditions)
         .filter(|p| verified_by_harness(p))
         .map(|p| (EvidenceOf::Postcondition(p.description.clone()), p))
+        .collect();
+    // What the children the model delegated verified (`delegate`): held to the workspace the
+    // loop left too, as the step they were delegated for (the loop's own, if none was).
+    let children: Vec<(EvidenceOf, &crate::agent::loop_mode::ChildClaims)> = report
+        .child_claims
+        .iter()
+        .map(|c| (EvidenceOf::Step(c.step.clone().unwrap_or_else(|| LOOP_STEP.to_owned())), c))
         .collect();
     let env = |step: Option<&'static str>, before| pev_verify::CheckEnv {
         ctx,
@@ -299,6 +306,12 @@ pub async fn final_recheck(ctx: &pev_tools::ToolContext, report: &LoopReport) ->
             assertions: &p.assertions,
             earlier: marks.postcondition_results.get(&p.description).map_or(&[], Vec::as_slice),
             env: env(None, &marks.first_seen),
+        }))
+        .chain(children.iter().map(|(of, c)| pev_verify::Claim {
+            of,
+            assertions: &c.claims,
+            earlier: &[],
+            env: env(None, &none),
         }))
         .collect();
     pev_verify::recheck(&claims).await

@@ -14,7 +14,9 @@ use serde_json::{Value, json};
 
 use super::{LoopExecutor, LoopOptions};
 use crate::BoxFuture;
-use crate::instruct::{GateResult, InstructionExecutor, InstructionRequest, ToolGate};
+use crate::instruct::{
+    ChildVerdict, GateResult, InstructionExecutor, InstructionRequest, ToolGate,
+};
 
 fn child(id: &str, status: RunStatus) -> RunResult {
     let reasons = if status == RunStatus::Success {
@@ -61,9 +63,22 @@ impl ToolGate for DelegatingGate {
     fn delegate<'a>(
         &'a mut self,
         delegation: Delegation,
-    ) -> BoxFuture<'a, Result<RunResult, String>> {
+    ) -> BoxFuture<'a, Result<ChildVerdict, String>> {
         self.asked.lock().unwrap().push(delegation);
         let next = self.verdicts.pop_front().ok_or_else(|| "no more children".to_owned());
+        let next = next.map(|result| {
+            let claims = if result.status == RunStatus::Success {
+                vec![pev_protocol::Assertion::FileContains {
+                    path: "docs/guide.md".into(),
+                    pattern: "Install".into(),
+                    regex: false,
+                    recovery: None,
+                }]
+            } else {
+                Vec::new()
+            };
+            ChildVerdict { result, claims }
+        });
         Box::pin(async move { next })
     }
 }
@@ -159,6 +174,19 @@ async fn a_partial_child_cannot_make_its_step_done_and_a_successful_one_can() {
     let verdicts =
         vec![child("r.loop-d1.1", RunStatus::Partial), child("r.loop-d2.1", RunStatus::Success)];
     let (_, replies, report) = run(turns, verdicts, true).await;
+    // What the successful child verified is kept for the final re-check, as the step's.
+    assert_eq!(report.child_claims.len(), 1, "{:?}", report.child_claims);
+    assert_eq!(report.child_claims[0].child_run, "r.loop-d2.1");
+    assert_eq!(report.child_claims[0].step.as_deref(), Some("guide"));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("docs")).unwrap();
+    std::fs::write(dir.path().join("docs/guide.md"), "# Guide\n").unwrap();
+    let ctx = ToolContext::new(Workspace::open(dir.path()).unwrap());
+    let check = crate::agent::loop_run::final_recheck(&ctx, &report).await;
+    assert_eq!(check.regressed.len(), 1, "undone since: {check:?}");
+    assert_eq!(check.regressed[0].of, pev_protocol::run::EvidenceOf::Step("guide".into()));
+    std::fs::write(dir.path().join("docs/guide.md"), "## Install\n").unwrap();
+    assert!(crate::agent::loop_run::final_recheck(&ctx, &report).await.regressed.is_empty());
 
     let verdict: Value = serde_json::from_str(&replies[2]).expect("the child's verdict as JSON");
     assert_eq!(verdict["status"], "partial");

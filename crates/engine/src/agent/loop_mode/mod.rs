@@ -100,6 +100,18 @@ pub struct LoopReport {
     pub multi_step_goal: bool,
     /// Where the accepted evidence was taken, for the final re-check.
     pub evidence: EvidenceMarks,
+    /// What each child run that ended `success` (`delegate`) verified in the workspace: the
+    /// final re-check runs it again.
+    pub child_claims: Vec<ChildClaims>,
+}
+
+/// A successful child run's workspace evidence, with the step in progress when it was
+/// delegated.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ChildClaims {
+    pub child_run: String,
+    pub step: Option<String>,
+    pub claims: Vec<pev_protocol::Assertion>,
 }
 
 /// Carries out a whole goal as one model loop with plan tools and the finalization gate.
@@ -125,6 +137,7 @@ struct Run {
     rounds: u32,
     plan_tool_calls: u32,
     quiet_rounds: u32,
+    child_claims: Vec<ChildClaims>,
 }
 
 impl LoopExecutor {
@@ -172,6 +185,7 @@ impl LoopExecutor {
             plan_tool_calls: run.plan_tool_calls,
             multi_step_goal: run.gate.multi_step(),
             evidence: run.book.marks(),
+            child_claims: run.child_claims.clone(),
         };
         *self.report.lock().unwrap_or_else(PoisonError::into_inner) = report;
     }
@@ -196,6 +210,7 @@ impl LoopExecutor {
             rounds: 0,
             plan_tool_calls: 0,
             quiet_rounds: 0,
+            child_claims: Vec::new(),
         };
         let mut outcome = InstructionOutcome {
             summary: String::new(),
@@ -299,9 +314,22 @@ impl LoopExecutor {
                         Ok(delegation) => match tools.delegate(delegation).await {
                             Err(e) => Err(e),
                             Ok(child) => {
-                                let status = crate::status_name(child.status);
-                                run.book.note_child(&child.run_id, status);
-                                Ok(child_verdict(&child))
+                                let status = crate::status_name(child.result.status);
+                                run.book.note_child(&child.result.run_id, status);
+                                if !child.claims.is_empty() {
+                                    let step = run.book.plan.as_ref().and_then(|p| {
+                                        p.steps
+                                            .iter()
+                                            .find(|s| s.status == StepStatus::InProgress)
+                                            .map(|s| s.id.clone())
+                                    });
+                                    run.child_claims.push(ChildClaims {
+                                        child_run: child.result.run_id.clone(),
+                                        step,
+                                        claims: child.claims,
+                                    });
+                                }
+                                Ok(child_verdict(&child.result))
                             }
                         },
                     }
