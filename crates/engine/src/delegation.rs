@@ -174,15 +174,7 @@ pub(crate) async fn run(
             }
         }
         // Durable before the child exists: a resume that finds this event finds the child.
-        shared.recorder.emit(EventBody::DelegateStarted {
-            step: id.to_owned(),
-            attempt,
-            child_run: child_run.clone(),
-            mode: delegation.mode.as_str().to_owned(),
-            scope: delegation.scope.clone(),
-            depth: delegator.child_depth(),
-        })?;
-        shared.recorder.flush().await?;
+        started(shared, (id, attempt, &child_run), delegation, delegator.child_depth()).await?;
         let request = DelegationRequest {
             parent_run: parent.clone(),
             parent_goal: shared.plan.goal.clone(),
@@ -369,15 +361,7 @@ pub(crate) async fn from_gate(
     let parent = shared.recorder.run_id().to_owned();
     let attempt = report.slot.attempts;
     let child_run = child_run_id(&parent, &format!("{id}-d{n}"), attempt);
-    shared.recorder.emit(EventBody::DelegateStarted {
-        step: id.to_owned(),
-        attempt,
-        child_run: child_run.clone(),
-        mode: delegation.mode.as_str().to_owned(),
-        scope: delegation.scope.clone(),
-        depth: delegator.child_depth(),
-    })?;
-    shared.recorder.flush().await?;
+    started(shared, (id, attempt, &child_run), &delegation, delegator.child_depth()).await?;
     let request = DelegationRequest {
         parent_run: parent,
         parent_goal: shared.plan.goal.clone(),
@@ -429,6 +413,25 @@ pub(crate) async fn from_gate(
         Vec::new()
     };
     Ok(Ok(crate::instruct::ChildVerdict { result: child, claims }))
+}
+
+/// Journals `delegate.started` and waits until it is on disk: a resume that finds it finds
+/// the child, and never starts a second one.
+async fn started(
+    shared: &Shared,
+    (step, attempt, child_run): (&str, u32, &str),
+    delegation: &Delegation,
+    depth: u32,
+) -> Result<(), StoreError> {
+    shared.recorder.emit(EventBody::DelegateStarted {
+        step: step.to_owned(),
+        attempt,
+        child_run: child_run.to_owned(),
+        mode: delegation.mode.as_str().to_owned(),
+        scope: delegation.scope.clone(),
+        depth,
+    })?;
+    shared.recorder.flush().await
 }
 
 /// How many of a child's steps ran a command whose changes could not be listed (`check.rs`'s

@@ -229,6 +229,29 @@ pub(crate) async fn run_step(shared: Arc<Shared>, mut job: StepJob) -> StepRepor
     report
 }
 
+/// Asks for a step's approval; `false` when it may not run now (refused: the step failed;
+/// deferred: it waits, blocked).
+async fn approved(
+    shared: &Shared,
+    step: &Step,
+    (what, args, reason): (&str, &Value, String),
+    report: &mut StepReport,
+) -> Result<bool, StoreError> {
+    match ask_approval(shared, step, what, args, reason).await? {
+        Approval::Yes => Ok(true),
+        Approval::No => {
+            fail(&mut report.slot, "a person refused approval");
+            Ok(false)
+        }
+        Approval::Defer => {
+            report.slot.status = StepStatus::Blocked;
+            report.slot.awaiting_approval = true;
+            report.slot.started_at = None;
+            Ok(false)
+        }
+    }
+}
+
 pub(crate) fn fail(slot: &mut Slot, message: &str) {
     slot.status = StepStatus::Failed;
     slot.error = Some(message.to_owned());
@@ -255,18 +278,8 @@ async fn drive(
         if !job.approved && step.requires_approval {
             let args = serde_json::json!({ "delegate": delegation.goal });
             let reason = "the step sets requires_approval".to_owned();
-            match ask_approval(shared, step, "delegate", &args, reason).await? {
-                Approval::Yes => {}
-                Approval::No => {
-                    fail(&mut report.slot, "a person refused approval");
-                    return Ok(());
-                }
-                Approval::Defer => {
-                    report.slot.status = StepStatus::Blocked;
-                    report.slot.awaiting_approval = true;
-                    report.slot.started_at = None;
-                    return Ok(());
-                }
+            if !approved(shared, step, ("delegate", &args, reason), report).await? {
+                return Ok(());
             }
         }
         report.cache.refuse("a delegated step runs a child run".to_owned());
@@ -279,18 +292,8 @@ async fn drive(
         if !job.approved && step.requires_approval {
             let args = serde_json::json!({ "description": step.description });
             let reason = "the step sets requires_approval".to_owned();
-            match ask_approval(shared, step, "executor", &args, reason).await? {
-                Approval::Yes => {}
-                Approval::No => {
-                    fail(&mut report.slot, "a person refused approval");
-                    return Ok(());
-                }
-                Approval::Defer => {
-                    report.slot.status = StepStatus::Blocked;
-                    report.slot.awaiting_approval = true;
-                    report.slot.started_at = None;
-                    return Ok(());
-                }
+            if !approved(shared, step, ("executor", &args, reason), report).await? {
+                return Ok(());
             }
         }
         let continuation = job.continuation.take();
@@ -322,20 +325,9 @@ async fn drive(
     }
     if !job.approved
         && let Some(reason) = approval_reason(shared, step, tool_name)
+        && !approved(shared, step, (tool_name, &args, reason), report).await?
     {
-        match ask_approval(shared, step, tool_name, &args, reason).await? {
-            Approval::Yes => {}
-            Approval::No => {
-                fail(&mut report.slot, "a person refused approval");
-                return Ok(());
-            }
-            Approval::Defer => {
-                report.slot.status = StepStatus::Blocked;
-                report.slot.awaiting_approval = true;
-                report.slot.started_at = None;
-                return Ok(());
-            }
-        }
+        return Ok(());
     }
 
     let target = target_path(effect, &args);
