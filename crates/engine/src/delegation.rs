@@ -27,8 +27,6 @@ use crate::step::{Before, Call, CallEnd, Shared, StepReport, watched_paths};
 #[derive(Debug, Clone)]
 pub struct DelegationRequest {
     pub parent_run: String,
-    /// The parent run's goal (context for the child's planner).
-    pub parent_goal: String,
     pub step: Step,
     pub delegation: Delegation,
     /// 1 for the first attempt.
@@ -80,23 +78,15 @@ pub fn child_run_id(parent: &str, step: &str, attempt: u32) -> String {
     format!("{parent}.{step}.{attempt}")
 }
 
-/// Whether `path` (workspace-relative) is inside `scope` (`None`: the whole workspace).
-pub fn in_scope(path: &str, scope: Option<&str>) -> bool {
+/// Whether `path` (workspace-relative) is inside `scope` (`None`: the whole workspace), both
+/// read by the workspace's own lexical rule (`..`, `.`, whole components: `src2` is not in
+/// `src`). A path that leaves the workspace is in no scope.
+pub fn in_scope(workspace: &pev_tools::Workspace, path: &str, scope: Option<&str>) -> bool {
     let Some(scope) = scope else { return true };
-    let norm = |p: &str| -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for c in p.split('/').filter(|c| !c.is_empty() && *c != ".") {
-            if c == ".." {
-                out.pop();
-            } else {
-                out.push(c.to_owned());
-            }
-        }
-        out
-    };
-    let scope = norm(scope);
-    let path = norm(path);
-    path.len() >= scope.len() && path[..scope.len()] == scope[..]
+    match (workspace.resolve(path), workspace.resolve(scope)) {
+        (Ok(path), Ok(scope)) => path.starts_with(scope),
+        _ => false,
+    }
 }
 
 /// The child's reasons, one line each, as the parent step's error and the next attempt's
@@ -177,7 +167,6 @@ pub(crate) async fn run(
         started(shared, (id, attempt, &child_run), delegation, delegator.child_depth()).await?;
         let request = DelegationRequest {
             parent_run: parent.clone(),
-            parent_goal: shared.plan.goal.clone(),
             step: step.clone(),
             delegation: delegation.clone(),
             attempt,
@@ -236,8 +225,10 @@ pub(crate) async fn run(
             changed: changed.clone(),
         })?;
         adopt_changes(shared, step, &child, report)?;
-        let outside: Vec<&String> =
-            changed.iter().filter(|p| !in_scope(p, delegation.scope.as_deref())).collect();
+        let outside: Vec<&String> = changed
+            .iter()
+            .filter(|p| !in_scope(&shared.engine.ctx.workspace, p, delegation.scope.as_deref()))
+            .collect();
         let verdict = crate::status_name(child.status);
         report.slot.evidence.push(format!(
             "child run {child_run} ended {verdict}{}",
@@ -364,7 +355,6 @@ pub(crate) async fn from_gate(
     started(shared, (id, attempt, &child_run), &delegation, delegator.child_depth()).await?;
     let request = DelegationRequest {
         parent_run: parent,
-        parent_goal: shared.plan.goal.clone(),
         step: step.clone(),
         delegation: delegation.clone(),
         attempt,
@@ -386,8 +376,11 @@ pub(crate) async fn from_gate(
     };
     let changed: Vec<String> =
         child.file_mutations.iter().filter(|m| !m.no_op).map(|m| m.path.clone()).collect();
-    let outside: Vec<String> =
-        changed.iter().filter(|p| !in_scope(p, delegation.scope.as_deref())).cloned().collect();
+    let outside: Vec<String> = changed
+        .iter()
+        .filter(|p| !in_scope(&shared.engine.ctx.workspace, p, delegation.scope.as_deref()))
+        .cloned()
+        .collect();
     if !outside.is_empty() && child.status == RunStatus::Success {
         // Its verdict cannot stand: it changed what it was not given.
         child.status = RunStatus::Failed;
@@ -480,16 +473,20 @@ mod tests {
 
     #[test]
     fn scope_membership_is_by_whole_components() {
-        assert!(in_scope("src/a.rs", Some("src")));
-        assert!(in_scope("src/a.rs", Some("./src/")));
-        assert!(in_scope("src", Some("src")));
-        assert!(!in_scope("src2/a.rs", Some("src")));
-        assert!(!in_scope("a.rs", Some("src")));
-        assert!(in_scope("a.rs", None));
-        assert!(in_scope("a.rs", Some(".")));
-        assert!(!in_scope("docs/x", Some("src/docs")));
-        assert!(in_scope("b/x", Some("a/../b")));
-        assert!(!in_scope("a/../c/x", Some("a")));
+        let dir = tempfile::tempdir().unwrap();
+        let ws = pev_tools::Workspace::open(dir.path()).unwrap();
+        let inside = |path: &str, scope: Option<&str>| in_scope(&ws, path, scope);
+        assert!(inside("src/a.rs", Some("src")));
+        assert!(inside("src/a.rs", Some("./src/")));
+        assert!(inside("src", Some("src")));
+        assert!(!inside("src2/a.rs", Some("src")));
+        assert!(!inside("a.rs", Some("src")));
+        assert!(inside("a.rs", None));
+        assert!(inside("a.rs", Some(".")));
+        assert!(!inside("docs/x", Some("src/docs")));
+        assert!(inside("b/x", Some("a/../b")));
+        assert!(!inside("a/../c/x", Some("a")));
+        assert!(!inside("../a/x", Some("a")), "a path out of the workspace is in no scope");
     }
 
     #[test]

@@ -193,6 +193,17 @@ fn engine(h: &Harness, setup: &Setup, run_id: &str) -> (Engine, Arc<CallLog>, Ar
 /// Runs `plan` as a parent run (no replans): its result and id.
 async fn run_parent(h: &Harness, setup: &Setup, plan: &Value) -> RunResult {
     let (run_id, plan) = h.create(plan);
+    drive_parent(h, setup, run_id, plan).await
+}
+
+/// Runs the created run `run_id` as `pev agent` does, without replans (a future a test may
+/// drop mid-run, as a crash would).
+async fn drive_parent(
+    h: &Harness,
+    setup: &Setup,
+    run_id: String,
+    plan: pev_protocol::Plan,
+) -> RunResult {
     let (engine, calls, _) = engine(h, setup, &run_id);
     let planner = Planner::new(
         Arc::new(ScriptedClient::from_turns("unused", Vec::new())),
@@ -413,27 +424,12 @@ async fn a_crash_during_a_child_resumes_the_tree_without_repeating_its_effects()
     let setup = Setup::new(planner, Router::new(Vec::new()));
     let plan = json!({"goal": "Do c", "steps": [delegated("c", "[CRASH] Do c", Some("c"))]});
     let (run_id, parsed) = h.create(&plan);
-    {
-        let (engine, calls, _) = engine(&h, &setup, &run_id);
-        let planner = Planner::new(
-            Arc::new(ScriptedClient::from_turns("unused", Vec::new())),
-            "planner-model".into(),
-            PlannerOptions::default(),
-        );
-        let policy = CompiledPolicy::default();
-        let agent = AgentLoop {
-            engine: &engine,
-            planner: &planner,
-            policy: &policy,
-            db: &h.db,
-            max_replans: 0,
-        };
-        // The process dies while the child sleeps: the future is dropped mid-run.
-        let cut =
-            tokio::time::timeout(Duration::from_millis(400), agent.run(run_id.clone(), parsed));
-        assert!(cut.await.is_err(), "the run finished before the crash");
-        calls.close();
-    }
+    // The process dies while the child sleeps: the future is dropped mid-run.
+    let cut = tokio::time::timeout(
+        Duration::from_millis(400),
+        drive_parent(&h, &setup, run_id.clone(), parsed),
+    );
+    assert!(cut.await.is_err(), "the run finished before the crash");
     tokio::time::sleep(Duration::from_millis(900)).await;
     let child_id = format!("{run_id}.c.1");
     assert_eq!(child(&h, &child_id).status, "running");
