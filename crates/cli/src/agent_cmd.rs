@@ -107,7 +107,7 @@ impl Models {
     pub(crate) fn attach_delegator(
         &self,
         engine: &mut pev_engine::Engine,
-        db: &std::path::Path,
+        db: &pev_store::Location,
         (policy, max_replans): (&CompiledPolicy, u32),
     ) {
         // One activity for the tree: a command's changes are credited only when nothing else
@@ -117,7 +117,7 @@ impl Models {
         config.models = None;
         let Some(hooks) = engine.config.models.as_mut() else { return };
         let children = ChildRuns {
-            db: db.to_path_buf(),
+            db: db.clone(),
             registry: Arc::clone(&engine.registry),
             ctx: Arc::clone(&engine.ctx),
             config,
@@ -328,7 +328,7 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
     let notices = Notices::new();
     let recorded = req.replay.as_ref().map_or(Recorded::Nothing, Recorded::Replay);
     let models = build_models(&config_dir, &notices, budget, (&policy, &registry), recorded)?;
-    let db = store_path(&req.common, &workspace);
+    let db = store_path(&req.common, &workspace)?;
     let run_policy = RunPolicy {
         approve_tools: policy.policy.approve_tools.clone(),
         allow_hosts: policy.policy.allow_hosts.clone(),
@@ -418,7 +418,7 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
     drop(store);
     attach_calls(&models.calls, &db, &run_id, err);
     session.trace(&run_id, false);
-    let _ = writeln!(err, "pev: run {run_id} (journal {})", db.display());
+    let _ = writeln!(err, "pev: run {run_id} (journal {})", db);
     let agent = AgentLoop {
         engine: &session.engine,
         planner: &models.planner,
@@ -435,7 +435,7 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
 /// (the run's effects are journaled by the engine regardless).
 pub(crate) fn attach_calls(
     calls: &CallLog,
-    db: &std::path::Path,
+    db: &pev_store::Location,
     run_id: &str,
     err: &mut dyn Write,
 ) {
@@ -620,7 +620,7 @@ fn loop_parts(
         )),
         model: config.role(Role::Planner).model.value.clone(),
     });
-    let db = store_path(common, workspace);
+    let db = store_path(common, workspace)?;
     let mut session = Session::open(common, workspace, &db, run_policy, None)?;
     session.engine.registry = Arc::clone(registry);
     notices.attach(session.live());
@@ -724,7 +724,7 @@ fn run_loop(
         (budget, &settings, &run_id),
         recorded,
     )?;
-    let db = store_path(&req.common, workspace);
+    let db = store_path(&req.common, workspace)?;
     let plan = loop_plan(&req.goal);
     let store = Store::open(&db).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     let _lock = lock_run(&db, &run_id)?;
@@ -760,7 +760,7 @@ fn run_loop(
         err,
         "pev: run {run_id} (loop mode, gate {}; journal {})",
         if req.gate { "on" } else { "off" },
-        db.display()
+        db
     );
     let looped = LoopRun { engine: &session.engine, executor, db: &db, verifier };
     let outcome = session.block_on(looped.run(run_id, &req.goal));
@@ -817,7 +817,7 @@ pub(crate) fn resume_loop(
         (budget, &settings, &record.run_id),
         recorded,
     )?;
-    let db = store_path(common, &workspace);
+    let db = store_path(common, &workspace)?;
     attach_calls(&calls, &db, &record.run_id, err);
     session.trace(&record.run_id, true);
     let looped = LoopRun { engine: &session.engine, executor, db: &db, verifier };

@@ -642,28 +642,27 @@ pub(crate) enum GateAction {
     },
 }
 
-/// `--store`: a journal file. A URL (`postgres://…`, `sqlite:…`) names a backend pev does not
-/// have, and is refused rather than taken for a path (which would create a `postgres:`
-/// directory tree); only its scheme is repeated, never the rest (it may hold a password).
+/// `--store` of `pev mcp` and `pev gate`: a journal file. They keep their session state beside
+/// it, so a URL (a shared Postgres journal included) is refused rather than taken for a path
+/// (which would create a `postgres:` directory tree); only its scheme is repeated, never the
+/// rest (it may hold a password).
 fn store_arg(value: &str) -> Result<PathBuf, String> {
-    const SCHEMES: [&str; 7] = ["postgres", "postgresql", "sqlite", "file", "mysql", "redis", "s3"];
-    let scheme = value.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
-    let is_url = value.contains("://") || scheme.as_deref().is_some_and(|s| SCHEMES.contains(&s));
-    if is_url {
-        let scheme = scheme.unwrap_or_default();
-        return Err(format!(
-            "`{scheme}:…` is a URL, and pev's journal is a SQLite file: give its path (e.g. \
-             --store .pev/pev.db); a shared Postgres journal is not supported yet"
-        ));
+    match pev_store::Location::parse(value) {
+        Ok(pev_store::Location::File(path)) => Ok(path),
+        Err(why) if value.is_empty() => Err(why),
+        _ => Err("`pev mcp` and `pev gate` journal in a SQLite file beside their session \
+                  state: give its path (e.g. --store .pev/pev.db), not a URL"
+            .to_owned()),
     }
-    if value.is_empty() {
-        return Err("the journal path is empty".to_owned());
-    }
-    Ok(PathBuf::from(value))
 }
 
-/// [`store_arg`] as clap's parser, whose error is ours alone: clap's own would quote the
-/// value, password and all.
+/// `--store` of the journal commands: a SQLite file's path or a `postgres://…` URL.
+fn journal_arg(value: &str) -> Result<pev_store::Location, String> {
+    pev_store::Location::parse(value)
+}
+
+/// A `--store` parser whose error is ours alone: clap's own would quote the value, password
+/// and all.
 #[derive(Debug, Clone, Copy)]
 struct StoreArg;
 
@@ -677,10 +676,32 @@ impl clap::builder::TypedValueParser for StoreArg {
         value: &std::ffi::OsStr,
     ) -> Result<PathBuf, clap::Error> {
         let Some(text) = value.to_str() else { return Ok(PathBuf::from(value)) };
-        store_arg(text).map_err(|why| {
-            clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("--store: {why}\n"))
-        })
+        store_arg(text).map_err(store_error)
     }
+}
+
+/// [`journal_arg`] as clap's parser.
+#[derive(Debug, Clone, Copy)]
+struct JournalArg;
+
+impl clap::builder::TypedValueParser for JournalArg {
+    type Value = pev_store::Location;
+
+    fn parse_ref(
+        &self,
+        _cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<pev_store::Location, clap::Error> {
+        let Some(text) = value.to_str() else {
+            return Ok(pev_store::Location::File(PathBuf::from(value)));
+        };
+        journal_arg(text).map_err(store_error)
+    }
+}
+
+fn store_error(why: String) -> clap::Error {
+    clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("--store: {why}\n"))
 }
 
 /// Where `pev mcp` and `pev gate` find the workspace and the journal.
@@ -706,9 +727,11 @@ pub(crate) struct JournalArgs {
     /// The workspace directory [default: the current directory]
     #[arg(long, short = 'w', value_name = "DIR")]
     pub(crate) workspace: Option<PathBuf>,
-    /// The journal file [default: WORKSPACE/.pev/pev.db]
-    #[arg(long, value_name = "FILE", value_parser = StoreArg)]
-    pub(crate) store: Option<PathBuf>,
+    /// The journal: a SQLite file, or a Postgres database every machine shares
+    /// (`postgres://user@host/db`; the password from PGPASSWORD or ~/.pgpass) [default:
+    /// $PEV_STORE, `store` in your ~/.config/pev/pev.toml, WORKSPACE/.pev/pev.db]
+    #[arg(long, value_name = "FILE|URL", value_parser = JournalArg)]
+    pub(crate) store: Option<pev_store::Location>,
     /// Print JSON instead of text: events as JSON lines (run, agent, resume; a failure ends
     /// with an `error` event), one object per run (runs), the run result (show)
     #[arg(long)]
@@ -802,16 +825,16 @@ pub(crate) fn parse_fail_risk(text: &str) -> Result<f64, String> {
 
 #[cfg(test)]
 mod store_arg_tests {
-    use super::store_arg;
+    use super::{journal_arg, store_arg};
 
     #[test]
     fn a_store_url_is_refused_without_repeating_its_credentials() {
-        for url in [
-            "postgresql:///db?host=/tmp",
-            "postgres://pev:s3cret@db.example/pev",
-            "sqlite:journal.db",
-            "https://example.com/x",
-        ] {
+        for url in ["sqlite:journal.db", "https://example.com/x", "mysql://u:s3cret@h/db"] {
+            let err = journal_arg(url).expect_err(url);
+            assert!(!err.contains("s3cret") && !err.contains("example"), "{err}");
+            assert!(err.contains("SQLite file"), "{err}");
+        }
+        for url in ["postgresql:///db?host=/tmp", "postgres://pev:s3cret@db.example/pev"] {
             let err = store_arg(url).expect_err(url);
             assert!(!err.contains("s3cret") && !err.contains("example"), "{err}");
             assert!(err.contains("SQLite file"), "{err}");
@@ -819,5 +842,14 @@ mod store_arg_tests {
         assert_eq!(store_arg(".pev/pev.db").unwrap(), std::path::PathBuf::from(".pev/pev.db"));
         assert_eq!(store_arg("odd:name.db").unwrap(), std::path::PathBuf::from("odd:name.db"));
         assert!(store_arg("").is_err());
+        assert!(journal_arg("").is_err());
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn a_postgres_url_is_a_shared_journal_shown_without_its_password() {
+        let at = journal_arg("postgres://pev:s3cret@db.example:5433/runs").unwrap();
+        assert!(at.is_shared());
+        assert_eq!(at.to_string(), "postgres://pev@db.example:5433/runs");
     }
 }

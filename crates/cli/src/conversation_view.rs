@@ -27,7 +27,7 @@ pub(crate) fn show(
     out: &mut dyn Write,
 ) -> Result<u8, Fail> {
     let workspace = workspace_dir(common.workspace.as_deref())?;
-    let db = store_path(common, &workspace);
+    let db = store_path(common, &workspace)?;
     let store = pev_store::Store::open_existing(&db).map_err(|e| Fail(2, e.to_string()))?;
     let run_id = store.resolve_run(run).map_err(|e| Fail(2, e.to_string()))?;
     let calls = store.model_calls(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;

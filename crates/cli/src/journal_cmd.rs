@@ -15,7 +15,7 @@ const EXIT_FAILED: u8 = 1;
 
 fn open(common: &Common) -> Result<Store, Fail> {
     let workspace = workspace_dir(common.workspace.as_deref())?;
-    let db = store_path(common, &workspace);
+    let db = store_path(common, &workspace)?;
     Store::open_existing(&db).map_err(|e| Fail(2, e.to_string()))
 }
 
@@ -189,7 +189,7 @@ pub fn show(run: &str, common: &Common, out: &mut dyn Write) -> Result<u8, Fail>
             workspace: Some(
                 common.workspace.clone().unwrap_or_else(|| record.workspace.clone().into()),
             ),
-            store: Some(store.path().to_path_buf()),
+            store: store.location().file().map(std::path::Path::to_path_buf),
         };
         match crate::mcp_cmd::verdict_now(&place, &run_id) {
             Ok(now) => result = now,
@@ -233,7 +233,7 @@ pub fn show(run: &str, common: &Common, out: &mut dyn Write) -> Result<u8, Fail>
         "open"
     } else if record.status == "running" {
         let workspace = workspace_dir(common.workspace.as_deref())?;
-        match crate::run_cmd::lock_run(&store_path(common, &workspace), &run_id) {
+        match crate::run_cmd::lock_run(&store_path(common, &workspace)?, &run_id) {
             Ok(_lock) => "interrupted",
             Err(_) => "running",
         }
@@ -279,7 +279,7 @@ pub fn report(
             workspace: Some(
                 common.workspace.clone().unwrap_or_else(|| record.workspace.clone().into()),
             ),
-            store: Some(store.path().to_path_buf()),
+            store: store.location().file().map(std::path::Path::to_path_buf),
         };
         if let Ok(now) = crate::mcp_cmd::verdict_now(&place, &run_id) {
             result = now;
@@ -568,7 +568,7 @@ pub fn gc(
     let cutoff = std::time::SystemTime::now().checked_sub(age).unwrap_or(std::time::UNIX_EPOCH);
     let cutoff = pev_protocol::event::rfc3339(cutoff);
     let workspace = crate::run_cmd::workspace_dir(common.workspace.as_deref())?;
-    let db = crate::run_cmd::store_path(common, &workspace);
+    let db = crate::run_cmd::store_path(common, &workspace)?;
     // A run another pev process holds (its lock) is never collected, and while any is held,
     // no blob is: a writer may commit a blob before the row that names it. The locks taken
     // here are held until the collection ends, so no resume starts on a run being deleted.
@@ -584,7 +584,7 @@ pub fn gc(
     let options = pev_store::GcOptions { dry_run, keep: &keep, collect_blobs: keep.is_empty() };
     let report = store.gc(&cutoff, options).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     drop(held);
-    if !dry_run {
+    if !dry_run && let Some(db) = db.file() {
         // The deleted runs' lock files go with them.
         let locks = db.parent().unwrap_or_else(|| std::path::Path::new(".")).join("locks");
         for run in &report.runs {

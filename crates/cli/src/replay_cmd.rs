@@ -35,7 +35,7 @@ pub(crate) struct ReplayRequest {
 
 pub(crate) fn replay(req: &ReplayRequest, err: &mut dyn Write) -> Result<u8, Fail> {
     let workspace = workspace_dir(req.common.workspace.as_deref())?;
-    let db = store_path(&req.common, &workspace);
+    let db = store_path(&req.common, &workspace)?;
     let store = Store::open_existing(&db).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
     let run_id = store.resolve_run(&req.run).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
     let record = store.load_run(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;

@@ -33,7 +33,7 @@ pub const EXIT_AWAITING: u8 = 4;
 #[derive(Debug, Clone)]
 pub struct Common {
     pub workspace: Option<PathBuf>,
-    pub store: Option<PathBuf>,
+    pub store: Option<pev_store::Location>,
     pub jobs: Option<usize>,
     pub yes: bool,
     /// `--cache`: reuse the verified results of unchanged steps.
@@ -108,8 +108,30 @@ pub fn workspace_dir(arg: Option<&Path>) -> Result<PathBuf, Fail> {
 }
 
 /// The journal path: `--store`, or `.pev/pev.db` in the workspace.
-pub fn store_path(common: &Common, workspace: &Path) -> PathBuf {
-    common.store.clone().unwrap_or_else(|| pev_store::default_path(workspace))
+/// The journal: `--store`, else `PEV_STORE`, else `store` in the user's pev.toml (never the
+/// workspace's), else `WORKSPACE/.pev/pev.db`.
+pub fn store_path(common: &Common, workspace: &Path) -> Result<pev_store::Location, Fail> {
+    if let Some(at) = &common.store {
+        return Ok(at.clone());
+    }
+    if let Some(value) = std::env::var("PEV_STORE").ok().filter(|v| !v.is_empty()) {
+        return pev_store::Location::parse(&value)
+            .map_err(|why| Fail::input(format!("PEV_STORE: {why}")));
+    }
+    let vars = |name: &str| {
+        matches!(name, "XDG_CONFIG_HOME" | "HOME").then(|| std::env::var(name).ok()).flatten()
+    };
+    let configured =
+        pev_providers::config::Config::user_store(&vars).map_err(|e| Fail::input(e.to_string()))?;
+    if let Some(store) = configured {
+        let file = match &store.source {
+            pev_providers::config::Source::User(path) => path.display().to_string(),
+            other => format!("{other:?}"),
+        };
+        return pev_store::Location::parse(&store.value)
+            .map_err(|why| Fail::input(format!("{file}: store: {why}")));
+    }
+    Ok(pev_store::Location::File(pev_store::default_path(workspace)))
 }
 
 pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
@@ -204,7 +226,7 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         );
         workspace = copy;
     }
-    let db = store_path(&req.common, &workspace);
+    let db = store_path(&req.common, &workspace)?;
     let approve_tools = policy.policy.approve_tools.clone();
     let allow_hosts = policy.policy.allow_hosts.clone();
     // Everything that can refuse the run (a bad pev.toml, an unusable workspace) is checked
@@ -242,7 +264,7 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         })
         .map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     drop(store);
-    let _ = writeln!(err, "pev: run {run_id} (journal {})", db.display());
+    let _ = writeln!(err, "pev: run {run_id} (journal {})", db);
     session.trace(&run_id, false);
     let journal = session.journal()?;
     let outcome = session.block_on(session.engine.run(RunInput { run_id, plan, journal }));
@@ -252,7 +274,7 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
 /// `pev resume RUN`.
 pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fail> {
     let workspace = workspace_dir(common.workspace.as_deref())?;
-    let db = store_path(common, &workspace);
+    let db = store_path(common, &workspace)?;
     let store = Store::open_existing(&db).map_err(|e| Fail::input(e.to_string()))?;
     let run_id = store.resolve_run(run).map_err(|e| Fail::input(e.to_string()))?;
     let _lock = lock_run(&db, &run_id)?;
@@ -559,37 +581,22 @@ fn interrupted_conversations(
     }
 }
 
-/// Holds an exclusive lock on the run for as long as the returned file lives, so that two
-/// processes never drive the same run (a `resume` while the run is still going would apply its
-/// steps twice). The OS releases the lock when the process dies, `kill -9` included.
-pub(crate) fn lock_run(db: &Path, run_id: &str) -> Result<std::fs::File, Fail> {
-    let dir = db.parent().unwrap_or_else(|| Path::new(".")).join("locks");
-    let path = dir.join(format!("{run_id}.lock"));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Fail(EXIT_FAILED, format!("cannot create {}: {e}", dir.display())))?;
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| Fail(EXIT_FAILED, format!("cannot open {}: {e}", path.display())))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(Fail(
-            EXIT_BAD_INPUT,
-            format!("run {run_id} is being run by another pev process; wait for it to end"),
-        )),
-        Err(std::fs::TryLockError::Error(e)) => {
-            Err(Fail(EXIT_FAILED, format!("cannot lock {}: {e}", path.display())))
-        }
-    }
+/// Holds the run's lease for as long as the returned value lives, so that two processes (on
+/// one machine or, with a shared journal, on any) never drive the same run: a `resume` while
+/// the run is still going would apply its steps twice. A dead process's lease is released at
+/// once, `kill -9` included.
+pub(crate) fn lock_run(db: &pev_store::Location, run_id: &str) -> Result<pev_store::Lease, Fail> {
+    db.lease(run_id).map_err(|e| match e {
+        pev_store::LeaseError::Held { .. } => Fail(EXIT_BAD_INPUT, e.to_string()),
+        pev_store::LeaseError::Failed { .. } => Fail(EXIT_FAILED, e.to_string()),
+    })
 }
 
 /// The runtime, engine and view of one `run` or `resume`.
 pub(crate) struct Session {
     runtime: tokio::runtime::Runtime,
     pub(crate) engine: Engine,
-    db: PathBuf,
+    db: pev_store::Location,
     json: bool,
     events: Option<Arc<JsonLines>>,
     live: Option<Arc<LiveView>>,
@@ -631,14 +638,16 @@ impl Session {
     pub(crate) fn open(
         common: &Common,
         workspace: &Path,
-        db: &Path,
+        db: &pev_store::Location,
         RunPolicy { approve_tools, allow_hosts, sandbox }: RunPolicy,
         models: Option<pev_engine::ModelHooks>,
     ) -> Result<Self, Fail> {
         let ws = Workspace::open(workspace).map_err(|e| Fail::input(e.to_string()))?;
         let config = file_config(workspace)?;
-        let sandbox =
-            sandbox_setup::build(sandbox.resolve(config.sandbox()), Some((workspace, db)));
+        let sandbox = sandbox_setup::build(
+            sandbox.resolve(config.sandbox()),
+            db.file().map(|db| (workspace, db)),
+        );
         let ctx = Arc::new(ToolContext {
             workspace: ws,
             policy: ToolPolicy { allow_hosts, ..ToolPolicy::default() },
@@ -709,7 +718,7 @@ impl Session {
         Ok(Self {
             runtime,
             engine,
-            db: db.to_path_buf(),
+            db: db.clone(),
             json: common.json,
             events,
             live,

@@ -222,15 +222,15 @@ pub(crate) fn model_usage(u: &pev_protocol::run::Usage) -> Option<String> {
 /// The arguments that point a later `pev` command at this run's journal from the current
 /// directory: `--workspace` unless it is the current directory, `--store` unless it is the
 /// workspace's default journal. Paths are quoted for a POSIX shell when they need it.
-pub fn location_args(workspace: &std::path::Path, db: &std::path::Path) -> String {
+pub fn location_args(workspace: &std::path::Path, db: &pev_store::Location) -> String {
     let mut out = String::new();
     let canonical = |p: &std::path::Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
     let here = std::env::current_dir().ok().map(|d| canonical(&d));
     if here.as_deref() != Some(canonical(workspace).as_path()) {
         let _ = write!(out, " --workspace {}", shell_quote(&workspace.display().to_string()));
     }
-    if db != pev_store::default_path(workspace) {
-        let _ = write!(out, " --store {}", shell_quote(&db.display().to_string()));
+    if db.file() != Some(pev_store::default_path(workspace).as_path()) {
+        let _ = write!(out, " --store {}", shell_quote(&db.to_string()));
     }
     out
 }

@@ -4,7 +4,6 @@
 //! feature the live exporter is absent and `pev export` says how to get it.
 
 use std::io::Write;
-use std::path::Path;
 
 use pev_providers::config::Config;
 
@@ -53,9 +52,13 @@ mod enabled {
         /// Starts exporting the runs of journal `db` if an endpoint is configured. Settings pev
         /// cannot use (a gRPC protocol set for other tools, a bad URL) are one warning on `err`
         /// and no traces: they never stop a run.
-        pub(crate) fn start(config: &Config, db: &Path, err: &mut dyn Write) -> Self {
+        pub(crate) fn start(
+            config: &Config,
+            db: &pev_store::Location,
+            err: &mut dyn Write,
+        ) -> Self {
             match settings(config) {
-                Ok(settings) => Self { live: settings.map(|s| Live::start(s, db.to_path_buf())) },
+                Ok(settings) => Self { live: settings.map(|s| Live::start(s, db.clone())) },
                 Err(e) => {
                     let _ = writeln!(err, "pev: warning: no traces are sent: {e}");
                     Self::default()
@@ -95,7 +98,7 @@ mod enabled {
                 )
             })?;
         config.options.capture_content |= req.capture_content;
-        let db = store_path(common, &workspace);
+        let db = store_path(common, &workspace)?;
         let store = pev_store::Store::open_existing(&db)
             .map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
         let mut runs = Vec::new();
@@ -147,7 +150,11 @@ mod disabled {
     pub(crate) struct Tracing;
 
     impl Tracing {
-        pub(crate) fn start(_config: &Config, _db: &Path, _err: &mut dyn Write) -> Self {
+        pub(crate) fn start(
+            _config: &Config,
+            _db: &pev_store::Location,
+            _err: &mut dyn Write,
+        ) -> Self {
             Self
         }
 

@@ -250,7 +250,7 @@ async fn recheck(
             .await;
     if !check.regressed.is_empty() {
         shared.recorder.flush().await?;
-        let record = pev_store::Store::open_existing(shared.recorder.journal().path())?
+        let record = pev_store::Store::open_existing(shared.recorder.journal().location())?
             .load_run(shared.recorder.run_id())?;
         let calls = &record.tool_calls;
         crate::final_check::name_later_calls(&mut check.regressed, calls, |of| {
@@ -300,7 +300,7 @@ async fn judge_request(
 ) -> Result<PostconditionRequest, EngineError> {
     let plan = &shared.plan;
     shared.recorder.flush().await?;
-    let store = pev_store::Store::open_existing(shared.recorder.journal().path())?;
+    let store = pev_store::Store::open_existing(shared.recorder.journal().location())?;
     let record = store.load_run(shared.recorder.run_id())?;
     let (diffs, calls) =
         crate::unasserted::journal_evidence(&store, &record, &shared.engine.ctx.workspace);

@@ -314,7 +314,7 @@ fn restore(
     report: &mut StepReport,
     (touched, diffs): (&mut Vec<String>, &mut Vec<String>),
 ) -> Result<(), StoreError> {
-    let store = pev_store::Store::open_existing(shared.recorder.journal().path()).ok();
+    let store = pev_store::Store::open_existing(shared.recorder.journal().location()).ok();
     for (m, before_sha) in &c.mutations {
         let before = before_sha
             .as_deref()

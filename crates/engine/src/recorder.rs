@@ -101,7 +101,7 @@ impl Recorder {
 /// The blocking wait for the journal did not return (it panicked or was cancelled).
 fn wait_failed(e: &tokio::task::JoinError) -> StoreError {
     StoreError::Invalid {
-        path: std::path::PathBuf::from("(journal)"),
+        path: pev_store::Location::File(std::path::PathBuf::from("(journal)")),
         message: format!("waiting for the writer failed: {e}"),
     }
 }

@@ -8,7 +8,6 @@
 //! from the journal (`pev export`).
 
 use std::collections::HashSet;
-use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -295,7 +294,7 @@ impl std::fmt::Debug for Live {
 
 impl Live {
     /// Starts the exporter for the journal `db`.
-    pub fn start(config: OtlpConfig, db: PathBuf) -> Self {
+    pub fn start(config: OtlpConfig, db: pev_store::Location) -> Self {
         let (tx, rx) = channel();
         let (done_tx, done) = channel();
         let timeout = config.timeout;
@@ -346,7 +345,7 @@ impl Drop for Live {
 
 struct Exporter {
     config: OtlpConfig,
-    db: PathBuf,
+    db: pev_store::Location,
     store: Option<Store>,
     run: Option<String>,
     /// Spans that start before this were sent by an earlier session of a resumed run.
@@ -361,7 +360,7 @@ struct Exporter {
 }
 
 impl Exporter {
-    fn new(config: OtlpConfig, db: PathBuf) -> Self {
+    fn new(config: OtlpConfig, db: pev_store::Location) -> Self {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok();
         Self {
             config,

@@ -362,9 +362,17 @@ pub struct Config {
     sandbox: Option<pev_protocol::policy::SandboxMode>,
     mcp_servers: Vec<McpServerConfig>,
     telemetry: Option<TelemetryTable>,
+    store: Option<Sourced<String>>,
 }
 
 impl Config {
+    /// The `store` of the user's pev.toml, reading no other file (see [`Config::store`]).
+    pub fn user_store(
+        vars: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<Sourced<String>>, ConfigError> {
+        resolve::user_store(vars)
+    }
+
     /// Loads `WORKSPACE/pev.toml` and the user's `pev.toml` (when they exist) and the
     /// environment as `vars` reads it, over the defaults.
     pub fn load(
@@ -419,6 +427,12 @@ impl Config {
     /// The MCP servers of the user's file, by name.
     pub fn mcp_servers(&self) -> &[McpServerConfig] {
         &self.mcp_servers
+    }
+
+    /// The user's `store` (a journal's file or `postgres://…` URL), if set, and which file set
+    /// it. Never a workspace's: that is refused when loading.
+    pub fn store(&self) -> Option<&Sourced<String>> {
+        self.store.as_ref()
     }
 
     /// The user's `[telemetry]` table, if any.

@@ -7,7 +7,7 @@
 //! Under bubblewrap `.pev/` is read-only to every command, which is the protection; the chain is
 //! how anyone can check afterwards.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::db::{Conn, DbError, params};
 use sha2::{Digest, Sha256};
 
 /// The chain value of one event after `prev` (empty for the first).
@@ -21,18 +21,19 @@ pub(crate) fn link(prev: &str, seq: u64, at: &str, kind: &str, body: &str) -> St
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The chain value of the run's last event, `""` before the first.
-pub(crate) fn head(conn: &Connection, run_id: &str) -> rusqlite::Result<String> {
-    let head: Option<Option<String>> = conn
-        .prepare_cached("SELECT chain_head FROM runs WHERE run_id = ?1")?
-        .query_row([run_id], |row| row.get(0))
-        .optional()?;
-    Ok(head.flatten().unwrap_or_default())
+/// The chain value of the run's last event, `""` before the first. The run's row stays locked
+/// until the transaction ends (Postgres), so two writers of one run cannot fork the chain.
+pub(crate) fn head(conn: &mut Conn, run_id: &str) -> Result<String, DbError> {
+    let sql = match conn.dialect() {
+        crate::db::Dialect::Sqlite => "SELECT chain_head FROM runs WHERE run_id = ?1",
+        crate::db::Dialect::Postgres => "SELECT chain_head FROM runs WHERE run_id = ?1 FOR UPDATE",
+    };
+    let head: Option<String> = conn.query_value(sql, params![run_id])?;
+    Ok(head.unwrap_or_default())
 }
 
-pub(crate) fn set_head(conn: &Connection, run_id: &str, head: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached("UPDATE runs SET chain_head = ?1 WHERE run_id = ?2")?
-        .execute(params![head, run_id])?;
+pub(crate) fn set_head(conn: &mut Conn, run_id: &str, head: &str) -> Result<(), DbError> {
+    conn.exec("UPDATE runs SET chain_head = ?1 WHERE run_id = ?2", params![head, run_id])?;
     Ok(())
 }
 
@@ -67,19 +68,18 @@ impl Integrity {
 }
 
 /// Recompute the chain of `run_id`.
-pub(crate) fn verify(conn: &Connection, run_id: &str) -> rusqlite::Result<Integrity> {
+pub(crate) fn verify(conn: &mut Conn, run_id: &str) -> Result<Integrity, DbError> {
     type Row = (u64, String, String, String, Option<String>);
     let rows: Vec<Row> = conn
-        .prepare_cached(
+        .query(
             "SELECT seq, at, kind, body, chain FROM events WHERE run_id = ?1 ORDER BY seq",
+            params![run_id],
         )?
-        .query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?
-        .collect::<rusqlite::Result<_>>()?;
-    let stored_head: Option<Option<String>> = conn
-        .prepare_cached("SELECT chain_head FROM runs WHERE run_id = ?1")?
-        .query_row([run_id], |row| row.get(0))
-        .optional()?;
-    let stored_head = stored_head.flatten();
+        .iter()
+        .map(|r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .collect::<Result<_, DbError>>()?;
+    let stored_head: Option<String> =
+        conn.query_value("SELECT chain_head FROM runs WHERE run_id = ?1", params![run_id])?;
     let events = rows.len();
     if stored_head.is_none() && !rows.is_empty() && rows.iter().all(|r| r.4.is_none()) {
         // A pev that chains also journals the sandbox in `run.started`: such a run without a

@@ -5,40 +5,41 @@
 //! later call on any handle of that journal returns it wrapped in [`StoreError::Stopped`], so a
 //! record can never be lost silently after an earlier one failed.
 
-use std::path::PathBuf;
 use std::sync::Arc;
+
+use crate::db::{DbError, Location};
 
 /// Everything that can go wrong in the journal.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The file could not be opened as a journal (not SQLite, unreadable, locked, …).
-    #[error("cannot open journal {}: {source}", path.display())]
-    Open { path: PathBuf, source: rusqlite::Error },
+    #[error("cannot open journal {}: {source}", path)]
+    Open { path: Location, source: DbError },
     /// The journal's directory could not be created.
-    #[error("cannot create the directory of journal {}: {source}", path.display())]
-    CreateDir { path: PathBuf, source: std::io::Error },
+    #[error("cannot create the directory of journal {}: {source}", path)]
+    CreateDir { path: Location, source: std::io::Error },
     /// [`crate::Store::open_existing`] on a path that holds no file.
-    #[error("cannot open journal {}: no such file (no run has been journaled there)", path.display())]
-    Missing { path: PathBuf },
+    #[error("cannot open journal {}: no such file (no run has been journaled there)", path)]
+    Missing { path: Location },
     /// The file is an SQLite database, but not one pev wrote.
-    #[error("cannot open journal {}: not a pev journal ({reason})", path.display())]
-    NotAJournal { path: PathBuf, reason: String },
+    #[error("cannot open journal {}: not a pev journal ({reason})", path)]
+    NotAJournal { path: Location, reason: String },
     /// A newer pev wrote this journal; this one does not know its layout.
     #[error(
         "cannot open journal {}: its schema version is {found}, but this pev knows only up to \
          {known}; use a newer pev",
-        path.display()
+        path
     )]
-    TooNew { path: PathBuf, found: i64, known: i64 },
+    TooNew { path: Location, found: i64, known: i64 },
     /// An SQL statement failed.
-    #[error("journal {}: {op}: {source}", path.display())]
-    Db { path: PathBuf, op: String, source: rusqlite::Error },
+    #[error("journal {}: {op}: {source}", path)]
+    Db { path: Location, op: String, source: DbError },
     /// A JSON column could not be written or read back.
-    #[error("journal {}: {op}: bad JSON: {source}", path.display())]
-    Json { path: PathBuf, op: String, source: serde_json::Error },
+    #[error("journal {}: {op}: bad JSON: {source}", path)]
+    Json { path: Location, op: String, source: serde_json::Error },
     /// A record contradicts the journal (the end of a tool call that never started, …).
-    #[error("journal {}: {message}", path.display())]
-    Invalid { path: PathBuf, message: String },
+    #[error("journal {}: {message}", path)]
+    Invalid { path: Location, message: String },
     /// No run has this id, prefix or alias.
     #[error("{}", not_found_message(.0))]
     NotFound(String),
@@ -49,8 +50,8 @@ pub enum StoreError {
     #[error("journal writer stopped: {0}")]
     Stopped(Arc<StoreError>),
     /// The writer thread is gone (it panicked or the journal was closed).
-    #[error("journal {}: the writer thread is gone", path.display())]
-    WriterGone { path: PathBuf },
+    #[error("journal {}: the writer thread is gone", path)]
+    WriterGone { path: Location },
 }
 
 fn not_found_message(id: &str) -> String {
@@ -76,12 +77,9 @@ fn ambiguous_message(prefix: &str, candidates: &[String]) -> String {
     msg
 }
 
-/// Shorthand for wrapping an SQL error with the file and the operation.
-pub(crate) fn db_err(path: &std::path::Path, op: &str, source: rusqlite::Error) -> StoreError {
-    StoreError::Db { path: path.to_path_buf(), op: op.to_owned(), source }
+/// Shorthand for wrapping a JSON error with the file and the operation.
+pub(crate) fn json_err(path: &Location, op: &str, source: serde_json::Error) -> StoreError {
+    StoreError::Json { path: path.clone(), op: op.to_owned(), source }
 }
 
-/// Shorthand for wrapping a JSON error with the file and the operation.
-pub(crate) fn json_err(path: &std::path::Path, op: &str, source: serde_json::Error) -> StoreError {
-    StoreError::Json { path: path.to_path_buf(), op: op.to_owned(), source }
-}
+pub(crate) use crate::db::db_err;

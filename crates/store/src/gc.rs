@@ -13,9 +13,8 @@
 
 use std::collections::HashSet;
 
-use rusqlite::{Transaction, TransactionBehavior, params};
-
 use crate::Store;
+use crate::db::{Begin, DbError, params};
 use crate::error::{StoreError, db_err};
 
 /// What a collection removed (or, dry, would remove).
@@ -109,28 +108,31 @@ impl Store {
     /// times) that no resume may still finish, their child runs, and (with
     /// `collect_blobs`) the blobs they leave unreferenced. Dry, says what would go.
     pub fn gc(&self, cutoff: &str, options: GcOptions<'_>) -> Result<GcReport, StoreError> {
-        let sql = |e| db_err(self.path(), "collect old runs", e);
+        let sql = |e| db_err(self.location(), "collect old runs", e);
         // A real collection takes the write lock at once (no snapshot to lose to a writer
         // between its reads and its deletes); a dry one only reads.
-        let behavior = if options.dry_run {
-            TransactionBehavior::Deferred
-        } else {
-            TransactionBehavior::Immediate
-        };
-        let tx = Transaction::new_unchecked(&self.conn, behavior).map_err(sql)?;
+        let mut conn = self.conn();
+        let mut tx =
+            conn.begin(if options.dry_run { Begin::Read } else { Begin::Write }).map_err(sql)?;
+        let query = format!(
+            "SELECT run_id, status, result FROM runs
+             WHERE updated_at < ?1 AND {} IS NULL
+             ORDER BY created_at, rowid",
+            tx.dialect().json_text("options", &["parent", "run"])
+        );
         let old: Vec<(String, String, Option<String>)> = tx
-            .prepare(
-                "SELECT run_id, status, result FROM runs
-                 WHERE updated_at < ?1 AND json_extract(options, '$.parent.run') IS NULL
-                 ORDER BY created_at, rowid",
-            )
-            .and_then(|mut st| {
-                st.query_map([cutoff], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect()
-            })
+            .query(&query, params![cutoff])
+            .map_err(sql)?
+            .iter()
+            .map(|r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .collect::<Result<_, DbError>>()
             .map_err(sql)?;
         let all: Vec<String> = tx
-            .prepare("SELECT run_id FROM runs ORDER BY created_at, rowid")
-            .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+            .query("SELECT run_id FROM runs ORDER BY created_at, rowid", &[])
+            .map_err(sql)?
+            .iter()
+            .map(|r| r.get(0))
+            .collect::<Result<_, DbError>>()
             .map_err(sql)?;
         let mut report = GcReport::default();
         for (run, status, result) in old {
@@ -152,11 +154,9 @@ impl Store {
         if options.collect_blobs && !doomed.is_empty() {
             for (table, column) in REFERRING {
                 let query = format!("SELECT run_id, {column} FROM {table}");
-                let mut st = tx.prepare(&query).map_err(sql)?;
-                let mut rows = st.query([]).map_err(sql)?;
-                while let Some(row) = rows.next().map_err(sql)? {
+                for mut row in tx.query(&query, &[]).map_err(sql)? {
                     let run: String = row.get(0).map_err(sql)?;
-                    if let Some(text) = row.get::<_, Option<String>>(1).map_err(sql)? {
+                    if let Some(text) = row.take_text(1).map_err(sql)? {
                         let into = if doomed.contains(run.as_str()) {
                             &mut candidates
                         } else {
@@ -173,10 +173,10 @@ impl Store {
         let mut gone: Vec<String> = Vec::new();
         for sha in candidates.difference(&referenced) {
             let bytes: Option<i64> = tx
-                .prepare_cached("SELECT length(content) FROM blobs WHERE lower(sha256) = ?1")
-                .and_then(|mut st| {
-                    rusqlite::OptionalExtension::optional(st.query_row([sha], |r| r.get(0)))
-                })
+                .query_value(
+                    "SELECT length(content) FROM blobs WHERE lower(sha256) = ?1",
+                    params![sha],
+                )
                 .map_err(sql)?;
             if let Some(bytes) = bytes {
                 report.blobs += 1;
@@ -190,12 +190,12 @@ impl Store {
         }
         for run in &report.runs {
             for table in RUN_TABLES {
-                tx.execute(&format!("DELETE FROM {table} WHERE run_id = ?1"), params![run])
+                tx.exec(&format!("DELETE FROM {table} WHERE run_id = ?1"), params![run])
                     .map_err(sql)?;
             }
         }
         for sha in &gone {
-            tx.execute("DELETE FROM blobs WHERE lower(sha256) = ?1", params![sha]).map_err(sql)?;
+            tx.exec("DELETE FROM blobs WHERE lower(sha256) = ?1", params![sha]).map_err(sql)?;
         }
         tx.commit().map_err(sql)?;
         report.runs.sort_by_key(|r| all.iter().position(|a| a == r));

@@ -9,15 +9,13 @@
 //! error is kept, every waiter of that batch gets it, and every later call on any handle returns
 //! it: a journal never silently drops a record after an earlier one failed.
 
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 
-use rusqlite::{Connection, TransactionBehavior};
-
-use crate::error::{StoreError, db_err};
+use crate::db::{Begin, Conn, Location};
+use crate::error::StoreError;
 use crate::records::Record;
 use crate::schema::{self, Create};
 use crate::write;
@@ -32,11 +30,15 @@ enum Msg {
     Record(Record),
     Durable(Record, SyncSender<Ack>),
     Flush(SyncSender<Ack>),
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    /// Take (`true`) or give back a session advisory lock on the writer's own connection, once
+    /// everything queued before it is committed: the answer is whether it is held.
+    Lease(i64, bool, SyncSender<Result<bool, Arc<StoreError>>>),
 }
 
 /// State the handles and the writer thread share.
 struct Shared {
-    path: PathBuf,
+    path: Location,
     /// The first error; set once, never cleared.
     sticky: OnceLock<Arc<StoreError>>,
     /// Committed transactions, for tests and benches.
@@ -62,7 +64,7 @@ impl Shared {
 
 /// The sender and thread; dropping the last handle closes the channel and joins the thread,
 /// which commits whatever was still queued first.
-struct Inner {
+pub(crate) struct Inner {
     tx: Option<Sender<Msg>>,
     thread: Option<JoinHandle<()>>,
     shared: Arc<Shared>,
@@ -81,7 +83,7 @@ impl Drop for Inner {
 /// A handle to the journal's writer thread; clones share the thread.
 #[derive(Clone)]
 pub struct Journal {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for Journal {
@@ -93,10 +95,27 @@ impl std::fmt::Debug for Journal {
 impl Journal {
     /// Opens `db` (creating and migrating it if needed) and starts the writer thread. Opening
     /// happens here, so a bad file is reported to the caller, not to a later record.
-    pub fn start(db: &Path) -> Result<Journal, StoreError> {
-        let conn = schema::open(db, Create::Yes)?;
+    ///
+    /// On a Postgres journal where this process holds a run's lease, the journal is the lease's
+    /// writer (a clone of it): every commit goes through the session that holds the lease, so a
+    /// process whose session was lost (its lease with it) can commit nothing more.
+    pub fn start(db: impl Into<Location>) -> Result<Journal, StoreError> {
+        let db = db.into();
+        #[cfg(feature = "postgres")]
+        if let Location::Postgres(target) = &db
+            && let Some(inner) = crate::lease::leased_writer(target)
+        {
+            return Ok(Journal { inner });
+        }
+        Journal::start_new(db)
+    }
+
+    /// A writer thread with a connection of its own.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn start_new(db: Location) -> Result<Journal, StoreError> {
+        let conn = schema::connect(&db, Create::Yes, true)?;
         let shared = Arc::new(Shared {
-            path: db.to_path_buf(),
+            path: db.clone(),
             sticky: OnceLock::new(),
             commits: AtomicU64::new(0),
         });
@@ -106,15 +125,29 @@ impl Journal {
             .name("pev-journal".to_owned())
             .spawn(move || writer.run(&rx))
             .map_err(|e| StoreError::Invalid {
-                path: db.to_path_buf(),
+                path: db.clone(),
                 message: format!("cannot start the journal writer thread: {e}"),
             })?;
         Ok(Journal { inner: Arc::new(Inner { tx: Some(tx), thread: Some(thread), shared }) })
     }
 
-    /// The journal's file.
-    pub fn path(&self) -> &Path {
+    /// Where the journal is.
+    pub fn location(&self) -> &Location {
         &self.inner.shared.path
+    }
+
+    /// Takes (`take`) or gives back the session advisory lock `key` on the writer's connection
+    /// once everything queued before is committed; whether it is held afterwards.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn advisory_lock(&self, key: i64, take: bool) -> Result<bool, StoreError> {
+        self.inner.shared.check()?;
+        let (ack_tx, ack_rx) = sync_channel(1);
+        self.send(Msg::Lease(key, take, ack_tx))?;
+        match ack_rx.recv() {
+            Ok(Ok(held)) => Ok(held),
+            Ok(Err(e)) => Err(StoreError::Stopped(e)),
+            Err(_) => Err(self.inner.shared.gone()),
+        }
     }
 
     /// Queues `rec` and returns at once; it is committed with the next group.
@@ -171,7 +204,7 @@ impl Journal {
 
 /// The writer thread's state.
 struct Writer {
-    conn: Connection,
+    conn: Conn,
     shared: Arc<Shared>,
 }
 
@@ -183,10 +216,10 @@ impl Writer {
         let mut waiters: Vec<SyncSender<Ack>> = Vec::new();
         while let Ok(first) = rx.recv() {
             let mut taken = 1;
-            take(first, &mut batch, &mut waiters);
-            while taken < MAX_BATCH {
+            let mut lease = take(first, &mut batch, &mut waiters);
+            while taken < MAX_BATCH && lease.is_none() {
                 match rx.try_recv() {
-                    Ok(msg) => take(msg, &mut batch, &mut waiters),
+                    Ok(msg) => lease = take(msg, &mut batch, &mut waiters),
                     Err(_) => break,
                 }
                 taken += 1;
@@ -197,7 +230,36 @@ impl Writer {
                 // A waiter that gave up (its thread ended) needs no answer.
                 let _ = waiter.send(outcome.clone());
             }
+            if let Some((key, want, ack)) = lease {
+                let answer = outcome.and_then(|()| self.lease(key, want));
+                let _ = ack.send(answer);
+            }
         }
+    }
+
+    /// Takes or gives back an advisory lock on this connection (Postgres only). A failure is
+    /// sticky like a commit's: a writer that cannot tell whether it holds its lease stops.
+    fn lease(&mut self, key: i64, take: bool) -> Result<bool, Arc<StoreError>> {
+        let sql = if take {
+            "SELECT pg_try_advisory_lock(?1)"
+        } else {
+            "SELECT NOT pg_advisory_unlock(?1)"
+        };
+        let outcome = match self.conn.dialect() {
+            crate::db::Dialect::Postgres => self
+                .conn
+                .query_value::<bool>(sql, crate::db::params![key])
+                .map_err(|e| crate::db::db_err(&self.shared.path, "take the run's lease", e)),
+            crate::db::Dialect::Sqlite => Err(StoreError::Invalid {
+                path: self.shared.path.clone(),
+                message: "a SQLite journal's runs are leased with file locks".to_owned(),
+            }),
+        };
+        outcome.map_err(|e| {
+            let e = Arc::new(e);
+            let _ = self.shared.sticky.set(Arc::clone(&e));
+            e
+        })
     }
 
     /// Writes `batch` in one transaction, unless an earlier batch failed.
@@ -223,7 +285,10 @@ impl Writer {
     }
 }
 
-fn take(msg: Msg, batch: &mut Vec<Record>, waiters: &mut Vec<SyncSender<Ack>>) {
+/// A lease request waiting for the batch before it.
+type LeaseAsk = (i64, bool, SyncSender<Result<bool, Arc<StoreError>>>);
+
+fn take(msg: Msg, batch: &mut Vec<Record>, waiters: &mut Vec<SyncSender<Ack>>) -> Option<LeaseAsk> {
     match msg {
         Msg::Record(rec) => batch.push(rec),
         Msg::Durable(rec, ack) => {
@@ -231,18 +296,20 @@ fn take(msg: Msg, batch: &mut Vec<Record>, waiters: &mut Vec<SyncSender<Ack>>) {
             waiters.push(ack);
         }
         Msg::Flush(ack) => waiters.push(ack),
+        Msg::Lease(key, take, ack) => return Some((key, take, ack)),
     }
+    None
 }
 
 /// One transaction for the whole batch; any failure rolls it all back (on drop).
-fn write_batch(conn: &mut Connection, path: &Path, batch: &[Record]) -> Result<(), StoreError> {
-    // IMMEDIATE takes the write lock up front, so a concurrent writer (`pev approve`) makes
-    // this wait on the busy timeout instead of failing midway with a lock upgrade error.
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(|e| db_err(path, "begin journal transaction", e))?;
+fn write_batch(conn: &mut Conn, path: &Location, batch: &[Record]) -> Result<(), StoreError> {
+    // SQLite's write transaction takes the file's lock up front, so a concurrent writer
+    // (`pev approve`) makes this wait on the busy timeout instead of failing midway.
+    let mut tx = conn
+        .begin(Begin::Write)
+        .map_err(|e| crate::db::db_err(path, "begin journal transaction", e))?;
     for rec in batch {
-        write::apply(&tx, path, rec)?;
+        write::apply(&mut tx, path, rec)?;
     }
-    tx.commit().map_err(|e| db_err(path, "commit journal transaction", e))
+    tx.commit().map_err(|e| crate::db::db_err(path, "commit journal transaction", e))
 }

@@ -10,9 +10,13 @@
 
 mod blob;
 mod chain;
+mod db;
 mod error;
 mod gc;
 mod journal;
+mod lease;
+#[cfg(feature = "postgres")]
+mod pg;
 mod read;
 mod records;
 mod schema;
@@ -26,9 +30,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use chain::Integrity;
+pub use db::{DbError, Location};
 pub use error::StoreError;
 pub use gc::{GcOptions, GcReport};
 pub use journal::{Journal, MAX_BATCH};
+pub use lease::{Lease, LeaseError};
 pub use records::{
     ApprovalRecord, FileHashRecord, HashPhase, ModelCallRecord, MutationRecord, NewRun, Record,
     RequestRef, RunOptions, RunRecord, RunSummary, StepState, ToolCallEnd, ToolCallRecord,

@@ -5,13 +5,10 @@
 //! A column that does not parse (bad JSON, an unknown status word) is an error naming the run,
 //! never a default: `pev resume` decides what to re-execute from these values.
 
-use std::path::Path;
-
-use rusqlite::types::Type;
-use rusqlite::{Connection, OptionalExtension, Row};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::db::{Begin, Conn, DbError, Location, Row, params};
 use crate::error::{StoreError, db_err};
 use crate::records::{
     ApprovalRecord, FileHashRecord, HashPhase, MutationRecord, RunRecord, StepState,
@@ -21,50 +18,48 @@ use pev_protocol::run::FileMutation;
 
 /// Loads everything about `run_id`; [`StoreError::NotFound`] if there is no such run.
 pub(crate) fn load_run(
-    conn: &Connection,
-    path: &Path,
+    conn: &mut Conn,
+    path: &Location,
     run_id: &str,
 ) -> Result<RunRecord, StoreError> {
     let op = format!("load run {run_id}");
     let sql = |e| db_err(path, &op, e);
     // A read transaction: one snapshot across all the tables.
-    let tx = conn.unchecked_transaction().map_err(sql)?;
-    let Some(mut rec) = tx
-        .prepare_cached(
+    let mut tx = conn.begin(Begin::Read).map_err(sql)?;
+    let Some(row) = tx
+        .query_opt(
             "SELECT run_id, goal, workspace, status, created_at, updated_at, options, result
              FROM runs WHERE run_id = ?1",
+            params![run_id],
         )
-        .and_then(|mut st| st.query_row([run_id], run_row).optional())
         .map_err(sql)?
     else {
         return Err(StoreError::NotFound(run_id.to_owned()));
     };
-    if let Some((version, plan)) = tx
-        .prepare_cached(
+    let mut rec = run_row(&row).map_err(sql)?;
+    if let Some(row) = tx
+        .query_opt(
             "SELECT version, plan FROM plan_versions WHERE run_id = ?1
              ORDER BY version DESC LIMIT 1",
+            params![run_id],
         )
-        .and_then(|mut st| {
-            st.query_row([run_id], |row| Ok((row.get(0)?, json_col::<Value>(row, 1)?))).optional()
-        })
         .map_err(sql)?
     {
-        rec.plan_version = version;
-        rec.plan = plan;
+        rec.plan_version = row.get(0).map_err(sql)?;
+        rec.plan = json_col(&row, 1).map_err(sql)?;
     }
-    rec.steps = all(&tx, STEPS, run_id, step_row).map_err(sql)?;
-    rec.tool_calls = all(&tx, TOOL_CALLS, run_id, tool_call_row).map_err(sql)?;
-    rec.file_hashes = all(&tx, FILE_HASHES, run_id, file_hash_row).map_err(sql)?;
-    rec.mutations = all(&tx, MUTATIONS, run_id, mutation_row).map_err(sql)?;
-    rec.approvals = all(&tx, APPROVALS, run_id, approval_row).map_err(sql)?;
+    rec.steps = all(&mut tx, STEPS, run_id, step_row).map_err(sql)?;
+    rec.tool_calls = all(&mut tx, TOOL_CALLS, run_id, tool_call_row).map_err(sql)?;
+    rec.file_hashes = all(&mut tx, FILE_HASHES, run_id, file_hash_row).map_err(sql)?;
+    rec.mutations = all(&mut tx, MUTATIONS, run_id, mutation_row).map_err(sql)?;
+    rec.approvals = all(&mut tx, APPROVALS, run_id, approval_row).map_err(sql)?;
     let max_seq: Option<u64> = tx
-        .prepare_cached("SELECT MAX(seq) FROM events WHERE run_id = ?1")
-        .and_then(|mut st| st.query_row([run_id], |row| row.get(0)))
+        .query_value("SELECT MAX(seq) FROM events WHERE run_id = ?1", params![run_id])
         .map_err(sql)?;
     rec.next_seq = match max_seq {
         None => 0,
         Some(max) => max.checked_add(1).ok_or_else(|| StoreError::Invalid {
-            path: path.to_path_buf(),
+            path: path.clone(),
             message: format!("{op}: event sequence number {max} cannot be followed"),
         })?,
     };
@@ -83,52 +78,43 @@ const MUTATIONS: &str = "SELECT run_id, step_id, path, bytes_before, bytes_after
     lines_removed, no_op, before_sha256, after_sha256 FROM mutations WHERE run_id = ?1
     ORDER BY seq";
 const APPROVALS: &str =
-    "SELECT run_id, step_id, by, at FROM approvals WHERE run_id = ?1 ORDER BY at, rowid";
+    "SELECT run_id, step_id, \"by\", at FROM approvals WHERE run_id = ?1 ORDER BY at, rowid";
 
 fn all<T>(
-    conn: &Connection,
+    conn: &mut Conn,
     query: &str,
     run_id: &str,
-    f: fn(&Row<'_>) -> rusqlite::Result<T>,
-) -> rusqlite::Result<Vec<T>> {
-    conn.prepare_cached(query)?.query_map([run_id], f)?.collect()
+    f: fn(&Row) -> Result<T, DbError>,
+) -> Result<Vec<T>, DbError> {
+    conn.query(query, params![run_id])?.iter().map(f).collect()
 }
 
-/// A column that failed to convert, in rusqlite's own terms so the caller adds the context.
-fn bad_column(idx: usize, msg: String) -> rusqlite::Error {
-    rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, msg.into())
+/// A column that failed to convert.
+fn bad_column(idx: usize, message: String) -> DbError {
+    DbError::Column { column: idx, message }
 }
 
 /// A JSON text column.
-fn json_col<T: DeserializeOwned>(row: &Row<'_>, idx: usize) -> rusqlite::Result<T> {
+fn json_col<T: DeserializeOwned>(row: &Row, idx: usize) -> Result<T, DbError> {
     let text: String = row.get(idx)?;
-    serde_json::from_str(&text)
-        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, Box::new(e)))
+    serde_json::from_str(&text).map_err(|e| bad_column(idx, format!("bad JSON: {e}")))
 }
 
 /// A nullable JSON text column.
-fn opt_json_col<T: DeserializeOwned>(row: &Row<'_>, idx: usize) -> rusqlite::Result<Option<T>> {
+fn opt_json_col<T: DeserializeOwned>(row: &Row, idx: usize) -> Result<Option<T>, DbError> {
     let text: Option<String> = row.get(idx)?;
-    text.map(|t| {
-        serde_json::from_str(&t)
-            .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, Box::new(e)))
-    })
-    .transpose()
+    text.map(|t| serde_json::from_str(&t).map_err(|e| bad_column(idx, format!("bad JSON: {e}"))))
+        .transpose()
 }
 
 /// A column holding one of an enumeration's words.
-fn word<T>(
-    row: &Row<'_>,
-    idx: usize,
-    what: &str,
-    parse: fn(&str) -> Option<T>,
-) -> rusqlite::Result<T> {
+fn word<T>(row: &Row, idx: usize, what: &str, parse: fn(&str) -> Option<T>) -> Result<T, DbError> {
     let text: String = row.get(idx)?;
     parse(&text).ok_or_else(|| bad_column(idx, format!("unknown {what} {text:?}")))
 }
 
 /// The `runs` row; the plan and the child tables are filled in by the caller.
-fn run_row(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
+fn run_row(row: &Row) -> Result<RunRecord, DbError> {
     Ok(RunRecord {
         run_id: row.get(0)?,
         goal: row.get(1)?,
@@ -149,7 +135,7 @@ fn run_row(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
     })
 }
 
-fn step_row(row: &Row<'_>) -> rusqlite::Result<StepState> {
+fn step_row(row: &Row) -> Result<StepState, DbError> {
     Ok(StepState {
         run_id: row.get(0)?,
         step_id: row.get(1)?,
@@ -164,7 +150,7 @@ fn step_row(row: &Row<'_>) -> rusqlite::Result<StepState> {
     })
 }
 
-fn tool_call_row(row: &Row<'_>) -> rusqlite::Result<ToolCallRecord> {
+fn tool_call_row(row: &Row) -> Result<ToolCallRecord, DbError> {
     Ok(ToolCallRecord {
         run_id: row.get(0)?,
         call_id: row.get(1)?,
@@ -185,7 +171,7 @@ fn tool_call_row(row: &Row<'_>) -> rusqlite::Result<ToolCallRecord> {
     })
 }
 
-fn file_hash_row(row: &Row<'_>) -> rusqlite::Result<FileHashRecord> {
+fn file_hash_row(row: &Row) -> Result<FileHashRecord, DbError> {
     Ok(FileHashRecord {
         run_id: row.get(0)?,
         step_id: row.get(1)?,
@@ -197,7 +183,7 @@ fn file_hash_row(row: &Row<'_>) -> rusqlite::Result<FileHashRecord> {
     })
 }
 
-fn mutation_row(row: &Row<'_>) -> rusqlite::Result<MutationRecord> {
+fn mutation_row(row: &Row) -> Result<MutationRecord, DbError> {
     Ok(MutationRecord {
         run_id: row.get(0)?,
         step_id: row.get(1)?,
@@ -214,7 +200,7 @@ fn mutation_row(row: &Row<'_>) -> rusqlite::Result<MutationRecord> {
     })
 }
 
-fn approval_row(row: &Row<'_>) -> rusqlite::Result<ApprovalRecord> {
+fn approval_row(row: &Row) -> Result<ApprovalRecord, DbError> {
     Ok(ApprovalRecord {
         run_id: row.get(0)?,
         step_id: row.get(1)?,

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
+use crate::db::{Conn, Location};
 use crate::error::StoreError;
 
 /// `PRAGMA application_id` of a pev journal: "pev1" in ASCII.
@@ -168,24 +169,43 @@ pub(crate) enum Create {
     No,
 }
 
+/// A connection to the journal at `at`, its schema current. `own`: a Postgres connection of its
+/// own (a journal writer's), not one this process kept idle.
+#[cfg_attr(not(feature = "postgres"), allow(unused_variables))]
+pub(crate) fn connect(at: &Location, create: Create, own: bool) -> Result<Conn, StoreError> {
+    match at {
+        Location::File(path) => open(path, create).map(Conn::Sqlite),
+        #[cfg(feature = "postgres")]
+        Location::Postgres(target) => {
+            let conn = if own { target.fresh(at, create)? } else { target.connect(at, create)? };
+            Ok(Conn::Postgres(conn))
+        }
+    }
+}
+
 /// Opens `path` as a journal: creates it if asked, sets the pragmas, migrates.
 pub(crate) fn open(path: &Path, create: Create) -> Result<Connection, StoreError> {
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     match create {
         Create::Yes => {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir)
-                    .map_err(|source| StoreError::CreateDir { path: path.to_path_buf(), source })?;
+                std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+                    path: Location::from(path),
+                    source,
+                })?;
             }
             flags |= OpenFlags::SQLITE_OPEN_CREATE;
         }
         Create::No => {
             if !path.exists() {
-                return Err(StoreError::Missing { path: path.to_path_buf() });
+                return Err(StoreError::Missing { path: Location::from(path) });
             }
         }
     }
-    let open_err = |source| StoreError::Open { path: path.to_path_buf(), source };
+    let open_err = |source: rusqlite::Error| StoreError::Open {
+        path: Location::from(path),
+        source: source.into(),
+    };
     let mut conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
     // The first statement that reads the file: a file that is not SQLite fails here.
@@ -194,7 +214,7 @@ pub(crate) fn open(path: &Path, create: Create) -> Result<Connection, StoreError
         .map_err(open_err)?;
     if !mode.eq_ignore_ascii_case("wal") && !mode.eq_ignore_ascii_case("memory") {
         return Err(StoreError::NotAJournal {
-            path: path.to_path_buf(),
+            path: Location::from(path),
             reason: format!("cannot use write-ahead logging (journal mode stays {mode:?})"),
         });
     }
@@ -207,7 +227,10 @@ pub(crate) fn open(path: &Path, create: Create) -> Result<Connection, StoreError
 
 /// Brings the schema to [`SCHEMA_VERSION`], or refuses a file that is not (or no longer) ours.
 fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
-    let open_err = |source| StoreError::Open { path: path.to_path_buf(), source };
+    let open_err = |source: rusqlite::Error| StoreError::Open {
+        path: Location::from(path),
+        source: source.into(),
+    };
     // The common case, a current journal, needs no write lock.
     let version = user_version(conn).map_err(open_err)?;
     check_identity(conn, path, version)?;
@@ -220,9 +243,9 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     let start = usize::try_from(version).unwrap_or(usize::MAX);
     for (i, ddl) in MIGRATIONS.iter().enumerate().skip(start) {
         tx.execute_batch(ddl).map_err(|source| StoreError::Db {
-            path: path.to_path_buf(),
+            path: Location::from(path),
             op: format!("migrate schema to version {}", i + 1),
-            source,
+            source: source.into(),
         })?;
     }
     tx.pragma_update(None, "application_id", APPLICATION_ID).map_err(open_err)?;
@@ -236,18 +259,21 @@ fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
 
 /// Refuses a database another program wrote, and one from a newer pev.
 fn check_identity(conn: &Connection, path: &Path, version: i64) -> Result<(), StoreError> {
-    let open_err = |source| StoreError::Open { path: path.to_path_buf(), source };
+    let open_err = |source: rusqlite::Error| StoreError::Open {
+        path: Location::from(path),
+        source: source.into(),
+    };
     let app: i64 =
         conn.pragma_query_value(None, "application_id", |row| row.get(0)).map_err(open_err)?;
     if app != 0 && app != APPLICATION_ID {
         return Err(StoreError::NotAJournal {
-            path: path.to_path_buf(),
+            path: Location::from(path),
             reason: format!("its application id is {app:#x}"),
         });
     }
     if version > SCHEMA_VERSION {
         return Err(StoreError::TooNew {
-            path: path.to_path_buf(),
+            path: Location::from(path),
             found: version,
             known: SCHEMA_VERSION,
         });
@@ -259,7 +285,7 @@ fn check_identity(conn: &Connection, path: &Path, version: i64) -> Result<(), St
             .map_err(open_err)?;
         if tables > 0 {
             return Err(StoreError::NotAJournal {
-                path: path.to_path_buf(),
+                path: Location::from(path),
                 reason: format!("it holds {tables} schema objects but no pev schema version"),
             });
         }

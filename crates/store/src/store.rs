@@ -4,12 +4,13 @@
 //! A `Store` may read while another process's [`crate::Journal`] writes: WAL gives the reader a
 //! consistent snapshot, and the busy timeout covers the moments a write needs the lock.
 
-use crate::chain::Integrity;
-use std::path::{Path, PathBuf};
+use std::cell::{RefCell, RefMut};
+use std::path::Path;
 
 use pev_protocol::event::{Event, EventBody, now_rfc3339};
-use rusqlite::{Connection, OptionalExtension, Row, params};
 
+use crate::chain::Integrity;
+use crate::db::{Begin, Conn, Dialect, Location, Row, params};
 use crate::error::{StoreError, db_err, json_err};
 use crate::read;
 use crate::records::{
@@ -25,10 +26,10 @@ pub struct Guard<'a> {
     pub last: Option<u64>,
 }
 
-/// A connection to one journal file.
+/// A connection to one journal.
 pub struct Store {
-    pub(crate) conn: Connection,
-    path: PathBuf,
+    conn: RefCell<Option<Conn>>,
+    path: Location,
 }
 
 impl std::fmt::Debug for Store {
@@ -37,21 +38,45 @@ impl std::fmt::Debug for Store {
     }
 }
 
+impl Drop for Store {
+    fn drop(&mut self) {
+        #[cfg(feature = "postgres")]
+        if let (Location::Postgres(target), Some(Conn::Postgres(conn))) =
+            (&self.path, self.conn.get_mut().take())
+        {
+            target.give_back(conn);
+        }
+    }
+}
+
 impl Store {
-    /// Opens the journal at `db`, creating it (and its directory) if missing, and migrates it.
-    pub fn open(db: &Path) -> Result<Store, StoreError> {
-        Ok(Store { conn: schema::open(db, Create::Yes)?, path: db.to_path_buf() })
+    /// Opens the journal at `db`, creating it (and its directory, or its Postgres schema) if
+    /// missing, and migrates it.
+    pub fn open(db: impl Into<Location>) -> Result<Store, StoreError> {
+        let path = db.into();
+        let conn = schema::connect(&path, Create::Yes, false)?;
+        Ok(Store { conn: RefCell::new(Some(conn)), path })
     }
 
     /// Opens an existing journal; a missing file is [`StoreError::Missing`]. For commands that
     /// only read (`pev runs`, `pev show`) and must not leave a `.pev/` behind.
-    pub fn open_existing(db: &Path) -> Result<Store, StoreError> {
-        Ok(Store { conn: schema::open(db, Create::No)?, path: db.to_path_buf() })
+    pub fn open_existing(db: impl Into<Location>) -> Result<Store, StoreError> {
+        let path = db.into();
+        let conn = schema::connect(&path, Create::No, false)?;
+        Ok(Store { conn: RefCell::new(Some(conn)), path })
     }
 
-    /// The journal's file.
-    pub fn path(&self) -> &Path {
+    /// Where the journal is.
+    pub fn location(&self) -> &Location {
         &self.path
+    }
+
+    /// The connection (a `Store` is used from one thread at a time; it is not `Sync`).
+    pub(crate) fn conn(&self) -> RefMut<'_, Conn> {
+        RefMut::map(self.conn.borrow_mut(), |c| match c {
+            Some(c) => c,
+            None => unreachable_conn(),
+        })
     }
 
     /// Records a new run: its `runs` row with status `running`, and plan version 1.
@@ -61,14 +86,13 @@ impl Store {
         let options =
             serde_json::to_string(&run.options).map_err(|e| json_err(&self.path, &op, e))?;
         let sql = |e| db_err(&self.path, &op, e);
-        let tx = self.conn.unchecked_transaction().map_err(sql)?;
-        tx.prepare_cached(
+        let mut conn = self.conn();
+        let mut tx = conn.begin(Begin::Write).map_err(sql)?;
+        tx.exec(
             "INSERT INTO runs (run_id, goal, workspace, status, created_at, updated_at, options)
              VALUES (?1, ?2, ?3, 'running', ?4, ?4, ?5)",
+            params![&run.run_id, &run.goal, &run.workspace, &run.created_at, &options],
         )
-        .and_then(|mut st| {
-            st.execute(params![run.run_id, run.goal, run.workspace, run.created_at, options])
-        })
         .map_err(sql)?;
         let row = PlanRow {
             run_id: &run.run_id,
@@ -77,15 +101,16 @@ impl Store {
             reason: "initial plan",
             created_at: &run.created_at,
         };
-        write::insert_plan_version(&tx, &row).map_err(sql)?;
+        write::insert_plan_version(&mut tx, &row).map_err(sql)?;
         tx.commit().map_err(sql)
     }
 
     /// Writes one record in its own transaction (the [`crate::Journal`] batches; this does not).
     pub fn write(&self, rec: &Record) -> Result<(), StoreError> {
         let sql = |e| db_err(&self.path, "write record", e);
-        let tx = self.conn.unchecked_transaction().map_err(sql)?;
-        write::apply(&tx, &self.path, rec)?;
+        let mut conn = self.conn();
+        let mut tx = conn.begin(Begin::Write).map_err(sql)?;
+        write::apply(&mut tx, &self.path, rec)?;
         tx.commit().map_err(sql)
     }
 
@@ -111,90 +136,75 @@ impl Store {
     ) -> Result<Option<Vec<Event>>, StoreError> {
         let op = format!("append events to run {run_id}");
         let sql = |e| db_err(&self.path, &op, e);
-        // IMMEDIATE: the write lock is taken before the guard and the sequence are read.
-        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(sql)?;
-        let written = (|| {
-            if !self.run_exists(run_id)? {
-                return Err(StoreError::NotFound(run_id.to_owned()));
-            }
-            if let Some(guard) = guard {
-                let newest: Option<u64> = self
-                    .conn
-                    .prepare_cached("SELECT MAX(seq) FROM events WHERE run_id = ?1 AND kind = ?2")
-                    .and_then(|mut st| st.query_row(params![run_id, guard.kind], |row| row.get(0)))
-                    .map_err(sql)?;
-                if newest > guard.last {
-                    return Ok(None);
-                }
-            }
-            for record in records {
-                write::apply(&self.conn, &self.path, record)?;
-            }
-            let mut seq: u64 = self
-                .conn
-                .prepare_cached("SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE run_id = ?1")
-                .and_then(|mut st| st.query_row([run_id], |row| row.get(0)))
+        let mut conn = self.conn();
+        // The write lock (SQLite's file, Postgres's run row) is taken before the guard and the
+        // sequence are read.
+        let mut tx = conn.begin(Begin::Write).map_err(sql)?;
+        let lock = format!("SELECT 1 FROM runs WHERE run_id = ?1{}", tx.dialect().for_update());
+        if tx.query_opt(&lock, params![run_id]).map_err(sql)?.is_none() {
+            return Err(StoreError::NotFound(run_id.to_owned()));
+        }
+        if let Some(guard) = guard {
+            let newest: Option<u64> = tx
+                .query_value(
+                    "SELECT MAX(seq) FROM events WHERE run_id = ?1 AND kind = ?2",
+                    params![run_id, guard.kind],
+                )
                 .map_err(sql)?;
-            let mut events = Vec::with_capacity(bodies.len());
-            for body in bodies {
-                let event = Event { run_id: run_id.to_owned(), seq, at: now_rfc3339(), body };
-                write::apply(&self.conn, &self.path, &Record::Event(event.clone()))?;
-                events.push(event);
-                seq = seq.saturating_add(1);
-            }
-            Ok(Some(events))
-        })();
-        match written {
-            Ok(Some(events)) => {
-                self.conn.execute_batch("COMMIT").map_err(sql)?;
-                Ok(Some(events))
-            }
-            Ok(None) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                Ok(None)
-            }
-            Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                Err(e)
+            if newest > guard.last {
+                return Ok(None);
             }
         }
+        for record in records {
+            write::apply(&mut tx, &self.path, record)?;
+        }
+        let mut seq: u64 = tx
+            .query_value(
+                "SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE run_id = ?1",
+                params![run_id],
+            )
+            .map_err(sql)?;
+        let mut events = Vec::with_capacity(bodies.len());
+        for body in bodies {
+            let event = Event { run_id: run_id.to_owned(), seq, at: now_rfc3339(), body };
+            write::apply(&mut tx, &self.path, &Record::Event(event.clone()))?;
+            events.push(event);
+            seq = seq.saturating_add(1);
+        }
+        tx.commit().map_err(sql)?;
+        Ok(Some(events))
     }
 
     /// Every run's id, status, workspace and options (`pev run`'s and `pev agent`'s settings,
     /// `pev mcp`'s mode and session), newest first.
     pub fn run_options(&self) -> Result<Vec<RunOptions>, StoreError> {
         let op = "read run options";
-        let rows: Vec<(String, String, String, String)> = self
-            .conn
-            .prepare_cached(
+        let rows = self
+            .conn()
+            .query(
                 "SELECT run_id, status, workspace, options FROM runs
                  ORDER BY created_at DESC, rowid DESC",
+                &[],
             )
-            .and_then(|mut st| {
-                st.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))?
-                    .collect()
-            })
             .map_err(|e| db_err(&self.path, op, e))?;
-        rows.into_iter()
-            .map(|(run_id, status, workspace, options)| {
+        rows.iter()
+            .map(|row| {
+                let text = |i| row.get::<String>(i).map_err(|e| db_err(&self.path, op, e));
                 let options =
-                    serde_json::from_str(&options).map_err(|e| json_err(&self.path, op, e))?;
-                Ok(RunOptions { run_id, status, workspace, options })
+                    serde_json::from_str(&text(3)?).map_err(|e| json_err(&self.path, op, e))?;
+                Ok(RunOptions { run_id: text(0)?, status: text(1)?, workspace: text(2)?, options })
             })
             .collect()
     }
 
     /// For a child run (a delegated step's), its parent run's id; `None` for a top-level run.
     pub fn parent_of(&self, run_id: &str) -> Result<Option<String>, StoreError> {
-        use rusqlite::OptionalExtension as _;
-        self.conn
-            .prepare_cached(
-                "SELECT json_extract(options, '$.parent.run') FROM runs WHERE run_id = ?1",
-            )
-            .and_then(|mut st| {
-                st.query_row([run_id], |row| row.get::<_, Option<String>>(0)).optional()
-            })
-            .map(|found| found.flatten())
+        let mut conn = self.conn();
+        let sql = format!(
+            "SELECT {} FROM runs WHERE run_id = ?1",
+            conn.dialect().json_text("options", &["parent", "run"])
+        );
+        conn.query_value(&sql, params![run_id])
             .map_err(|e| db_err(&self.path, "read the parent of a run", e))
     }
 
@@ -204,30 +214,34 @@ impl Store {
         if id.is_empty() {
             return Err(StoreError::NotFound(String::new()));
         }
-        if write::run_exists(&self.conn, id).map_err(sql)? {
+        let mut conn = self.conn();
+        if write::run_exists(&mut conn, id).map_err(sql)? {
             return Ok(id.to_owned());
         }
         if id == "last" || id == "latest" {
-            return self
-                .conn
-                .prepare_cached(
-                    // The newest run a person started: a child run (a delegated step's) is
-                    // reached through its parent.
-                    "SELECT run_id FROM runs
-                     WHERE json_extract(options, '$.parent.run') IS NULL
-                     ORDER BY created_at DESC, rowid DESC LIMIT 1",
-                )
-                .and_then(|mut st| st.query_row([], |row| row.get(0)).optional())
+            // The newest run a person started: a child run (a delegated step's) is reached
+            // through its parent.
+            let query = format!(
+                "SELECT run_id FROM runs WHERE {} IS NULL ORDER BY created_at DESC, rowid DESC
+                 LIMIT 1",
+                conn.dialect().json_text("options", &["parent", "run"])
+            );
+            return conn
+                .query_value::<Option<String>>(&query, &[])
                 .map_err(sql)?
                 .ok_or_else(|| StoreError::NotFound(id.to_owned()));
         }
-        let mut candidates: Vec<String> = self
-            .conn
-            .prepare_cached(
-                "SELECT run_id FROM runs WHERE substr(run_id, 1, length(?1)) = ?1
+        let mut candidates: Vec<String> = conn
+            .query(
+                "SELECT run_id FROM runs
+                 WHERE substr(run_id, 1, length(CAST(?1 AS TEXT))) = CAST(?1 AS TEXT)
                  ORDER BY created_at DESC, rowid DESC",
+                params![id],
             )
-            .and_then(|mut st| st.query_map([id], |row| row.get(0))?.collect())
+            .map_err(sql)?
+            .iter()
+            .map(|r| r.get(0))
+            .collect::<Result<_, _>>()
             .map_err(sql)?;
         if candidates.len() > 1 {
             // A parent's prefix also prefixes its children's ids (`PARENT.STEP.N`): the one
@@ -249,27 +263,30 @@ impl Store {
 
     /// Every run, newest first.
     pub fn list_runs(&self) -> Result<Vec<RunSummary>, StoreError> {
-        // The plan's step count comes from SQLite's JSON functions, so listing does not parse
-        // whole plans in Rust; step states can outnumber it if a revision dropped steps.
-        self.conn
-            .prepare_cached(
-                "SELECT r.run_id, r.goal, r.status, r.created_at, r.updated_at,
-                     (SELECT json_array_length(p.plan, '$.steps') FROM plan_versions p
-                      WHERE p.run_id = r.run_id ORDER BY p.version DESC LIMIT 1),
-                     (SELECT count(*) FROM step_states s WHERE s.run_id = r.run_id),
-                     (SELECT count(*) FROM step_states s
-                      WHERE s.run_id = r.run_id AND s.status = 'done'),
-                     json_extract(r.options, '$.parent.run'),
-                     json_extract(r.options, '$.parent.step')
-                 FROM runs r ORDER BY r.created_at DESC, r.rowid DESC",
-            )
-            .and_then(|mut st| st.query_map([], summary)?.collect())
-            .map_err(|e| db_err(&self.path, "list runs", e))
+        // The plan's step count comes from the database's JSON functions, so listing does not
+        // parse whole plans in Rust; step states can outnumber it if a revision dropped steps.
+        let mut conn = self.conn();
+        let d = conn.dialect();
+        let query = format!(
+            "SELECT r.run_id, r.goal, r.status, r.created_at, r.updated_at,
+                 (SELECT {} FROM plan_versions p
+                  WHERE p.run_id = r.run_id ORDER BY p.version DESC LIMIT 1),
+                 (SELECT count(*) FROM step_states s WHERE s.run_id = r.run_id),
+                 (SELECT count(*) FROM step_states s
+                  WHERE s.run_id = r.run_id AND s.status = 'done'),
+                 {}, {}
+             FROM runs r ORDER BY r.created_at DESC, r.rowid DESC",
+            d.json_array_length("p.plan", "steps"),
+            d.json_text("r.options", &["parent", "run"]),
+            d.json_text("r.options", &["parent", "step"]),
+        );
+        let sql = |e| db_err(&self.path, "list runs", e);
+        conn.query(&query, &[]).map_err(sql)?.iter().map(|r| summary(r).map_err(sql)).collect()
     }
 
     /// Everything recorded about `run_id`.
     pub fn load_run(&self, run_id: &str) -> Result<RunRecord, StoreError> {
-        read::load_run(&self.conn, &self.path, run_id)
+        read::load_run(&mut self.conn(), &self.path, run_id)
     }
 
     /// Every plan version of the run, oldest first: `(version, plan, reason, created_at)`.
@@ -278,23 +295,25 @@ impl Store {
         run_id: &str,
     ) -> Result<Vec<(u32, serde_json::Value, String, String)>, StoreError> {
         let op = format!("read plan versions of run {run_id}");
-        let rows: Vec<(u32, String, String, String)> = self
-            .conn
-            .prepare_cached(
+        let sql = |e| db_err(&self.path, &op, e);
+        let rows = self
+            .conn()
+            .query(
                 "SELECT version, plan, reason, created_at FROM plan_versions
                  WHERE run_id = ?1 ORDER BY version",
+                params![run_id],
             )
-            .and_then(|mut st| {
-                st.query_map([run_id], |row| {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
-                })?
-                .collect()
-            })
-            .map_err(|e| db_err(&self.path, &op, e))?;
-        rows.into_iter()
-            .map(|(version, plan, reason, at)| {
+            .map_err(sql)?;
+        rows.iter()
+            .map(|row| {
+                let plan: String = row.get(1).map_err(sql)?;
                 let plan = serde_json::from_str(&plan).map_err(|e| json_err(&self.path, &op, e))?;
-                Ok((version, plan, reason, at))
+                Ok((
+                    row.get(0).map_err(sql)?,
+                    plan,
+                    row.get(2).map_err(sql)?,
+                    row.get(3).map_err(sql)?,
+                ))
             })
             .collect()
     }
@@ -302,17 +321,29 @@ impl Store {
     /// Whether the run's events are as pev wrote them (see [`Integrity`]).
     pub fn integrity(&self, run_id: &str) -> Result<Integrity, StoreError> {
         let op = format!("check the hash chain of run {run_id}");
-        crate::chain::verify(&self.conn, run_id).map_err(|e| db_err(&self.path, &op, e))
+        let mut conn = self.conn();
+        let mut tx = conn.begin(Begin::Read).map_err(|e| db_err(&self.path, &op, e))?;
+        let found =
+            crate::chain::verify(&mut tx, run_id).map_err(|e| db_err(&self.path, &op, e))?;
+        tx.commit().map_err(|e| db_err(&self.path, &op, e))?;
+        Ok(found)
     }
 
     /// The run's events in sequence order.
     pub fn events(&self, run_id: &str) -> Result<Vec<Event>, StoreError> {
+        self.events_after(run_id, None)
+    }
+
+    /// The run's events after sequence number `after` (all of them for `None`), in order.
+    pub fn events_after(&self, run_id: &str, after: Option<u64>) -> Result<Vec<Event>, StoreError> {
         let op = format!("read events of run {run_id}");
-        let bodies: Vec<String> = self
-            .conn
-            .prepare_cached("SELECT body FROM events WHERE run_id = ?1 ORDER BY seq")
-            .and_then(|mut st| st.query_map([run_id], |row| row.get(0))?.collect())
-            .map_err(|e| db_err(&self.path, &op, e))?;
+        let first = after.map_or(0, |a| a.saturating_add(1));
+        let bodies = self.bodies(
+            "SELECT body FROM events WHERE run_id = ?1 AND seq >= ?2 ORDER BY seq",
+            run_id,
+            first,
+            &op,
+        )?;
         if bodies.is_empty() && !self.run_exists(run_id)? {
             return Err(StoreError::NotFound(run_id.to_owned()));
         }
@@ -325,14 +356,29 @@ impl Store {
     /// The run's model calls in the order they were journaled.
     pub fn model_calls(&self, run_id: &str) -> Result<Vec<ModelCallRecord>, StoreError> {
         let op = format!("read model calls of run {run_id}");
-        let bodies: Vec<String> = self
-            .conn
-            .prepare_cached("SELECT body FROM model_calls WHERE run_id = ?1 ORDER BY seq")
-            .and_then(|mut st| st.query_map([run_id], |row| row.get(0))?.collect())
-            .map_err(|e| db_err(&self.path, &op, e))?;
+        let bodies = self.bodies(
+            "SELECT body FROM model_calls WHERE run_id = ?1 AND seq >= ?2 ORDER BY seq",
+            run_id,
+            0,
+            &op,
+        )?;
         bodies
             .iter()
             .map(|b| serde_json::from_str(b).map_err(|e| json_err(&self.path, &op, e)))
+            .collect()
+    }
+
+    fn bodies(
+        &self,
+        sql: &str,
+        run_id: &str,
+        from: u64,
+        op: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        let err = |e| db_err(&self.path, op, e);
+        let rows = self.conn().query(sql, params![run_id, from]).map_err(err)?;
+        rows.into_iter()
+            .map(|mut r| r.take_text(0).map(Option::unwrap_or_default).map_err(err))
             .collect()
     }
 
@@ -347,68 +393,95 @@ impl Store {
             by: by.to_owned(),
             at: now_rfc3339(),
         };
-        write::approval(&self.conn, &rec)
+        write::approval(&mut self.conn(), &rec)
             .map_err(|e| db_err(&self.path, &format!("approve step {step} of run {run_id}"), e))
     }
 
     /// Writes a consistent copy of the whole journal to `path` (which must not exist): what
-    /// `pev eval --record` keeps beside a scenario. Safe while another process writes.
+    /// `pev eval --record` keeps beside a scenario. Safe while another process writes. A
+    /// SQLite journal only.
     pub fn copy_to(&self, path: &Path) -> Result<(), StoreError> {
         let target = path.to_str().ok_or_else(|| StoreError::Invalid {
-            path: path.to_path_buf(),
+            path: Location::from(path),
             message: "the path is not UTF-8".to_owned(),
         })?;
-        self.conn
-            .execute("VACUUM INTO ?1", [target])
-            .map(|_| ())
-            .map_err(|e| db_err(&self.path, &format!("copy the journal to {target}"), e))
+        let op = format!("copy the journal to {target}");
+        match &mut *self.conn() {
+            Conn::Sqlite(c) => c
+                .execute("VACUUM INTO ?1", [target])
+                .map(|_| ())
+                .map_err(|e| db_err(&self.path, &op, e)),
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(_) => Err(StoreError::Invalid {
+                path: self.path.clone(),
+                message: format!("{op}: a Postgres journal is copied with pg_dump, not pev"),
+            }),
+        }
     }
 
     /// The bytes blob `sha256` takes in the journal (deflated or not), 0 when absent.
     pub fn stored_bytes(&self, sha256: &str) -> Result<usize, StoreError> {
-        self.conn
-            .prepare_cached("SELECT LENGTH(content) FROM blobs WHERE sha256 = ?1")
-            .and_then(|mut st| st.query_row([sha256], |row| row.get::<_, i64>(0)).optional())
+        self.conn()
+            .query_value::<Option<u64>>(
+                "SELECT LENGTH(content) FROM blobs WHERE sha256 = ?1",
+                params![sha256],
+            )
             .map(|n| n.map_or(0, |n| usize::try_from(n).unwrap_or(0)))
             .map_err(|e| db_err(&self.path, "read blob size", e))
     }
 
     /// The content stored under `sha256`, if any.
     pub fn blob(&self, sha256: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let row: Option<(Vec<u8>, Option<String>)> = self
-            .conn
-            .prepare_cached("SELECT content, encoding FROM blobs WHERE sha256 = ?1")
-            .and_then(|mut st| {
-                st.query_row([sha256], |row| Ok((row.get(0)?, row.get(1)?))).optional()
-            })
-            .map_err(|e| db_err(&self.path, "read blob", e))?;
-        row.map(|(content, encoding)| {
-            crate::blob::decode(content, encoding.as_deref()).map_err(|message| {
-                StoreError::Invalid {
-                    path: self.path.clone(),
-                    message: format!("blob {sha256}: {message}"),
-                }
-            })
+        let sql = |e| db_err(&self.path, "read blob", e);
+        let row = self
+            .conn()
+            .query_opt("SELECT content, encoding FROM blobs WHERE sha256 = ?1", params![sha256])
+            .map_err(sql)?;
+        let Some(row) = row else { return Ok(None) };
+        let content: Vec<u8> = row.get(0).map_err(sql)?;
+        let encoding: Option<String> = row.get(1).map_err(sql)?;
+        crate::blob::decode(content, encoding.as_deref()).map(Some).map_err(|message| {
+            StoreError::Invalid {
+                path: self.path.clone(),
+                message: format!("blob {sha256}: {message}"),
+            }
         })
-        .transpose()
     }
 
-    /// SQLite's `PRAGMA integrity_check`: `"ok"` when intact, else its findings, one per line.
+    /// The database's own consistency check: `"ok"` when intact, else its findings, one per
+    /// line. SQLite's `PRAGMA integrity_check`; a Postgres server checks its pages itself, so
+    /// there this checks that every row of a run belongs to one (the foreign keys hold).
     pub fn integrity_check(&self) -> Result<String, StoreError> {
-        let lines: Vec<String> = self
-            .conn
-            .prepare("PRAGMA integrity_check")
-            .and_then(|mut st| st.query_map([], |row| row.get(0))?.collect())
-            .map_err(|e| db_err(&self.path, "integrity check", e))?;
-        Ok(lines.join("\n"))
+        let sql = |e| db_err(&self.path, "integrity check", e);
+        let mut conn = self.conn();
+        let query = match conn.dialect() {
+            Dialect::Sqlite => "PRAGMA integrity_check",
+            Dialect::Postgres => {
+                "SELECT 'ok' WHERE NOT EXISTS (SELECT 1 FROM events e
+                     WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.run_id = e.run_id))"
+            }
+        };
+        let lines: Vec<String> = conn
+            .query(query, &[])
+            .map_err(sql)?
+            .iter()
+            .map(|r| r.get(0))
+            .collect::<Result<_, _>>()
+            .map_err(sql)?;
+        Ok(if lines.is_empty() { "events without a run".to_owned() } else { lines.join("\n") })
     }
 
     fn run_exists(&self, run_id: &str) -> Result<bool, StoreError> {
-        write::run_exists(&self.conn, run_id).map_err(|e| db_err(&self.path, "look up run", e))
+        write::run_exists(&mut self.conn(), run_id)
+            .map_err(|e| db_err(&self.path, "look up run", e))
     }
 }
 
-fn summary(row: &Row<'_>) -> rusqlite::Result<RunSummary> {
+fn unreachable_conn() -> ! {
+    unreachable!("a Store's connection is taken only when the Store is dropped")
+}
+
+fn summary(row: &Row) -> Result<RunSummary, crate::db::DbError> {
     let plan_steps: Option<u64> = row.get(5)?;
     let states: u64 = row.get(6)?;
     Ok(RunSummary {
@@ -419,7 +492,7 @@ fn summary(row: &Row<'_>) -> rusqlite::Result<RunSummary> {
         updated_at: row.get(4)?,
         steps_total: plan_steps.unwrap_or(0).max(states),
         steps_done: row.get(7)?,
-        parent: row.get::<_, Option<String>>(8)?.filter(|p| !p.is_empty()),
-        parent_step: row.get::<_, Option<String>>(9)?.filter(|p| !p.is_empty()),
+        parent: row.get::<Option<String>>(8)?.filter(|p| !p.is_empty()),
+        parent_step: row.get::<Option<String>>(9)?.filter(|p| !p.is_empty()),
     })
 }

@@ -6,11 +6,9 @@
 //! that never started, a status for an unknown run) is an error, not a silent no-op: the
 //! journal is what resume trusts.
 
-use std::path::Path;
-
-use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
+use crate::db::{Conn, DbError, Location, params};
 use crate::error::{StoreError, db_err, json_err};
 use crate::records::{
     ApprovalRecord, FileHashRecord, ModelCallRecord, MutationRecord, Record, StepState,
@@ -18,26 +16,23 @@ use crate::records::{
 };
 
 /// Writes `rec`. Errors name the record's kind and run.
-pub(crate) fn apply(conn: &Connection, path: &Path, rec: &Record) -> Result<(), StoreError> {
+pub(crate) fn apply(conn: &mut Conn, path: &Location, rec: &Record) -> Result<(), StoreError> {
     let op = || match rec.run_id() {
         Some(run) => format!("write {} of run {run}", rec.kind()),
         None => format!("write {}", rec.kind()),
     };
-    let sql = |e: rusqlite::Error| StoreError::Db { path: path.to_path_buf(), op: op(), source: e };
-    let json =
-        |e: serde_json::Error| StoreError::Json { path: path.to_path_buf(), op: op(), source: e };
+    let sql = |e: DbError| db_err(path, &op(), e);
+    let json = |e: serde_json::Error| json_err(path, &op(), e);
     match rec {
         Record::Event(e) => {
             let body = serde_json::to_string(e).map_err(json)?;
             let prev = crate::chain::head(conn, &e.run_id).map_err(sql)?;
             let chain = crate::chain::link(&prev, e.seq, &e.at, e.body.name(), &body);
-            conn.prepare_cached(
+            conn.exec(
                 "INSERT INTO events (run_id, seq, at, kind, body, chain) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![&e.run_id, e.seq, &e.at, e.body.name(), &body, &chain],
             )
-            .and_then(|mut st| {
-                st.execute(params![e.run_id, e.seq, e.at, e.body.name(), body, chain])
-            })
             .map_err(sql)?;
             crate::chain::set_head(conn, &e.run_id, &chain).map_err(sql)?;
         }
@@ -49,7 +44,7 @@ pub(crate) fn apply(conn: &Connection, path: &Path, rec: &Record) -> Result<(), 
             let changed = tool_call_end(conn, e).map_err(|e| e.into_store(path, &op()))?;
             if changed == 0 {
                 return Err(StoreError::Invalid {
-                    path: path.to_path_buf(),
+                    path: path.clone(),
                     message: format!(
                         "{}: tool call {:?} of run {} was never recorded as started",
                         op(),
@@ -62,24 +57,25 @@ pub(crate) fn apply(conn: &Connection, path: &Path, rec: &Record) -> Result<(), 
         Record::FileHash(h) => file_hash(conn, h).map_err(sql)?,
         Record::Blob { sha256, content } => {
             let (content, encoding) = crate::blob::encode(content);
-            conn.prepare_cached(
-                "INSERT OR IGNORE INTO blobs (sha256, content, encoding) VALUES (?1, ?2, ?3)",
+            conn.exec(
+                "INSERT INTO blobs (sha256, content, encoding) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (sha256) DO NOTHING",
+                params![sha256, content.as_ref(), encoding],
             )
-            .and_then(|mut st| st.execute(params![sha256, content.as_ref(), encoding]))
             .map_err(sql)?;
         }
         Record::Mutation(m) => mutation(conn, m).map_err(sql)?,
         Record::RunStatus { run_id, status, result, updated_at } => {
             let result = result.as_ref().map(serde_json::to_string).transpose().map_err(json)?;
             let changed = conn
-                .prepare_cached(
+                .exec(
                     "UPDATE runs SET status = ?2, result = ?3, updated_at = ?4 WHERE run_id = ?1",
+                    params![run_id, status, &result, updated_at],
                 )
-                .and_then(|mut st| st.execute(params![run_id, status, result, updated_at]))
                 .map_err(sql)?;
             if changed == 0 {
                 return Err(StoreError::Invalid {
-                    path: path.to_path_buf(),
+                    path: path.clone(),
                     message: format!("{}: no run {run_id:?}", op()),
                 });
             }
@@ -97,12 +93,12 @@ pub(crate) fn apply(conn: &Connection, path: &Path, rec: &Record) -> Result<(), 
 
 /// An error of a record with JSON columns: either half can fail.
 pub(crate) enum WriteError {
-    Sql(rusqlite::Error),
+    Sql(DbError),
     Json(serde_json::Error),
 }
 
 impl WriteError {
-    fn into_store(self, path: &Path, op: &str) -> StoreError {
+    fn into_store(self, path: &Location, op: &str) -> StoreError {
         match self {
             Self::Sql(e) => db_err(path, op, e),
             Self::Json(e) => json_err(path, op, e),
@@ -110,8 +106,8 @@ impl WriteError {
     }
 }
 
-impl From<rusqlite::Error> for WriteError {
-    fn from(e: rusqlite::Error) -> Self {
+impl From<DbError> for WriteError {
+    fn from(e: DbError) -> Self {
         Self::Sql(e)
     }
 }
@@ -132,30 +128,32 @@ fn opt_json<T: Serialize>(v: Option<&T>) -> Result<Option<String>, WriteError> {
 
 /// Numbers the call after the run's last one unless it comes numbered: the writer is the run's
 /// only writer, so the read and the insert cannot race within one transaction.
-fn model_call(conn: &Connection, m: &ModelCallRecord) -> Result<(), WriteError> {
+fn model_call(conn: &mut Conn, m: &ModelCallRecord) -> Result<(), WriteError> {
     let seq: u64 = if m.seq > 0 {
         m.seq
     } else {
-        conn.prepare_cached("SELECT COALESCE(MAX(seq), 0) + 1 FROM model_calls WHERE run_id = ?1")?
-            .query_row([&m.run_id], |row| row.get(0))?
+        conn.query_value(
+            "SELECT COALESCE(MAX(seq), 0) + 1 FROM model_calls WHERE run_id = ?1",
+            params![&m.run_id],
+        )?
     };
     let mut numbered = m.clone();
     numbered.seq = seq;
     let body = to_json(&numbered)?;
-    conn.prepare_cached(
+    conn.exec(
         "INSERT INTO model_calls (run_id, seq, role, step_id, started_at, body)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?
-    .execute(params![m.run_id, seq, m.role, m.step_id, m.started_at, body])?;
+        params![&m.run_id, seq, &m.role, &m.step_id, &m.started_at, &body],
+    )?;
     Ok(())
 }
 
-fn step_state(conn: &Connection, s: &StepState) -> Result<(), WriteError> {
+fn step_state(conn: &mut Conn, s: &StepState) -> Result<(), WriteError> {
     let output = opt_json(s.output.as_ref())?;
     let assertions = to_json(&s.assertions)?;
     let evidence = to_json(&s.evidence)?;
     // An upsert keeps the row (and its rowid, which orders `RunRecord::steps`).
-    let mut st = conn.prepare_cached(
+    conn.exec(
         "INSERT INTO step_states (run_id, step_id, status, attempts, output, error, started_at,
              ended_at, assertions, evidence)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
@@ -163,97 +161,98 @@ fn step_state(conn: &Connection, s: &StepState) -> Result<(), WriteError> {
              attempts = excluded.attempts, output = excluded.output, error = excluded.error,
              started_at = excluded.started_at, ended_at = excluded.ended_at,
              assertions = excluded.assertions, evidence = excluded.evidence",
+        params![
+            &s.run_id,
+            &s.step_id,
+            step_status_str(s.status),
+            s.attempts,
+            &output,
+            &s.error,
+            &s.started_at,
+            &s.ended_at,
+            &assertions,
+            &evidence
+        ],
     )?;
-    st.execute(params![
-        s.run_id,
-        s.step_id,
-        step_status_str(s.status),
-        s.attempts,
-        output,
-        s.error,
-        s.started_at,
-        s.ended_at,
-        assertions,
-        evidence
-    ])?;
     Ok(())
 }
 
-fn tool_call_start(conn: &Connection, s: &ToolCallStart) -> Result<(), WriteError> {
+fn tool_call_start(conn: &mut Conn, s: &ToolCallStart) -> Result<(), WriteError> {
     let arguments = to_json(&s.arguments)?;
-    let mut st = conn.prepare_cached(
+    conn.exec(
         "INSERT INTO tool_calls (run_id, call_id, step_id, attempt, tool, effect, arguments, path,
              pre_sha256, intended_sha256, status, started_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'started', ?11)",
+        params![
+            &s.run_id,
+            &s.call_id,
+            &s.step_id,
+            s.attempt,
+            &s.tool,
+            effect_str(s.effect),
+            &arguments,
+            &s.path,
+            &s.pre_sha256,
+            &s.intended_sha256,
+            &s.started_at
+        ],
     )?;
-    st.execute(params![
-        s.run_id,
-        s.call_id,
-        s.step_id,
-        s.attempt,
-        s.tool,
-        effect_str(s.effect),
-        arguments,
-        s.path,
-        s.pre_sha256,
-        s.intended_sha256,
-        s.started_at
-    ])?;
     Ok(())
 }
 
 /// Returns how many rows changed (0: the call was never started).
-fn tool_call_end(conn: &Connection, e: &ToolCallEnd) -> Result<usize, WriteError> {
+fn tool_call_end(conn: &mut Conn, e: &ToolCallEnd) -> Result<u64, WriteError> {
     let output = opt_json(e.output.as_ref())?;
-    let mut st = conn.prepare_cached(
+    Ok(conn.exec(
         "UPDATE tool_calls SET status = ?3, output = ?4, error = ?5, ended_at = ?6,
              duration_ms = ?7
          WHERE run_id = ?1 AND call_id = ?2",
-    )?;
-    Ok(st.execute(params![
-        e.run_id,
-        e.call_id,
-        e.status.as_str(),
-        output,
-        e.error,
-        e.ended_at,
-        e.duration_ms
-    ])?)
+        params![
+            &e.run_id,
+            &e.call_id,
+            e.status.as_str(),
+            &output,
+            &e.error,
+            &e.ended_at,
+            &e.duration_ms
+        ],
+    )?)
 }
 
-fn file_hash(conn: &Connection, h: &FileHashRecord) -> rusqlite::Result<()> {
-    let mut st = conn.prepare_cached(
+fn file_hash(conn: &mut Conn, h: &FileHashRecord) -> Result<(), DbError> {
+    conn.exec(
         "INSERT INTO file_hashes (run_id, step_id, path, phase, sha256, bytes, at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![&h.run_id, &h.step_id, &h.path, h.phase.as_str(), &h.sha256, &h.bytes, &h.at],
     )?;
-    st.execute(params![h.run_id, h.step_id, h.path, h.phase.as_str(), h.sha256, h.bytes, h.at])?;
     Ok(())
 }
 
-fn mutation(conn: &Connection, m: &MutationRecord) -> rusqlite::Result<()> {
+fn mutation(conn: &mut Conn, m: &MutationRecord) -> Result<(), DbError> {
     // The sequence number orders a run's mutations; the primary key index makes MAX cheap.
-    let next: i64 = conn
-        .prepare_cached("SELECT COALESCE(MAX(seq) + 1, 0) FROM mutations WHERE run_id = ?1")?
-        .query_row([&m.run_id], |row| row.get(0))?;
+    let next: i64 = conn.query_value(
+        "SELECT COALESCE(MAX(seq) + 1, 0) FROM mutations WHERE run_id = ?1",
+        params![&m.run_id],
+    )?;
     let f = &m.mutation;
-    let mut st = conn.prepare_cached(
+    conn.exec(
         "INSERT INTO mutations (run_id, seq, step_id, path, bytes_before, bytes_after,
              lines_added, lines_removed, no_op, before_sha256, after_sha256)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        params![
+            &m.run_id,
+            next,
+            &m.step_id,
+            &f.path,
+            f.bytes_before,
+            f.bytes_after,
+            f.lines_added,
+            f.lines_removed,
+            f.no_op,
+            &m.before_sha256,
+            &m.after_sha256
+        ],
     )?;
-    st.execute(params![
-        m.run_id,
-        next,
-        m.step_id,
-        f.path,
-        f.bytes_before,
-        f.bytes_after,
-        f.lines_added,
-        f.lines_removed,
-        f.no_op,
-        m.before_sha256,
-        m.after_sha256
-    ])?;
     Ok(())
 }
 
@@ -266,30 +265,26 @@ pub(crate) struct PlanRow<'a> {
     pub created_at: &'a str,
 }
 
-pub(crate) fn insert_plan_version(conn: &Connection, r: &PlanRow<'_>) -> rusqlite::Result<()> {
-    conn.prepare_cached(
+pub(crate) fn insert_plan_version(conn: &mut Conn, r: &PlanRow<'_>) -> Result<(), DbError> {
+    conn.exec(
         "INSERT INTO plan_versions (run_id, version, plan, reason, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?
-    .execute(params![r.run_id, r.version, r.plan, r.reason, r.created_at])?;
+        params![r.run_id, r.version, r.plan, r.reason, r.created_at],
+    )?;
     Ok(())
 }
 
 /// Inserts an approval; a step approved already keeps its first approval.
-pub(crate) fn approval(conn: &Connection, a: &ApprovalRecord) -> rusqlite::Result<()> {
-    conn.prepare_cached(
-        "INSERT INTO approvals (run_id, step_id, by, at) VALUES (?1, ?2, ?3, ?4)
+pub(crate) fn approval(conn: &mut Conn, a: &ApprovalRecord) -> Result<(), DbError> {
+    conn.exec(
+        "INSERT INTO approvals (run_id, step_id, \"by\", at) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (run_id, step_id) DO NOTHING",
-    )?
-    .execute(params![a.run_id, a.step_id, a.by, a.at])?;
+        params![&a.run_id, &a.step_id, &a.by, &a.at],
+    )?;
     Ok(())
 }
 
 /// Whether the run exists.
-pub(crate) fn run_exists(conn: &Connection, run_id: &str) -> rusqlite::Result<bool> {
-    Ok(conn
-        .prepare_cached("SELECT 1 FROM runs WHERE run_id = ?1")?
-        .query_row([run_id], |_| Ok(()))
-        .optional()?
-        .is_some())
+pub(crate) fn run_exists(conn: &mut Conn, run_id: &str) -> Result<bool, DbError> {
+    Ok(conn.query_opt("SELECT 1 FROM runs WHERE run_id = ?1", params![run_id])?.is_some())
 }

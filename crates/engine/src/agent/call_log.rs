@@ -19,7 +19,6 @@
 //! first error is kept for the caller to report ([`CallLog::error`]).
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Instant, SystemTime};
 
@@ -54,7 +53,7 @@ struct State {
     /// Retries the client reported for the call each conversation has in flight.
     retries: HashMap<Conversation, Vec<String>>,
     /// The journal file (once attached): where the numbering of a child run's calls is read.
-    db: Option<std::path::PathBuf>,
+    db: Option<pev_store::Location>,
     /// The number the next call of each other run (a child run) takes.
     other_seq: HashMap<String, u64>,
     /// Calls of runs that do not exist in the journal yet (a child's planner), by run.
@@ -134,9 +133,14 @@ impl CallLog {
 
     /// From now on, calls are journaled as run `run_id`'s in `db` (which must hold the run);
     /// the calls made so far are written first.
-    pub fn attach(&self, db: &Path, run_id: &str) -> Result<(), StoreError> {
-        let journal = Journal::start(db)?;
-        let last = pev_store::Store::open_existing(db)?.model_calls(run_id)?.last().map(|c| c.seq);
+    pub fn attach(
+        &self,
+        db: impl Into<pev_store::Location>,
+        run_id: &str,
+    ) -> Result<(), StoreError> {
+        let db = db.into();
+        let journal = Journal::start(&db)?;
+        let last = pev_store::Store::open_existing(&db)?.model_calls(run_id)?.last().map(|c| c.seq);
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if state.pending.is_empty()
             && let Some(last) = last
@@ -157,7 +161,7 @@ impl CallLog {
             return Err(e);
         }
         state.target = Some((journal, run_id.to_owned()));
-        state.db = Some(db.to_path_buf());
+        state.db = Some(db);
         Ok(())
     }
 
@@ -265,7 +269,7 @@ impl CallLog {
                 Some(n) => *n,
                 None => state
                     .db
-                    .as_deref()
+                    .as_ref()
                     .and_then(|db| pev_store::Store::open_existing(db).ok())
                     .and_then(|store| store.model_calls(&call.run_id).ok())
                     .and_then(|calls| calls.last().map(|c| c.seq + 1))

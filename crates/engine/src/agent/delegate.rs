@@ -10,7 +10,6 @@
 //! level deeper, up to the bound.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use pev_lint::CompiledPolicy;
@@ -56,7 +55,7 @@ pub struct Roles {
 /// The run's delegator.
 #[derive(Clone)]
 pub struct ChildRuns {
-    pub db: PathBuf,
+    pub db: pev_store::Location,
     /// What the children inherit: tools, workspace, sandbox, approval, cancel, hooks, jobs.
     pub registry: Arc<pev_tools::Registry>,
     pub ctx: Arc<ToolContext>,

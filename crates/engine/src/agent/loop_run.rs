@@ -11,7 +11,6 @@
 //! the calls made after the evidence was taken.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Arc;
 
 use pev_protocol::event::now_rfc3339;
@@ -52,7 +51,7 @@ pub struct LoopRun<'a> {
     /// An engine whose models' executor is `executor`.
     pub engine: &'a Engine,
     pub executor: Arc<LoopExecutor>,
-    pub db: &'a Path,
+    pub db: &'a pev_store::Location,
     /// The verifier that decides the postconditions the model declared without assertions, or
     /// why there is none (they then stay unverified, and the reason says so).
     pub verifier: Result<Arc<dyn Judge>, String>,

@@ -4,7 +4,6 @@
 //! bounded; two replans in a row that change no file are stagnation and end the run.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
 
 use pev_lint::CompiledPolicy;
 use pev_protocol::event::now_rfc3339;
@@ -25,7 +24,7 @@ pub struct AgentLoop<'a> {
     pub planner: &'a Planner,
     pub policy: &'a CompiledPolicy,
     /// The journal file; the run must already exist in it.
-    pub db: &'a Path,
+    pub db: &'a pev_store::Location,
     pub max_replans: u32,
 }
 

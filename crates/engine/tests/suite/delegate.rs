@@ -153,7 +153,7 @@ fn engine(h: &Harness, setup: &Setup, run_id: &str) -> (Engine, Arc<CallLog>, Ar
     let mut engine = h.engine(config(setup.jobs));
     engine.config.activity = Some(Arc::default());
     let children = ChildRuns {
-        db: h.db.clone(),
+        db: pev_store::Location::from(&h.db),
         registry: Arc::clone(&engine.registry),
         ctx: Arc::clone(&engine.ctx),
         config: engine.config.clone(),
@@ -215,7 +215,7 @@ async fn drive_parent(
         engine: &engine,
         planner: &planner,
         policy: &policy,
-        db: &h.db,
+        db: &pev_store::Location::from(&h.db),
         max_replans: 0,
     };
     let result = agent.run(run_id, plan).await.unwrap();

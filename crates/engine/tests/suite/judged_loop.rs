@@ -116,7 +116,8 @@ async fn run_loop(
         Err(why) => (Err(why.to_owned()), None),
     };
     let (run_id, _) = h.create(&serde_json::to_value(loop_plan(GOAL)).unwrap());
-    let run = LoopRun { engine: &engine, executor, db: &h.db, verifier };
+    let db = pev_store::Location::from(&h.db);
+    let run = LoopRun { engine: &engine, executor, db: &db, verifier };
     (run.run(run_id, GOAL).await.unwrap(), script)
 }
 

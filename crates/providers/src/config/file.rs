@@ -31,6 +31,8 @@ pub(super) struct FileConfig {
     pub mcp_servers: BTreeMap<String, McpServerTable>,
     /// `[telemetry]`: where traces go (the user's file only).
     pub telemetry: Option<TelemetryTable>,
+    /// `store = "postgres://…"`: the journal runs are kept in (the user's file only).
+    pub store: Option<String>,
 }
 
 /// `[telemetry]`: an OTLP/HTTP endpoint for traces (the `OTEL_*` variables win).

@@ -57,6 +57,17 @@ impl Env<'_> {
     }
 }
 
+/// The `store` of the user's own pev.toml alone (no workspace file is read): where commands
+/// that only read the journal (`pev runs`, `pev show`) find it.
+pub(super) fn user_store(
+    vars: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<Sourced<String>>, ConfigError> {
+    let env = Env(vars);
+    let Some(path) = user_file(&env) else { return Ok(None) };
+    let Some(config) = file::read(&path)? else { return Ok(None) };
+    Ok(config.store.map(|value| Sourced { value, source: Source::User(path) }))
+}
+
 pub(super) fn load(
     workspace: &Path,
     vars: &dyn Fn(&str) -> Option<String>,
@@ -197,6 +208,23 @@ pub(super) fn load(
         telemetry = Some(table.clone());
     }
 
+    let mut store = None;
+    for layer in &layers {
+        let Some(value) = &layer.config.store else { continue };
+        // A workspace's file comes with the code: it may not send the record of runs
+        // (conversations, file contents) to a database of its choosing.
+        if let Source::Workspace(path) = &layer.source {
+            return Err(ConfigError::Refused {
+                path: path.clone(),
+                message: "`store` is read from your own pev.toml only (~/.config/pev/pev.toml), \
+                          --store or PEV_STORE: a workspace's file comes with the code and may \
+                          not send your runs' journal elsewhere"
+                    .to_owned(),
+            });
+        }
+        store = Some(Sourced { value: value.clone(), source: layer.source.clone() });
+    }
+
     Ok(Config {
         roles,
         files,
@@ -208,6 +236,7 @@ pub(super) fn load(
         sandbox,
         mcp_servers,
         telemetry,
+        store,
     })
 }
 

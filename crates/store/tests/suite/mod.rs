@@ -2,6 +2,7 @@
 
 mod append;
 mod chain;
+mod conformance;
 mod gc;
 mod journal;
 mod open;

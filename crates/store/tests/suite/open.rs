@@ -11,7 +11,7 @@ fn open_creates_the_directory_and_a_wal_journal() {
     assert!(!db.path.exists());
     let store = Store::open(&db.path).unwrap();
     assert!(db.path.exists());
-    assert_eq!(store.path(), db.path);
+    assert_eq!(store.location().file(), Some(db.path.as_path()));
     assert_eq!(store.integrity_check().unwrap(), "ok");
     let conn = Connection::open(&db.path).unwrap();
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();

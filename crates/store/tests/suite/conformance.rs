@@ -1,0 +1,493 @@
+//! The backend conformance suite: every case runs against a SQLite file and against a Postgres
+//! database, through the same public API, and must see the same behaviour.
+//!
+//! The Postgres half needs a server: `PEV_TEST_POSTGRES` is a connection URL whose role may
+//! create databases (`scripts/with-postgres.sh` starts a throwaway one and sets it; `.ci/run`
+//! does). Each case gets a database of its own. Without the variable the Postgres half says so
+//! and passes, unless `PEV_REQUIRE_POSTGRES=1`, which `.ci/run` sets so a missing server fails.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread;
+
+use pev_protocol::event::EventBody;
+use pev_protocol::run::StepStatus;
+use pev_store::{Journal, Location, Record, Store, StoreError};
+use serde_json::json;
+
+use super::{event_rec, new_run, step_state};
+
+/// A journal of one backend, removed (file) or dropped (database) with the value.
+pub struct Backend {
+    pub at: Location,
+    _dir: Option<tempfile::TempDir>,
+    #[cfg(feature = "postgres")]
+    _db: Option<pg::Database>,
+}
+
+fn sqlite() -> Backend {
+    let dir = tempfile::tempdir().unwrap();
+    let at = Location::File(pev_store::default_path(dir.path()));
+    Backend {
+        at,
+        _dir: Some(dir),
+        #[cfg(feature = "postgres")]
+        _db: None,
+    }
+}
+
+/// A fresh Postgres database, or `None` (with a note) when no server is configured.
+fn postgres() -> Option<Backend> {
+    if std::env::var("PEV_TEST_POSTGRES").map_or(true, |v| v.is_empty()) {
+        assert!(
+            std::env::var("PEV_REQUIRE_POSTGRES").as_deref() != Ok("1"),
+            "PEV_REQUIRE_POSTGRES=1 but PEV_TEST_POSTGRES is not set"
+        );
+        eprintln!("no PEV_TEST_POSTGRES: the Postgres half is skipped (scripts/with-postgres.sh)");
+        return None;
+    }
+    #[cfg(feature = "postgres")]
+    {
+        let db = pg::Database::create();
+        let at = Location::parse(&db.url).unwrap();
+        Some(Backend { at, _dir: None, _db: Some(db) })
+    }
+    #[cfg(not(feature = "postgres"))]
+    {
+        panic!("PEV_TEST_POSTGRES is set but pev-store was built without `--features postgres`");
+    }
+}
+
+#[cfg(feature = "postgres")]
+pub mod pg {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// A database created for one test and dropped after it.
+    pub struct Database {
+        pub url: String,
+        pub name: String,
+    }
+
+    pub fn admin() -> postgres::Client {
+        let url = std::env::var("PEV_TEST_POSTGRES").unwrap();
+        postgres::Client::connect(&url, postgres::NoTls).unwrap()
+    }
+
+    impl Database {
+        pub fn create() -> Database {
+            static N: AtomicU64 = AtomicU64::new(0);
+            let name = format!(
+                "pev_t_{}_{}_{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed),
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .subsec_nanos()
+            );
+            admin().batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+            let base = std::env::var("PEV_TEST_POSTGRES").unwrap();
+            Database { url: with_dbname(&base, &name), name }
+        }
+
+        pub fn client(&self) -> postgres::Client {
+            postgres::Client::connect(&self.url, postgres::NoTls).unwrap()
+        }
+    }
+
+    impl Drop for Database {
+        fn drop(&mut self) {
+            let _ = admin()
+                .batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
+        }
+    }
+
+    /// `url` with its database replaced: `postgresql:///postgres?host=…` or `…/postgres`.
+    pub fn with_dbname(url: &str, name: &str) -> String {
+        let (head, query) = url.split_once('?').map_or((url, None), |(h, q)| (h, Some(q)));
+        let slash = head.rfind('/').unwrap();
+        let mut out = format!("{}/{name}", &head[..slash]);
+        if let Some(q) = query {
+            out.push('?');
+            out.push_str(q);
+        }
+        out
+    }
+}
+
+/// `conformance!(name)`: `name(&Backend)` as a SQLite test and a Postgres test.
+macro_rules! conformance {
+    ($($case:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[test] fn $case() { super::$case(&super::sqlite()); })*
+        }
+        mod postgres {
+            $(#[test] fn $case() { if let Some(b) = super::postgres() { super::$case(&b); } })*
+        }
+    };
+}
+
+conformance!(
+    create_resolve_and_list_order,
+    event_sequence_is_gapless_and_a_duplicate_is_rejected,
+    a_duplicate_run_is_rejected,
+    blobs_are_deduplicated_and_come_back_whole,
+    approvals_keep_the_first,
+    json_round_trips_byte_for_byte,
+    an_error_in_a_batch_is_sticky,
+    reads_during_writes_see_whole_commits,
+    racing_opens_migrate_once,
+    a_newer_schema_is_refused,
+    a_lease_is_exclusive_and_released,
+    gc_collects_old_runs_and_their_blobs,
+    events_after_reads_only_what_is_new,
+);
+
+const T0: &str = "2026-01-01T00:00:00.000Z";
+
+fn create_resolve_and_list_order(b: &Backend) {
+    let store = Store::open(&b.at).unwrap();
+    store.create_run(&new_run("20260101-000000-aaaaaa", "2026-01-01T00:00:00.000Z", 2)).unwrap();
+    store.create_run(&new_run("20260101-000001-bbbbbb", "2026-01-01T00:00:01.000Z", 3)).unwrap();
+    store
+        .create_run(&new_run("20260101-000001-bbbbbb.s1.1", "2026-01-01T00:00:02.000Z", 1))
+        .unwrap();
+    let mut child = new_run("20260101-000001-bbbbbb.s1.1", "x", 1);
+    child.run_id = "20260101-000001-bbbbbb.s1.2".into();
+    child.created_at = "2026-01-01T00:00:03.000Z".into();
+    child.options =
+        json!({"parent": {"run": "20260101-000001-bbbbbb", "step": "s1", "attempt": 2}});
+    store.create_run(&child).unwrap();
+    let list = store.list_runs().unwrap();
+    let ids: Vec<&str> = list.iter().map(|r| r.run_id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "20260101-000001-bbbbbb.s1.2",
+            "20260101-000001-bbbbbb.s1.1",
+            "20260101-000001-bbbbbb",
+            "20260101-000000-aaaaaa"
+        ]
+    );
+    assert_eq!(list[2].steps_total, 3);
+    assert_eq!(list[0].parent.as_deref(), Some("20260101-000001-bbbbbb"));
+    assert_eq!(list[0].parent_step.as_deref(), Some("s1"));
+    assert_eq!(list[1].parent, None);
+    // `last` skips the child the parent link names; the other one has none, so it is newest.
+    assert_eq!(store.resolve_run("last").unwrap(), "20260101-000001-bbbbbb.s1.1");
+    assert_eq!(store.resolve_run("20260101-000000").unwrap(), "20260101-000000-aaaaaa");
+    assert_eq!(store.resolve_run("20260101-000001").unwrap(), "20260101-000001-bbbbbb");
+    assert!(matches!(store.resolve_run("2026"), Err(StoreError::Ambiguous { .. })));
+    assert!(matches!(store.resolve_run("nope"), Err(StoreError::NotFound(_))));
+    assert_eq!(
+        store.parent_of("20260101-000001-bbbbbb.s1.2").unwrap().as_deref(),
+        Some("20260101-000001-bbbbbb")
+    );
+    assert_eq!(store.parent_of("20260101-000000-aaaaaa").unwrap(), None);
+    let options = store.run_options().unwrap();
+    assert_eq!(options.len(), 4);
+    assert_eq!(options[3].options, json!({"jobs": 2}));
+}
+
+fn event_sequence_is_gapless_and_a_duplicate_is_rejected(b: &Backend) {
+    let store = Store::open(&b.at).unwrap();
+    store.create_run(&new_run("r1", T0, 3)).unwrap();
+    let journal = Journal::start(&b.at).unwrap();
+    for seq in 0..50 {
+        journal.record(event_rec("r1", seq)).unwrap();
+    }
+    journal.flush().unwrap();
+    let appended = store
+        .append_event("r1", EventBody::ApprovalGranted { step: "s1".into(), by: "alice".into() })
+        .unwrap();
+    assert_eq!(appended.seq, 50);
+    let events = store.events("r1").unwrap();
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (0..=50).collect::<Vec<_>>());
+    assert!(
+        store.integrity("r1").unwrap().describe().contains("51"),
+        "{:?}",
+        store.integrity("r1")
+    );
+    assert!(!store.integrity("r1").unwrap().is_broken());
+    assert_eq!(store.load_run("r1").unwrap().next_seq, 51);
+    // The same sequence number again is refused, and the journal says so from then on.
+    let err = journal.record_durable(event_rec("r1", 7)).unwrap_err();
+    assert!(err.to_string().contains("r1"), "{err}");
+    assert_eq!(store.events("r1").unwrap().len(), 51);
+}
+
+fn a_duplicate_run_is_rejected(b: &Backend) {
+    let store = Store::open(&b.at).unwrap();
+    store.create_run(&new_run("r1", T0, 3)).unwrap();
+    let err = store.create_run(&new_run("r1", T0, 1)).unwrap_err();
+    assert!(matches!(err, StoreError::Db { .. }), "{err}");
+    // The first run is untouched: its plan has 3 steps still.
+    assert_eq!(store.list_runs().unwrap()[0].steps_total, 3);
+}
+
+fn blobs_are_deduplicated_and_come_back_whole(b: &Backend) {
+    let store = Store::open(&b.at).unwrap();
+    let text = "line of a file that repeats\n".repeat(200).into_bytes();
+    let binary: Vec<u8> = (0..=255u8).cycle().take(3000).collect();
+    for (sha, content) in [("a".repeat(64), &text), ("b".repeat(64), &binary)] {
+        for _ in 0..3 {
+            store.write(&Record::Blob { sha256: sha.clone(), content: content.clone() }).unwrap();
+        }
+        assert_eq!(store.blob(&sha).unwrap().as_ref(), Some(content));
+    }
+    // Text is kept deflated, and once.
+    let stored = store.stored_bytes(&"a".repeat(64)).unwrap();
+    assert!(stored > 0 && stored < text.len() / 4, "{stored} of {}", text.len());
+    assert_eq!(store.blob(&"c".repeat(64)).unwrap(), None);
+}
+
+fn approvals_keep_the_first(b: &Backend) {
+    let store = Store::open(&b.at).unwrap();
+    store.create_run(&new_run("r1", T0, 3)).unwrap();
+    store.approve("r1", "s1", "alice").unwrap();
+    store.approve("r1", "s1", "bob").unwrap();
+    store.approve("r1", "s2", "bob").unwrap();
+    let approvals = store.load_run("r1").unwrap().approvals;
+    let who: Vec<(&str, &str)> =
+        approvals.iter().map(|a| (a.step_id.as_str(), a.by.as_str())).collect();
+    assert_eq!(who, [("s1", "alice"), ("s2", "bob")]);
+    assert!(matches!(store.approve("nope", "s1", "x"), Err(StoreError::NotFound(_))));
+}
+
+fn json_round_trips_byte_for_byte(b: &Backend) {
+    let store = Store::open(&b.at).unwrap();
+    // Key order, unicode, escapes, big and fractional numbers: what went in comes out.
+    let plan_text = r#"{"goal":"ünïcode \"quoted\" \\ tab\t","zeta":1,"alpha":[1.5,-0,12345678901234567890,1e-7],"steps":[{"tool":"file.read","id":"s0"}],"nested":{"b":null,"a":true}}"#;
+    let plan: serde_json::Value = serde_json::from_str(plan_text).unwrap();
+    let mut run = new_run("r1", T0, 1);
+    run.plan = plan.clone();
+    run.goal = "ünïcode \u{1F600}".into();
+    store.create_run(&run).unwrap();
+    let loaded = store.load_run("r1").unwrap();
+    assert_eq!(serde_json::to_string(&loaded.plan).unwrap(), serde_json::to_string(&plan).unwrap());
+    assert_eq!(loaded.goal, "ünïcode \u{1F600}");
+    let journal = Journal::start(&b.at).unwrap();
+    let state = step_state("r1", "s0", StepStatus::Done);
+    journal.record(Record::StepState(state.clone())).unwrap();
+    journal.record(event_rec("r1", 0)).unwrap();
+    journal.flush().unwrap();
+    let loaded = store.load_run("r1").unwrap();
+    assert_eq!(
+        serde_json::to_string(&loaded.steps[0]).unwrap(),
+        serde_json::to_string(&state).unwrap()
+    );
+    let event = &store.events("r1").unwrap()[0];
+    assert_eq!(
+        serde_json::to_value(event).unwrap(),
+        serde_json::to_value(super::event("r1", 0)).unwrap()
+    );
+}
+
+fn an_error_in_a_batch_is_sticky(b: &Backend) {
+    let store = Store::open(&b.at).unwrap();
+    store.create_run(&new_run("r1", T0, 3)).unwrap();
+    let journal = Journal::start(&b.at).unwrap();
+    journal.record(event_rec("r1", 0)).unwrap();
+    // A status for a run that does not exist fails its batch.
+    let bad = Record::RunStatus {
+        run_id: "ghost".into(),
+        status: "success".into(),
+        result: None,
+        updated_at: T0.into(),
+    };
+    assert!(journal.record_durable(bad).is_err());
+    // Everything after it is refused, and nothing of the failed batch was written.
+    let later = journal.record_durable(event_rec("r1", 1));
+    assert!(matches!(later, Err(StoreError::Stopped(_))), "{later:?}");
+    assert!(journal.flush().is_err());
+    assert!(store.events("r1").unwrap().is_empty());
+}
+
+fn reads_during_writes_see_whole_commits(b: &Backend) {
+    let store = Store::open(&b.at).unwrap();
+    store.create_run(&new_run("r1", T0, 3)).unwrap();
+    let journal = Journal::start(&b.at).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let reads = Arc::new(AtomicU64::new(0));
+    let reader = {
+        let (at, done, reads) = (b.at.clone(), Arc::clone(&done), Arc::clone(&reads));
+        thread::spawn(move || {
+            let store = Store::open_existing(&at).unwrap();
+            while !done.load(Ordering::Relaxed) {
+                let run = store.load_run("r1").unwrap();
+                // Step state i is queued before event i, and a commit holds a prefix of the
+                // queue: a snapshot read after the step states (one instant, not two) never has
+                // more events than step states, nor two step states past its last event.
+                let steps = run.steps.len() as u64;
+                assert!(
+                    (run.next_seq..=run.next_seq + 1).contains(&steps),
+                    "{steps} step states beside {} events: not one snapshot",
+                    run.next_seq
+                );
+                reads.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    for i in 0..200u64 {
+        journal
+            .record(Record::StepState(step_state("r1", &format!("s{i}"), StepStatus::Done)))
+            .unwrap();
+        journal.record_durable(event_rec("r1", i)).unwrap();
+    }
+    done.store(true, Ordering::Relaxed);
+    reader.join().unwrap();
+    assert!(reads.load(Ordering::Relaxed) > 0);
+    assert_eq!(store.load_run("r1").unwrap().next_seq, 200);
+}
+
+fn racing_opens_migrate_once(b: &Backend) {
+    // Eight fresh handles of the journal at once (eight processes meeting a new database).
+    let handles: Vec<_> = (0..8)
+        .map(|_| {
+            let at = reparse(&b.at);
+            thread::spawn(move || Store::open(&at).map(drop))
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap().unwrap();
+    }
+    let store = Store::open_existing(&b.at).unwrap();
+    assert!(store.list_runs().unwrap().is_empty());
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+}
+
+fn a_newer_schema_is_refused(b: &Backend) {
+    Store::open(&b.at).unwrap();
+    match &b.at {
+        Location::File(path) => {
+            let conn = rusqlite::Connection::open(path).unwrap();
+            conn.pragma_update(None, "user_version", 99).unwrap();
+        }
+        #[cfg(feature = "postgres")]
+        Location::Postgres(_) => {
+            let db = b._db.as_ref().unwrap();
+            db.client()
+                .batch_execute("UPDATE pev.meta SET value = '99' WHERE key = 'schema_version'")
+                .unwrap();
+        }
+    }
+    let err = Store::open(reparse(&b.at)).unwrap_err();
+    assert!(matches!(err, StoreError::TooNew { found: 99, .. }), "{err}");
+    assert!(err.to_string().contains("newer pev"), "{err}");
+}
+
+fn a_lease_is_exclusive_and_released(b: &Backend) {
+    let store = Store::open(&b.at).unwrap();
+    store.create_run(&new_run("r1", T0, 3)).unwrap();
+    // Two handles that share nothing, as two processes would.
+    let first = b.at.lease("r1").unwrap();
+    let other = reparse(&b.at);
+    let refused = other.lease("r1").unwrap_err();
+    assert!(refused.to_string().contains("being run by another pev process"), "{refused}");
+    // Another run is free.
+    let _r2 = other.lease("r2").unwrap();
+    drop(first);
+    let again = other.lease("r1").unwrap();
+    drop(again);
+}
+
+fn gc_collects_old_runs_and_their_blobs(b: &Backend) {
+    let store = Store::open(&b.at).unwrap();
+    let sha_old = "d".repeat(64);
+    let sha_kept = "e".repeat(64);
+    for (id, at) in [("old", "2020-01-01T00:00:00.000Z"), ("new", "2030-01-01T00:00:00.000Z")] {
+        store.create_run(&new_run(id, at, 1)).unwrap();
+        store
+            .write(&Record::RunStatus {
+                run_id: id.into(),
+                status: "success".into(),
+                result: None,
+                updated_at: at.into(),
+            })
+            .unwrap();
+    }
+    store.write(&Record::Blob { sha256: sha_old.clone(), content: b"old".to_vec() }).unwrap();
+    store.write(&Record::Blob { sha256: sha_kept.clone(), content: b"kept".to_vec() }).unwrap();
+    let mut st = step_state("old", "s0", StepStatus::Done);
+    st.output = Some(json!({"sha": sha_old}));
+    store.write(&Record::StepState(st)).unwrap();
+    let mut st = step_state("new", "s0", StepStatus::Done);
+    st.output = Some(json!({"sha": sha_kept}));
+    store.write(&Record::StepState(st)).unwrap();
+    let options = pev_store::GcOptions { dry_run: false, keep: &[], collect_blobs: true };
+    let report = store.gc("2025-01-01T00:00:00.000Z", options).unwrap();
+    assert_eq!(report.runs, ["old"]);
+    assert_eq!(report.blobs, 1);
+    assert_eq!(store.blob(&sha_old).unwrap(), None);
+    assert_eq!(store.blob(&sha_kept).unwrap().as_deref(), Some(&b"kept"[..]));
+    let ids: Vec<String> = store.list_runs().unwrap().into_iter().map(|r| r.run_id).collect();
+    assert_eq!(ids, ["new"]);
+}
+
+fn events_after_reads_only_what_is_new(b: &Backend) {
+    let store = Store::open(&b.at).unwrap();
+    store.create_run(&new_run("r1", T0, 3)).unwrap();
+    let journal = Journal::start(&b.at).unwrap();
+    for seq in 0..5 {
+        journal.record(event_rec("r1", seq)).unwrap();
+    }
+    journal.flush().unwrap();
+    let seqs = |after| -> Vec<u64> {
+        store.events_after("r1", after).unwrap().iter().map(|e| e.seq).collect()
+    };
+    assert_eq!(seqs(None), [0, 1, 2, 3, 4]);
+    assert_eq!(seqs(Some(2)), [3, 4]);
+    assert!(seqs(Some(4)).is_empty());
+    assert!(matches!(store.events_after("nope", None), Err(StoreError::NotFound(_))));
+}
+
+/// The same journal through a handle that shares nothing with `at` (another process's view).
+fn reparse(at: &Location) -> Location {
+    match at {
+        Location::File(p) => Location::File(p.clone()),
+        #[cfg(feature = "postgres")]
+        Location::Postgres(_) => {
+            let url = std::env::var("PEV_TEST_POSTGRES").unwrap();
+            let name = at.to_string().rsplit('/').next().unwrap().to_owned();
+            Location::parse(&pg::with_dbname(&url, &name)).unwrap()
+        }
+    }
+}
+
+/// A Postgres lease dies with its session: terminated from outside, the run is free at once,
+/// and the old holder's journal commits nothing more (its next intent fails).
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_a_lost_session_frees_the_run_and_fences_its_writer() {
+    let Some(b) = postgres() else { return };
+    let store = Store::open(&b.at).unwrap();
+    store.create_run(&new_run("r1", T0, 3)).unwrap();
+    let lease = b.at.lease("r1").unwrap();
+    let journal = Journal::start(&b.at).unwrap();
+    journal.record_durable(event_rec("r1", 0)).unwrap();
+    let other = reparse(&b.at);
+    let refused = other.lease("r1").unwrap_err();
+    assert!(refused.to_string().contains(" on "), "the holder's host is named: {refused}");
+    // Someone ends the holder's session (a machine that vanished, pg_terminate_backend).
+    let mut admin = b._db.as_ref().unwrap().client();
+    let ended = admin
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_locks
+             WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(ended.len(), 1, "one session held the lease");
+    let taken = (0..50).find_map(|_| {
+        other.lease("r1").ok().or_else(|| {
+            thread::sleep(std::time::Duration::from_millis(20));
+            None
+        })
+    });
+    assert!(taken.is_some(), "the run was not free after its holder's session ended");
+    // The old holder wants to record the intent of an effect: refused, and nothing lands.
+    assert!(journal.record_durable(event_rec("r1", 1)).is_err());
+    assert_eq!(store.events("r1").unwrap().len(), 1);
+    drop(lease);
+}
