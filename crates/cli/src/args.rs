@@ -304,6 +304,11 @@ pub(crate) enum Command {
         /// With --conversation: print messages whole instead of folding long ones
         #[arg(long, requires = "conversation")]
         full: bool,
+        /// Print the run's events as they are journaled, wherever it is driven from, until it
+        /// finishes (with a shared journal, from any machine); `--format json`: one event per
+        /// line
+        #[arg(long, conflicts_with = "conversation")]
+        follow: bool,
         /// Output format (`json` prints the run result, `pev schema result`)
         #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
         format: ShowFormat,

@@ -13,6 +13,7 @@ mod doctor_cmd;
 mod eval_cmd;
 mod eval_scale;
 mod explain;
+mod follow;
 mod input;
 mod journal_cmd;
 mod lint_cmd;
@@ -124,13 +125,19 @@ fn main() -> ExitCode {
             let code = report(journal_cmd::runs(&journal.common(None, false), &mut out));
             finish(code, out.flush())
         }
-        Command::Show { run, step, conversation: true, full, format, journal } => {
+        Command::Show { run, step, conversation: true, full, format, journal, .. } => {
             let mut common = journal.common(None, false);
             common.json |= format == ShowFormat::Json;
             let mut out = BufWriter::new(stdout.lock());
             let code =
                 report(conversation_view::show(&run, step.as_deref(), full, &common, &mut out));
             finish(code, out.flush())
+        }
+        Command::Show { run, format, journal, follow: true, .. } => {
+            let mut common = journal.common(None, false);
+            common.json |= format == ShowFormat::Json;
+            let mut out = stdout.lock();
+            report(follow::follow(&run, &common, &mut out, &mut stderr.lock()))
         }
         Command::Show { run, format, journal, .. } => {
             let mut common = journal.common(None, false);

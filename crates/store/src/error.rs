@@ -19,7 +19,7 @@ pub enum StoreError {
     #[error("cannot create the directory of journal {}: {source}", path)]
     CreateDir { path: Location, source: std::io::Error },
     /// [`crate::Store::open_existing`] on a path that holds no file.
-    #[error("cannot open journal {}: no such file (no run has been journaled there)", path)]
+    #[error("cannot open journal {}: {} (no run has been journaled there)", path, missing(path))]
     Missing { path: Location },
     /// The file is an SQLite database, but not one pev wrote.
     #[error("cannot open journal {}: not a pev journal ({reason})", path)]
@@ -52,6 +52,10 @@ pub enum StoreError {
     /// The writer thread is gone (it panicked or the journal was closed).
     #[error("journal {}: the writer thread is gone", path)]
     WriterGone { path: Location },
+}
+
+fn missing(at: &Location) -> &'static str {
+    if at.is_shared() { "the database holds no pev journal" } else { "no such file" }
 }
 
 fn not_found_message(id: &str) -> String {

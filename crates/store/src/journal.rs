@@ -311,5 +311,13 @@ fn write_batch(conn: &mut Conn, path: &Location, batch: &[Record]) -> Result<(),
     for rec in batch {
         write::apply(&mut tx, path, rec)?;
     }
+    crate::watch::notify(
+        &mut tx,
+        path,
+        batch.iter().filter_map(|r| match r {
+            Record::Event(e) => Some(e.run_id.as_str()),
+            _ => None,
+        }),
+    )?;
     tx.commit().map_err(|e| crate::db::db_err(path, "commit journal transaction", e))
 }

@@ -21,6 +21,7 @@ mod read;
 mod records;
 mod schema;
 mod store;
+mod watch;
 mod write;
 
 use std::collections::hash_map::RandomState;
@@ -41,6 +42,7 @@ pub use records::{
     ToolCallStart, ToolCallStatus, step_status_str,
 };
 pub use store::{Guard, Store};
+pub use watch::Watch;
 
 /// The journal's default place: `workspace/.pev/pev.db`.
 pub fn default_path(workspace: &Path) -> PathBuf {

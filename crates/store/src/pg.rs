@@ -253,7 +253,13 @@ impl Target {
             .keepalives_idle(Duration::from_secs(10))
             .keepalives_interval(Duration::from_secs(5))
             .keepalives_retries(3);
-        let shown = format!("postgres://{user}@{host}:{port}/{db}");
+        // A URL `--store` takes back (the password withheld: it comes from the environment).
+        let shown = if host.starts_with('/') {
+            let port = if port == 5432 { String::new() } else { format!("&port={port}") };
+            format!("postgresql:///{}?host={}&user={}{port}", enc(&db), enc(&host), enc(&user))
+        } else {
+            format!("postgres://{}@{}:{port}/{}", enc(&user), enc(&host), enc(&db))
+        };
         Ok(Target {
             config,
             shown,
@@ -287,6 +293,13 @@ impl Target {
         Ok(conn)
     }
 
+    /// A connection that LISTENs on `channel` (for a [`crate::Watch`]).
+    pub(crate) fn listener(&self, channel: &str) -> Result<Client, postgres::Error> {
+        let mut client = self.config.connect(NoTls)?;
+        client.batch_execute(&format!("LISTEN {channel}"))?;
+        Ok(client)
+    }
+
     /// Keeps `conn` for the next store of this process, unless it is broken or enough are kept.
     pub(crate) fn give_back(&self, mut conn: PgConn) {
         if conn.client.is_closed() || conn.batch("ROLLBACK").is_err() {
@@ -301,6 +314,19 @@ impl Target {
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// `text` percent-encoded for a URL, but for unreserved characters and `/` (a socket's path).
+fn enc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// libpq's default: the Debian socket directory if it exists, else `/tmp`'s socket, else TCP
@@ -674,7 +700,10 @@ mod tests {
             _ => None,
         };
         let t = Target::parse_with("postgresql:///journal?host=/tmp/pg", &env).unwrap();
-        assert_eq!(t.to_string(), "postgres://alice@/tmp/pg:5432/journal");
+        assert_eq!(t.to_string(), "postgresql:///journal?host=/tmp/pg&user=alice");
+        // What is shown parses back to the same place.
+        let again = Target::parse_with(&t.to_string(), &env).unwrap();
+        assert_eq!(again.to_string(), t.to_string());
         assert_eq!(t.config.get_password(), Some(&b"s3cret"[..]));
         let t = Target::parse_with("postgres://bob:hunter2@db.internal:6543/j", &env).unwrap();
         assert_eq!(t.to_string(), "postgres://bob@db.internal:6543/j");

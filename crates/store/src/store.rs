@@ -171,6 +171,9 @@ impl Store {
             events.push(event);
             seq = seq.saturating_add(1);
         }
+        if !events.is_empty() {
+            crate::watch::notify(&mut tx, &self.path, std::iter::once(run_id))?;
+        }
         tx.commit().map_err(sql)?;
         Ok(Some(events))
     }

@@ -34,4 +34,5 @@ mod run_tools;
 mod sandbox_escape;
 mod sarif;
 mod schema;
+mod shared_journal;
 mod support;

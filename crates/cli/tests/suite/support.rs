@@ -11,7 +11,7 @@ use tempfile::TempDir;
 /// The `pev` binary, with the environment variables it reads removed so the parent's do not leak.
 pub fn pev() -> Command {
     let mut cmd = assert_cmd::cargo::cargo_bin_cmd!("pev");
-    cmd.env_remove("PEV_MAX_INPUT_BYTES").env_remove("NO_COLOR");
+    cmd.env_remove("PEV_MAX_INPUT_BYTES").env_remove("NO_COLOR").env_remove("PEV_STORE");
     cmd
 }
 

@@ -449,7 +449,8 @@ fn reparse(at: &Location) -> Location {
         #[cfg(feature = "postgres")]
         Location::Postgres(_) => {
             let url = std::env::var("PEV_TEST_POSTGRES").unwrap();
-            let name = at.to_string().rsplit('/').next().unwrap().to_owned();
+            let shown = at.to_string();
+            let name = shown.split('?').next().unwrap().rsplit('/').next().unwrap().to_owned();
             Location::parse(&pg::with_dbname(&url, &name)).unwrap()
         }
     }

@@ -1,0 +1,342 @@
+//! Issue 18: a journal in PostgreSQL shared by several `pev` processes (as several machines
+//! would share it), against a real server.
+//!
+//! `PEV_TEST_POSTGRES` names the server (`scripts/with-postgres.sh` starts a throwaway one;
+//! `.ci/run` does). Each test gets a database of its own. Without the variable the tests say so
+//! and pass, unless `PEV_REQUIRE_POSTGRES=1` (set by `.ci/run`), which makes that a failure.
+
+use std::path::Path;
+use std::process::{Child, Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::support::{pev, run};
+
+/// A database of its own on the test server, dropped afterwards.
+struct Db {
+    url: String,
+    name: String,
+}
+
+fn admin() -> postgres::Client {
+    let url = std::env::var("PEV_TEST_POSTGRES").expect("PEV_TEST_POSTGRES");
+    postgres::Client::connect(&url, postgres::NoTls).expect("the test server")
+}
+
+fn database() -> Option<Db> {
+    if std::env::var("PEV_TEST_POSTGRES").map_or(true, |v| v.is_empty()) {
+        assert!(
+            std::env::var("PEV_REQUIRE_POSTGRES").as_deref() != Ok("1"),
+            "PEV_REQUIRE_POSTGRES=1 but PEV_TEST_POSTGRES is not set"
+        );
+        eprintln!("no PEV_TEST_POSTGRES: skipped (scripts/with-postgres.sh cargo test …)");
+        return None;
+    }
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let name = format!(
+        "pev_cli_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    admin().batch_execute(&format!("CREATE DATABASE {name}")).expect("create database");
+    let base = std::env::var("PEV_TEST_POSTGRES").expect("url");
+    let (head, query) = base.split_once('?').map_or((base.as_str(), ""), |(h, q)| (h, q));
+    let slash = head.rfind('/').expect("a database in the URL");
+    let url = format!("{}/{name}?{query}", &head[..slash]);
+    Some(Db { url, name })
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        let _ =
+            admin().batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
+    }
+}
+
+/// A workspace with `a.txt` (`1`) and the plan below in `plan.json`.
+fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(dir.path().join("a.txt"), "1").expect("write");
+    std::fs::write(dir.path().join("plan.json"), PLAN).expect("write");
+    dir
+}
+
+/// Writes `b.txt`, sleeps (a window to kill or stop the driver in), then patches `a.txt` and
+/// writes `c.txt`. A patch applied twice leaves `122`, a write applied twice is seen in the
+/// journal's calls.
+const PLAN: &str = r#"{
+  "goal": "Write, wait, patch",
+  "steps": [
+    {"id": "b", "title": "Write b", "tool": "file.write",
+     "parameters": {"path": "b.txt", "content": "b"}},
+    {"id": "wait", "title": "Wait", "tool": "shell.exec", "depends_on": ["b"],
+     "parameters": {"command": "sleep 2"}},
+    {"id": "patch", "title": "Patch a", "tool": "file.patch", "depends_on": ["wait"],
+     "parameters": {"path": "a.txt", "edits": [{"old": "1", "new": "12"}]},
+     "assertions": [{"type": "file_contains", "path": "a.txt", "pattern": "12"}]},
+    {"id": "c", "title": "Write c", "tool": "file.write", "depends_on": ["wait"],
+     "parameters": {"path": "c.txt", "content": "c"}}
+  ]
+}"#;
+
+fn pev_cmd(dir: &Path, db: &Db, args: &[&str]) -> StdCommand {
+    let mut cmd = StdCommand::new(env!("CARGO_BIN_EXE_pev"));
+    cmd.env_remove("PEV_STORE")
+        .current_dir(dir)
+        .args(args)
+        .args(["--store", &db.url])
+        .stdin(Stdio::null());
+    cmd
+}
+
+fn spawn_run(ws: &Path, db: &Db) -> Child {
+    pev_cmd(ws, db, &["run", "plan.json", "--yes", "--json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("pev run starts")
+}
+
+/// `pev runs --json` from `dir`.
+fn runs(dir: &Path, db: &Db) -> Vec<Value> {
+    let r = run(&mut pev().current_dir(dir), &["runs", "--json", "--store", &db.url]);
+    if r.code == 2 && r.stderr.contains("holds no pev journal") {
+        return Vec::new(); // the first run has not created it yet
+    }
+    assert_eq!(r.code, 0, "{r:?}");
+    r.stdout.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect()
+}
+
+/// Waits until the only run is past its first step and into `wait`, and returns its id.
+fn running(dir: &Path, db: &Db) -> String {
+    let start = Instant::now();
+    loop {
+        let listed = runs(dir, db);
+        if let Some(run) = listed.first()
+            && run["steps_done"].as_u64() >= Some(1)
+        {
+            return run["run_id"].as_str().expect("id").to_owned();
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "the run never got going: {listed:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn status_of(dir: &Path, db: &Db, run_id: &str) -> Value {
+    let r =
+        run(&mut pev().current_dir(dir), &["show", run_id, "--format", "json", "--store", &db.url]);
+    assert!(r.code == 0 || r.code == 1, "{r:?}");
+    r.json()
+}
+
+fn events(db: &Db, run_id: &str) -> i64 {
+    let mut c = postgres::Client::connect(&db.url, postgres::NoTls).expect("connect");
+    c.query_one("SELECT count(*) FROM pev.events WHERE run_id = $1", &[&run_id])
+        .expect("count")
+        .get(0)
+}
+
+#[test]
+fn eight_runs_share_one_journal_and_a_ninth_place_lists_them() {
+    let Some(db) = database() else { return };
+    let spaces: Vec<_> = (0..8).map(|_| workspace()).collect();
+    let children: Vec<Child> = spaces.iter().map(|w| spawn_run(w.path(), &db)).collect();
+    for (i, mut child) in children.into_iter().enumerate() {
+        let status = child.wait().expect("wait");
+        assert!(status.success(), "run {i}: {status}");
+    }
+    let elsewhere = tempfile::tempdir().expect("tmp");
+    let listed = runs(elsewhere.path(), &db);
+    assert_eq!(listed.len(), 8, "{listed:?}");
+    assert!(listed.iter().all(|r| r["status"] == "success"), "{listed:?}");
+    for w in &spaces {
+        assert_eq!(std::fs::read_to_string(w.path().join("a.txt")).expect("a"), "12");
+    }
+    // Nothing was written to the workspaces' own `.pev/`.
+    assert!(spaces.iter().all(|w| !w.path().join(".pev/pev.db").exists()));
+}
+
+#[test]
+fn a_second_driver_is_refused_while_the_first_lives_and_admitted_once_it_dies() {
+    let Some(db) = database() else { return };
+    let ws = workspace();
+    let mut first = spawn_run(ws.path(), &db);
+    let run_id = running(ws.path(), &db);
+    let elsewhere = tempfile::tempdir().expect("tmp");
+    let second = run(
+        &mut pev().current_dir(elsewhere.path()),
+        &[
+            "resume",
+            &run_id,
+            "--yes",
+            "--workspace",
+            &ws.path().display().to_string(),
+            "--store",
+            &db.url,
+        ],
+    );
+    assert_eq!(second.code, 2, "{second:?}");
+    assert!(second.stderr.contains("being run by another pev process on "), "{}", second.stderr);
+    first.kill().expect("kill -9");
+    first.wait().expect("reaped");
+    let again = run(
+        &mut pev().current_dir(elsewhere.path()),
+        &[
+            "resume",
+            &run_id,
+            "--yes",
+            "--workspace",
+            &ws.path().display().to_string(),
+            "--store",
+            &db.url,
+        ],
+    );
+    assert_eq!(again.code, 0, "admitted at once after the first died: {again:?}");
+    assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).expect("a"), "12");
+}
+
+#[test]
+fn killed_mid_run_and_resumed_from_another_place_applies_every_write_once() {
+    let Some(db) = database() else { return };
+    let ws = workspace();
+    let mut driver = spawn_run(ws.path(), &db);
+    let run_id = running(ws.path(), &db);
+    driver.kill().expect("kill -9");
+    driver.wait().expect("reaped");
+    // The workspace moves (another machine would have its own copy).
+    let moved = tempfile::tempdir().expect("tmp");
+    for name in ["a.txt", "b.txt", "plan.json"] {
+        std::fs::copy(ws.path().join(name), moved.path().join(name)).expect("copy");
+    }
+    let here = tempfile::tempdir().expect("tmp");
+    // A workspace that does not hold what the journal says is refused.
+    let wrong = tempfile::tempdir().expect("tmp");
+    std::fs::write(wrong.path().join("a.txt"), "something else").expect("write");
+    let refused = run(
+        &mut pev().current_dir(here.path()),
+        &[
+            "resume",
+            &run_id,
+            "--workspace",
+            &wrong.path().display().to_string(),
+            "--store",
+            &db.url,
+        ],
+    );
+    assert_ne!(refused.code, 0, "{refused:?}");
+    assert!(refused.stderr.contains("b.txt"), "names what differs: {}", refused.stderr);
+    let resumed = run(
+        &mut pev().current_dir(here.path()),
+        &[
+            "resume",
+            &run_id,
+            "--yes",
+            "--json",
+            "--workspace",
+            &moved.path().display().to_string(),
+            "--store",
+            &db.url,
+        ],
+    );
+    assert_eq!(resumed.code, 0, "{resumed:?}");
+    assert_eq!(std::fs::read_to_string(moved.path().join("a.txt")).expect("a"), "12");
+    assert_eq!(std::fs::read_to_string(moved.path().join("c.txt")).expect("c"), "c");
+    let result = status_of(here.path(), &db, &run_id);
+    assert_eq!(result["status"], "success", "{result}");
+    let mut c = postgres::Client::connect(&db.url, postgres::NoTls).expect("connect");
+    let applied: Vec<(String, i64)> = c
+        .query(
+            "SELECT step_id, count(*) FROM pev.tool_calls WHERE run_id = $1
+             AND status IN ('finished', 'recovered') GROUP BY step_id ORDER BY step_id",
+            &[&run_id],
+        )
+        .expect("calls")
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    for (step, n) in &applied {
+        assert_eq!(*n, 1, "step {step} applied {n} times: {applied:?}");
+    }
+}
+
+#[test]
+fn a_stopped_driver_whose_session_ended_commits_nothing_more() {
+    let Some(db) = database() else { return };
+    let ws = workspace();
+    let mut stale = spawn_run(ws.path(), &db);
+    let run_id = running(ws.path(), &db);
+    let pid = stale.id();
+    assert!(
+        StdCommand::new("kill").args(["-STOP", &pid.to_string()]).status().expect("kill").success()
+    );
+    // Its sessions end (a network partition, an operator): the lease is free.
+    let mut c = admin();
+    c.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE $1",
+        &[&format!("pev on % pid {pid}")],
+    )
+    .expect("terminate");
+    let here = tempfile::tempdir().expect("tmp");
+    let start = Instant::now();
+    let resumed = loop {
+        let r = run(
+            &mut pev().current_dir(here.path()),
+            &[
+                "resume",
+                &run_id,
+                "--yes",
+                "--workspace",
+                &ws.path().display().to_string(),
+                "--store",
+                &db.url,
+            ],
+        );
+        if r.code != 2 || start.elapsed() > Duration::from_secs(10) {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(resumed.code, 0, "{resumed:?}");
+    let settled = events(&db, &run_id);
+    // The old driver wakes up: whatever it does next, the journal does not take it.
+    assert!(
+        StdCommand::new("kill").args(["-CONT", &pid.to_string()]).status().expect("kill").success()
+    );
+    let status = stale.wait().expect("reaped");
+    assert!(!status.success(), "the stale driver believed it finished: {status}");
+    assert_eq!(events(&db, &run_id), settled, "the stale driver committed events");
+    assert_eq!(status_of(here.path(), &db, &run_id)["status"], "success");
+    assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).expect("a"), "12");
+}
+
+#[test]
+fn show_follow_sees_every_event_of_a_run_driven_elsewhere() {
+    let Some(db) = database() else { return };
+    let ws = workspace();
+    let mut driver = spawn_run(ws.path(), &db);
+    let run_id = running(ws.path(), &db);
+    let watcher = tempfile::tempdir().expect("tmp");
+    let follower = pev_cmd(watcher.path(), &db, &["show", &run_id, "--follow", "--format", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("follow");
+    assert!(driver.wait().expect("driver").success());
+    let out = follower.wait_with_output().expect("the follower ends with the run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let seen: Vec<Value> = String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one event per line"))
+        .collect();
+    let seqs: Vec<u64> = seen.iter().map(|e| e["seq"].as_u64().expect("seq")).collect();
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>(), "every event, in order, once");
+    assert_eq!(seqs.len() as i64, events(&db, &run_id));
+    assert_eq!(
+        seen.last().and_then(|e| e["event"].as_str()),
+        Some("run.finished"),
+        "{:?}",
+        seen.last()
+    );
+}
