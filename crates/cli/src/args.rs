@@ -681,7 +681,7 @@ impl clap::builder::TypedValueParser for StoreArg {
         value: &std::ffi::OsStr,
     ) -> Result<PathBuf, clap::Error> {
         let Some(text) = value.to_str() else { return Ok(PathBuf::from(value)) };
-        store_arg(text).map_err(store_error)
+        store_arg(text).map_err(|why| store_error(&why))
     }
 }
 
@@ -701,11 +701,11 @@ impl clap::builder::TypedValueParser for JournalArg {
         let Some(text) = value.to_str() else {
             return Ok(pev_store::Location::File(PathBuf::from(value)));
         };
-        journal_arg(text).map_err(store_error)
+        journal_arg(text).map_err(|why| store_error(&why))
     }
 }
 
-fn store_error(why: String) -> clap::Error {
+fn store_error(why: &str) -> clap::Error {
     clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("--store: {why}\n"))
 }
 

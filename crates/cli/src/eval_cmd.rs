@@ -421,7 +421,7 @@ fn keep_recording(scenario: &Scenario, gate: Option<bool>, copy: &Path) -> Resul
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(format!("cannot replace {}: {e}", target.display())),
     }
-    pev_store::Store::open_existing(&pev_store::default_path(copy))
+    pev_store::Store::open_existing(pev_store::default_path(copy))
         .and_then(|store| store.copy_to(&target))
         .map_err(|e| format!("cannot keep the recording: {e}"))
 }

@@ -116,7 +116,7 @@ pub(crate) fn replay(req: &ReplayRequest, err: &mut dyn Write) -> Result<u8, Fai
     };
     crate::agent_cmd::run(&agent, err)?;
 
-    let replayed = Store::open_existing(&pev_store::default_path(&copy))
+    let replayed = Store::open_existing(pev_store::default_path(&copy))
         .and_then(|s| {
             let id = s.resolve_run("last")?;
             s.load_run(&id)

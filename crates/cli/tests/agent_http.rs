@@ -326,7 +326,7 @@ mod agent_http {
         assert_eq!(out.step("patch-css")["attempts"], 1, "a retried call is not a new attempt");
         // The journal keeps the retry with the call it belongs to.
         let store =
-            pev_store::Store::open_existing(&pev_store::default_path(&ws.path())).expect("journal");
+            pev_store::Store::open_existing(pev_store::default_path(&ws.path())).expect("journal");
         let run = out.result()["run_id"].as_str().expect("run id").to_owned();
         let calls = store.model_calls(&run).expect("model calls");
         let first = calls.iter().find(|c| c.role == "executor").expect("an executor call");

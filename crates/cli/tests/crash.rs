@@ -305,7 +305,7 @@ mod crash {
             assert_eq!(step["status"], "done", "step {step}");
         }
 
-        let store = Store::open_existing(&case.db()).expect("journal opens");
+        let store = Store::open_existing(case.db()).expect("journal opens");
         assert_eq!(store.integrity_check().expect("integrity check"), "ok");
         let run_id = result["run_id"].as_str().expect("run_id");
         let record = store.load_run(run_id).expect("load run");

@@ -5,6 +5,11 @@
 //!
 //! The journal lives in a temporary directory on the machine's disk (synchronous=FULL, WAL), so
 //! the figures include real fsyncs. Run: `cargo bench -p pev-store --bench journal`.
+//!
+//! With `PEV_BENCH_POSTGRES` set to a server's URL (a role that may create databases) and
+//! `--features postgres`, the same benches run against a fresh Postgres database each:
+//! `PEV_PG_FSYNC=on scripts/with-postgres.sh env PEV_BENCH_POSTGRES=… cargo bench -p pev-store
+//! --features postgres --bench journal` (bench/journal_backends.sh does it).
 
 // A bench that cannot set up or write has nothing to measure: it stops with the error.
 #![allow(clippy::unwrap_used)]
@@ -18,18 +23,52 @@ use pev_protocol::event::{Event, EventBody};
 use pev_protocol::run::StepStatus;
 use pev_protocol::tool::Effect;
 use pev_store::{
-    Journal, NewRun, Record, StepState, Store, ToolCallEnd, ToolCallStart, ToolCallStatus,
+    Journal, Location, NewRun, Record, StepState, Store, ToolCallEnd, ToolCallStart, ToolCallStatus,
 };
 use serde_json::json;
 
 const RUN: &str = "bench-run";
 const AT: &str = "2026-01-01T00:00:00.000Z";
 
-/// A journal in a fresh temporary directory, with one run created.
-fn setup() -> (tempfile::TempDir, Journal) {
+/// What holds a bench's journal until the bench ends.
+struct Place {
+    _dir: Option<tempfile::TempDir>,
+}
+
+/// The backend the benches run on: `sqlite`, or `postgres` with `PEV_BENCH_POSTGRES`.
+fn backend() -> &'static str {
+    if std::env::var("PEV_BENCH_POSTGRES").is_ok_and(|v| !v.is_empty()) {
+        "postgres"
+    } else {
+        "sqlite"
+    }
+}
+
+/// A fresh journal (a temporary directory's file, or a new Postgres database).
+fn location() -> (Place, Location) {
+    #[cfg(feature = "postgres")]
+    if let Ok(url) = std::env::var("PEV_BENCH_POSTGRES")
+        && !url.is_empty()
+    {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let name =
+            format!("pev_bench_{}_{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
+        let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        admin.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+        let (head, query) = url.split_once('?').unwrap_or((&url, ""));
+        let url = format!("{}/{name}?{query}", &head[..head.rfind('/').unwrap()]);
+        return (Place { _dir: None }, Location::parse(&url).unwrap());
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = pev_store::default_path(dir.path());
-    let store = Store::open(&path).unwrap();
+    (Place { _dir: Some(dir) }, Location::File(path))
+}
+
+/// A fresh journal with one run created, and its writer.
+fn setup() -> (Place, Journal) {
+    let (place, at) = location();
+    let store = Store::open(&at).unwrap();
     store
         .create_run(&NewRun {
             run_id: RUN.into(),
@@ -40,7 +79,7 @@ fn setup() -> (tempfile::TempDir, Journal) {
             created_at: AT.into(),
         })
         .unwrap();
-    (dir, Journal::start(&path).unwrap())
+    (place, Journal::start(&at).unwrap())
 }
 
 fn event(seq: u64, body: EventBody) -> Record {
@@ -105,7 +144,7 @@ fn step_records(n: u64) -> [Record; 5] {
 }
 
 fn queued(c: &mut Criterion) {
-    let mut group = c.benchmark_group("journal/queued");
+    let mut group = c.benchmark_group(format!("journal/queued/{}", backend()));
     group.sample_size(10);
     for steps in [1_000u64, 10_000] {
         group.throughput(Throughput::Elements(steps * 5));
@@ -135,7 +174,7 @@ fn queued(c: &mut Criterion) {
 }
 
 fn durable(c: &mut Criterion) {
-    let mut group = c.benchmark_group("journal/durable");
+    let mut group = c.benchmark_group(format!("journal/durable/{}", backend()));
     group.sample_size(20);
     group.bench_function("record_durable", |b| {
         let (_dir, journal) = setup();

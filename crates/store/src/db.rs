@@ -373,7 +373,7 @@ pub(crate) enum Begin {
 pub(crate) enum Conn {
     Sqlite(rusqlite::Connection),
     #[cfg(feature = "postgres")]
-    Postgres(crate::pg::PgConn),
+    Postgres(Box<crate::pg::PgConn>),
 }
 
 impl Conn {

@@ -107,13 +107,13 @@ impl Journal {
         {
             return Ok(Journal { inner });
         }
-        Journal::start_new(db)
+        Journal::start_new(&db)
     }
 
     /// A writer thread with a connection of its own.
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-    pub(crate) fn start_new(db: Location) -> Result<Journal, StoreError> {
-        let conn = schema::connect(&db, Create::Yes, true)?;
+    pub(crate) fn start_new(db: &Location) -> Result<Journal, StoreError> {
+        let conn = schema::connect(db, Create::Yes, true)?;
         let shared = Arc::new(Shared {
             path: db.clone(),
             sticky: OnceLock::new(),

@@ -115,7 +115,7 @@ fn session_lease(
             match writer.upgrade() {
                 Some(inner) => crate::Journal { inner },
                 None => {
-                    let journal = crate::Journal::start_new(at.clone())?;
+                    let journal = crate::Journal::start_new(at)?;
                     *writer = Arc::downgrade(&journal.inner);
                     journal
                 }

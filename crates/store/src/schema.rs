@@ -178,7 +178,7 @@ pub(crate) fn connect(at: &Location, create: Create, own: bool) -> Result<Conn, 
         #[cfg(feature = "postgres")]
         Location::Postgres(target) => {
             let conn = if own { target.fresh(at, create)? } else { target.connect(at, create)? };
-            Ok(Conn::Postgres(conn))
+            Ok(Conn::Postgres(Box::new(conn)))
         }
     }
 }

@@ -44,7 +44,7 @@ impl Drop for Store {
         if let (Location::Postgres(target), Some(Conn::Postgres(conn))) =
             (&self.path, self.conn.get_mut().take())
         {
-            target.give_back(conn);
+            target.give_back(*conn);
         }
     }
 }

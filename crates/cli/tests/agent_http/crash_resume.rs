@@ -240,7 +240,7 @@ fn crash_and_resume(agent: &[&str], responder: fn(&Request) -> Reply, seed: u64)
             requests <= asked + 1,
             "kill {kill} at event {at}: the model was asked {requests} times, {asked} without the kill"
         );
-        let store = pev_store::Store::open_existing(&pev_store::default_path(&ws.path()))
+        let store = pev_store::Store::open_existing(pev_store::default_path(&ws.path()))
             .expect("the journal");
         assert_eq!(store.integrity_check().expect("integrity_check"), "ok");
     }
@@ -299,7 +299,7 @@ fn a_run_killed_inside_its_child_run_resumes_the_tree_to_the_same_end() {
         assert!(killed, "kill {kill}: the run ended before event {at}");
         let run_id = before[0]["run_id"].as_str().expect("run id").to_owned();
         let child_id = format!("{run_id}.site.1");
-        let store = pev_store::Store::open_existing(&pev_store::default_path(&ws.path()))
+        let store = pev_store::Store::open_existing(pev_store::default_path(&ws.path()))
             .expect("the journal");
         if store.load_run(&child_id).is_ok_and(|c| c.status == "running") {
             killed_inside += 1;
@@ -315,7 +315,7 @@ fn a_run_killed_inside_its_child_run_resumes_the_tree_to_the_same_end() {
         assert_eq!(ws.read("build.txt"), "built: dark green\n");
         assert_eq!(changes(result, "style.css"), 1, "kill {kill} at {at}+{delay}: {result}");
         assert_eq!(changes(result, "build.txt"), 1, "kill {kill} at {at}+{delay}: {result}");
-        let store = pev_store::Store::open_existing(&pev_store::default_path(&ws.path()))
+        let store = pev_store::Store::open_existing(pev_store::default_path(&ws.path()))
             .expect("the journal");
         let child = store.load_run(&child_id).expect("the child run");
         assert_eq!(child.status, "success", "kill {kill} at {at}+{delay}");

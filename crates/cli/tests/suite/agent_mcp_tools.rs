@@ -61,7 +61,7 @@ fn a_servers_tools_are_offered_called_and_journaled_with_their_effect() {
     ));
     assert!(out.stderr.contains("MCP server `peer`: 6 tool(s) (mcp__peer__*)"), "{}", out.stderr);
     assert_eq!(out.code, 0, "stderr:\n{}", out.stderr);
-    let store = pev_store::Store::open_existing(&ws.join(".pev/pev.db")).unwrap();
+    let store = pev_store::Store::open_existing(ws.join(".pev/pev.db")).unwrap();
     let run_id = store.resolve_run("last").unwrap();
     let calls: Vec<(String, Value)> = store
         .events(&run_id)

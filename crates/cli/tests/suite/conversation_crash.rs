@@ -129,8 +129,7 @@ fn a_killed_session_leaves_every_journaled_call_readable() {
             let failed = c["call"]["error_type"].is_string();
             assert!(answered || failed, "every call has its answer or its failure: {c}");
         }
-        let store =
-            pev_store::Store::open_existing(&pev_store::default_path(&ws)).expect("journal");
+        let store = pev_store::Store::open_existing(pev_store::default_path(&ws)).expect("journal");
         assert_eq!(store.integrity_check().expect("check"), "ok");
     }
 }

@@ -238,7 +238,7 @@ fn session_start_pins_the_session_for_a_server_without_one() {
                       "tool_use_id": "toolu_1"});
     let (code, out) = gate(ws.path(), tmp.path(), &post.to_string(), &["--record"]);
     assert_eq!((code, out), (0, Value::Null));
-    let store = pev_store::Store::open_existing(&ws.path().join(".pev/pev.db")).unwrap();
+    let store = pev_store::Store::open_existing(ws.path().join(".pev/pev.db")).unwrap();
     let run_id = store.resolve_run("last").unwrap();
     let recorded: Vec<Value> = store
         .events(&run_id)

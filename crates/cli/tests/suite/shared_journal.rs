@@ -24,6 +24,7 @@ fn admin() -> postgres::Client {
     postgres::Client::connect(&url, postgres::NoTls).expect("the test server")
 }
 
+#[allow(clippy::print_stderr)] // the note says why the test did not run
 fn database() -> Option<Db> {
     if std::env::var("PEV_TEST_POSTGRES").map_or(true, |v| v.is_empty()) {
         assert!(
@@ -100,7 +101,7 @@ fn spawn_run(ws: &Path, db: &Db) -> Child {
 
 /// `pev runs --json` from `dir`.
 fn runs(dir: &Path, db: &Db) -> Vec<Value> {
-    let r = run(&mut pev().current_dir(dir), &["runs", "--json", "--store", &db.url]);
+    let r = run(pev().current_dir(dir), &["runs", "--json", "--store", &db.url]);
     if r.code == 2 && r.stderr.contains("holds no pev journal") {
         return Vec::new(); // the first run has not created it yet
     }
@@ -124,8 +125,7 @@ fn running(dir: &Path, db: &Db) -> String {
 }
 
 fn status_of(dir: &Path, db: &Db, run_id: &str) -> Value {
-    let r =
-        run(&mut pev().current_dir(dir), &["show", run_id, "--format", "json", "--store", &db.url]);
+    let r = run(pev().current_dir(dir), &["show", run_id, "--format", "json", "--store", &db.url]);
     assert!(r.code == 0 || r.code == 1, "{r:?}");
     r.json()
 }
@@ -165,7 +165,7 @@ fn a_second_driver_is_refused_while_the_first_lives_and_admitted_once_it_dies() 
     let run_id = running(ws.path(), &db);
     let elsewhere = tempfile::tempdir().expect("tmp");
     let second = run(
-        &mut pev().current_dir(elsewhere.path()),
+        pev().current_dir(elsewhere.path()),
         &[
             "resume",
             &run_id,
@@ -181,7 +181,7 @@ fn a_second_driver_is_refused_while_the_first_lives_and_admitted_once_it_dies() 
     first.kill().expect("kill -9");
     first.wait().expect("reaped");
     let again = run(
-        &mut pev().current_dir(elsewhere.path()),
+        pev().current_dir(elsewhere.path()),
         &[
             "resume",
             &run_id,
@@ -214,7 +214,7 @@ fn killed_mid_run_and_resumed_from_another_place_applies_every_write_once() {
     let wrong = tempfile::tempdir().expect("tmp");
     std::fs::write(wrong.path().join("a.txt"), "something else").expect("write");
     let refused = run(
-        &mut pev().current_dir(here.path()),
+        pev().current_dir(here.path()),
         &[
             "resume",
             &run_id,
@@ -227,7 +227,7 @@ fn killed_mid_run_and_resumed_from_another_place_applies_every_write_once() {
     assert_ne!(refused.code, 0, "{refused:?}");
     assert!(refused.stderr.contains("b.txt"), "names what differs: {}", refused.stderr);
     let resumed = run(
-        &mut pev().current_dir(here.path()),
+        pev().current_dir(here.path()),
         &[
             "resume",
             &run_id,
@@ -281,7 +281,7 @@ fn a_stopped_driver_whose_session_ended_commits_nothing_more() {
     let start = Instant::now();
     let resumed = loop {
         let r = run(
-            &mut pev().current_dir(here.path()),
+            pev().current_dir(here.path()),
             &[
                 "resume",
                 &run_id,

@@ -37,6 +37,7 @@ fn sqlite() -> Backend {
 }
 
 /// A fresh Postgres database, or `None` (with a note) when no server is configured.
+#[allow(clippy::print_stderr)] // the note says why the Postgres half did not run
 fn postgres() -> Option<Backend> {
     if std::env::var("PEV_TEST_POSTGRES").map_or(true, |v| v.is_empty()) {
         assert!(
