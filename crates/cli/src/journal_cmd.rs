@@ -572,13 +572,21 @@ pub fn gc(
     // A run another pev process holds (its lock) is never collected, and while any is held,
     // no blob is: a writer may commit a blob before the row that names it. The locks taken
     // here are held until the collection ends, so no resume starts on a run being deleted.
+    //
+    // On a shared (Postgres) journal only the old top-level runs are leased: a lease is a lock
+    // in the server's lock table, which a team's thousands of runs would fill, and there the
+    // collection itself checks for runs being driven before it touches a blob.
     let runs = store.list_runs().map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     let mut keep: Vec<String> = Vec::new();
     let mut held = Vec::new();
-    for run in &runs {
-        match crate::run_cmd::lock_run(&db, &run.run_id) {
-            Ok(lock) => held.push(lock),
-            Err(_) => keep.push(run.run_id.clone()),
+    let candidates = runs.iter().filter(|r| {
+        !db.is_shared() || (r.parent.is_none() && r.updated_at.as_str() < cutoff.as_str())
+    });
+    for run in candidates {
+        match db.lease(&run.run_id) {
+            Ok(lease) => held.push(lease),
+            Err(pev_store::LeaseError::Held { .. }) => keep.push(run.run_id.clone()),
+            Err(e) => return Err(Fail(EXIT_FAILED, e.to_string())),
         }
     }
     let options = pev_store::GcOptions { dry_run, keep: &keep, collect_blobs: keep.is_empty() };

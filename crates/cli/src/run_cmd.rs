@@ -128,7 +128,7 @@ pub fn store_path(common: &Common, workspace: &Path) -> Result<pev_store::Locati
             pev_providers::config::Source::User(path) => path.display().to_string(),
             other => format!("{other:?}"),
         };
-        return pev_store::Location::parse(&store.value)
+        return pev_store::Location::parse(store.value.as_str())
             .map_err(|why| Fail::input(format!("{file}: store: {why}")));
     }
     Ok(pev_store::Location::File(pev_store::default_path(workspace)))

@@ -76,7 +76,7 @@ use crate::retry::{RetryPolicy, Retrying};
 use crate::script::ScriptedClient;
 
 mod file;
-pub use file::TelemetryTable;
+pub use file::{StoreUrl, TelemetryTable};
 mod resolve;
 
 /// The file name looked for in the workspace and in the user's config dir.
@@ -362,14 +362,14 @@ pub struct Config {
     sandbox: Option<pev_protocol::policy::SandboxMode>,
     mcp_servers: Vec<McpServerConfig>,
     telemetry: Option<TelemetryTable>,
-    store: Option<Sourced<String>>,
+    store: Option<Sourced<StoreUrl>>,
 }
 
 impl Config {
     /// The `store` of the user's pev.toml, reading no other file (see [`Config::store`]).
     pub fn user_store(
         vars: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Option<Sourced<String>>, ConfigError> {
+    ) -> Result<Option<Sourced<StoreUrl>>, ConfigError> {
         resolve::user_store(vars)
     }
 
@@ -431,7 +431,7 @@ impl Config {
 
     /// The user's `store` (a journal's file or `postgres://…` URL), if set, and which file set
     /// it. Never a workspace's: that is refused when loading.
-    pub fn store(&self) -> Option<&Sourced<String>> {
+    pub fn store(&self) -> Option<&Sourced<StoreUrl>> {
         self.store.as_ref()
     }
 

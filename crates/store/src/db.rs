@@ -337,7 +337,8 @@ impl Dialect {
     pub(crate) fn json_text(self, column: &str, path: &[&str]) -> String {
         match self {
             Dialect::Sqlite => format!("json_extract({column}, '$.{}')", path.join(".")),
-            Dialect::Postgres => format!("(({column})::jsonb #>> '{{{}}}')", path.join(",")),
+            // `json`, not `jsonb`: the latter refuses the `\u0000` serde_json writes for a NUL.
+            Dialect::Postgres => format!("(({column})::json #>> '{{{}}}')", path.join(",")),
         }
     }
 
@@ -345,7 +346,7 @@ impl Dialect {
     pub(crate) fn json_array_length(self, column: &str, key: &str) -> String {
         match self {
             Dialect::Sqlite => format!("json_array_length({column}, '$.{key}')"),
-            Dialect::Postgres => format!("jsonb_array_length(({column})::jsonb -> '{key}')"),
+            Dialect::Postgres => format!("json_array_length(({column})::json -> '{key}')"),
         }
     }
 
@@ -470,9 +471,11 @@ pub(crate) struct Tx<'c> {
 }
 
 impl Tx<'_> {
+    /// Commits; a failed commit rolls back (on drop), as an unfinished transaction does.
     pub(crate) fn commit(mut self) -> Result<(), DbError> {
+        self.conn.batch("COMMIT")?;
         self.open = false;
-        self.conn.batch("COMMIT")
+        Ok(())
     }
 }
 

@@ -14,7 +14,7 @@
 use std::collections::HashSet;
 
 use crate::Store;
-use crate::db::{Begin, DbError, params};
+use crate::db::{Begin, Conn, DbError, Dialect, Location, params};
 use crate::error::{StoreError, db_err};
 
 /// What a collection removed (or, dry, would remove).
@@ -108,12 +108,53 @@ impl Store {
     /// times) that no resume may still finish, their child runs, and (with
     /// `collect_blobs`) the blobs they leave unreferenced. Dry, says what would go.
     pub fn gc(&self, cutoff: &str, options: GcOptions<'_>) -> Result<GcReport, StoreError> {
-        let sql = |e| db_err(self.location(), "collect old runs", e);
+        let job = Job {
+            cutoff: cutoff.to_owned(),
+            dry_run: options.dry_run,
+            keep: options.keep.to_vec(),
+            collect_blobs: options.collect_blobs,
+        };
+        if options.dry_run {
+            return collect(&mut self.conn(), self.location(), &job);
+        }
+        self.writing(move |conn, at| collect(conn, at, &job))
+    }
+}
+
+/// [`GcOptions`], owned (a collection may run on the journal writer's thread).
+struct Job {
+    cutoff: String,
+    dry_run: bool,
+    keep: Vec<String>,
+    collect_blobs: bool,
+}
+
+fn collect(conn: &mut Conn, at: &Location, options: &Job) -> Result<GcReport, StoreError> {
+    let cutoff = options.cutoff.as_str();
+    {
+        let sql = |e| db_err(at, "collect old runs", e);
         // A real collection takes the write lock at once (no snapshot to lose to a writer
         // between its reads and its deletes); a dry one only reads.
-        let mut conn = self.conn();
         let mut tx =
             conn.begin(if options.dry_run { Begin::Read } else { Begin::Write }).map_err(sql)?;
+        // Postgres does not lock up front: no blob may be added (nor found already there by a
+        // writer about to name it) until the collection commits, and a run driven anywhere
+        // (a lease other than this process's) means a writer may hold a blob whose row is not
+        // committed yet, so blobs are then left alone.
+        let mut collect_blobs = options.collect_blobs;
+        if tx.dialect() == Dialect::Postgres && !options.dry_run && collect_blobs {
+            tx.batch("LOCK TABLE blobs IN SHARE ROW EXCLUSIVE MODE").map_err(sql)?;
+            let driven: i64 = tx
+                .query_value(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
+                     AND objsubid = 1 AND pid <> pg_backend_pid()
+                     AND database = (SELECT oid FROM pg_database
+                                     WHERE datname = current_database())",
+                    &[],
+                )
+                .map_err(sql)?;
+            collect_blobs = driven == 0;
+        }
         let query = format!(
             "SELECT run_id, status, result FROM runs
              WHERE updated_at < ?1 AND {} IS NULL
@@ -151,7 +192,7 @@ impl Store {
         let doomed: HashSet<&str> = report.runs.iter().map(String::as_str).collect();
         let mut candidates: HashSet<String> = HashSet::new();
         let mut referenced: HashSet<String> = HashSet::new();
-        if options.collect_blobs && !doomed.is_empty() {
+        if collect_blobs && !doomed.is_empty() {
             for (table, column) in REFERRING {
                 let query = format!("SELECT run_id, {column} FROM {table}");
                 for mut row in tx.query(&query, &[]).map_err(sql)? {
@@ -167,7 +208,7 @@ impl Store {
                 }
             }
         }
-        if !options.collect_blobs {
+        if !collect_blobs {
             report.blobs_skipped = Some(SKIPPED.to_owned());
         }
         let mut gone: Vec<String> = Vec::new();

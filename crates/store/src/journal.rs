@@ -34,7 +34,14 @@ enum Msg {
     /// Take (`true`) or give back a session advisory lock on the writer's own connection, once
     /// everything queued before it is committed: the answer is whether it is held.
     Lease(i64, bool, SyncSender<Result<bool, Arc<StoreError>>>),
+    /// Run a write of a `Store` on the writer's connection, once everything queued before it is
+    /// committed (see [`Journal::on_writer`]).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    Job(Job, SyncSender<Ack>),
 }
+
+/// A write run on the writer's connection; it hands its own result back through a channel.
+type Job = Box<dyn FnOnce(&mut Conn) + Send>;
 
 /// State the handles and the writer thread share.
 struct Shared {
@@ -140,7 +147,10 @@ impl Journal {
     /// once everything queued before is committed; whether it is held afterwards.
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) fn advisory_lock(&self, key: i64, take: bool) -> Result<bool, StoreError> {
-        self.inner.shared.check()?;
+        // Giving a lock back is tried even after an error: the session may still hold it.
+        if take {
+            self.inner.shared.check()?;
+        }
         let (ack_tx, ack_rx) = sync_channel(1);
         self.send(Msg::Lease(key, take, ack_tx))?;
         match ack_rx.recv() {
@@ -182,6 +192,26 @@ impl Journal {
         shared.check()
     }
 
+    /// Runs `f` on the writer's own connection, after everything queued before it is committed,
+    /// and returns its result. A process holding a Postgres lease writes through the session
+    /// that holds it, so once that session is lost nothing it writes lands (a `Store`'s writes
+    /// come here too; see `Store::writing`).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn on_writer<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Conn) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        self.inner.shared.check()?;
+        let (result_tx, result_rx) = sync_channel(1);
+        let (ack_tx, ack_rx) = sync_channel(1);
+        let job: Job = Box::new(move |conn| {
+            let _ = result_tx.send(f(conn));
+        });
+        self.send(Msg::Job(job, ack_tx))?;
+        self.wait(&ack_rx)?;
+        result_rx.recv().map_err(|_| self.inner.shared.gone())?
+    }
+
     /// How many transactions the writer has committed (for tests and benches).
     #[doc(hidden)]
     pub fn commits(&self) -> u64 {
@@ -216,10 +246,10 @@ impl Writer {
         let mut waiters: Vec<SyncSender<Ack>> = Vec::new();
         while let Ok(first) = rx.recv() {
             let mut taken = 1;
-            let mut lease = take(first, &mut batch, &mut waiters);
-            while taken < MAX_BATCH && lease.is_none() {
+            let mut after = take(first, &mut batch, &mut waiters);
+            while taken < MAX_BATCH && after.is_none() {
                 match rx.try_recv() {
-                    Ok(msg) => lease = take(msg, &mut batch, &mut waiters),
+                    Ok(msg) => after = take(msg, &mut batch, &mut waiters),
                     Err(_) => break,
                 }
                 taken += 1;
@@ -230,9 +260,20 @@ impl Writer {
                 // A waiter that gave up (its thread ended) needs no answer.
                 let _ = waiter.send(outcome.clone());
             }
-            if let Some((key, want, ack)) = lease {
-                let answer = outcome.and_then(|()| self.lease(key, want));
-                let _ = ack.send(answer);
+            match after {
+                Some(After::Lease(key, true, ack)) => {
+                    let _ = ack.send(outcome.and_then(|()| self.lease(key, true)));
+                }
+                Some(After::Lease(key, false, ack)) => {
+                    let _ = ack.send(self.lease(key, false));
+                }
+                Some(After::Job(job, ack)) => {
+                    if outcome.is_ok() {
+                        job(&mut self.conn);
+                    }
+                    let _ = ack.send(outcome);
+                }
+                None => {}
             }
         }
     }
@@ -257,7 +298,9 @@ impl Writer {
         };
         outcome.map_err(|e| {
             let e = Arc::new(e);
-            let _ = self.shared.sticky.set(Arc::clone(&e));
+            if take {
+                let _ = self.shared.sticky.set(Arc::clone(&e));
+            }
             e
         })
     }
@@ -285,10 +328,13 @@ impl Writer {
     }
 }
 
-/// A lease request waiting for the batch before it.
-type LeaseAsk = (i64, bool, SyncSender<Result<bool, Arc<StoreError>>>);
+/// What waits for the batch before it to be committed.
+enum After {
+    Lease(i64, bool, SyncSender<Result<bool, Arc<StoreError>>>),
+    Job(Job, SyncSender<Ack>),
+}
 
-fn take(msg: Msg, batch: &mut Vec<Record>, waiters: &mut Vec<SyncSender<Ack>>) -> Option<LeaseAsk> {
+fn take(msg: Msg, batch: &mut Vec<Record>, waiters: &mut Vec<SyncSender<Ack>>) -> Option<After> {
     match msg {
         Msg::Record(rec) => batch.push(rec),
         Msg::Durable(rec, ack) => {
@@ -296,7 +342,8 @@ fn take(msg: Msg, batch: &mut Vec<Record>, waiters: &mut Vec<SyncSender<Ack>>) -
             waiters.push(ack);
         }
         Msg::Flush(ack) => waiters.push(ack),
-        Msg::Lease(key, take, ack) => return Some((key, take, ack)),
+        Msg::Lease(key, take, ack) => return Some(After::Lease(key, take, ack)),
+        Msg::Job(job, ack) => return Some(After::Job(job, ack)),
     }
     None
 }
@@ -308,9 +355,11 @@ fn write_batch(conn: &mut Conn, path: &Location, batch: &[Record]) -> Result<(),
     let mut tx = conn
         .begin(Begin::Write)
         .map_err(|e| crate::db::db_err(path, "begin journal transaction", e))?;
+    let mut written = write::Batch::default();
     for rec in batch {
-        write::apply(&mut tx, path, rec)?;
+        written.apply(&mut tx, path, rec)?;
     }
+    written.finish(&mut tx, path)?;
     crate::watch::notify(
         &mut tx,
         path,

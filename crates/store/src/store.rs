@@ -81,37 +81,57 @@ impl Store {
 
     /// Records a new run: its `runs` row with status `running`, and plan version 1.
     pub fn create_run(&self, run: &NewRun) -> Result<(), StoreError> {
-        let op = format!("create run {}", run.run_id);
-        let plan = serde_json::to_string(&run.plan).map_err(|e| json_err(&self.path, &op, e))?;
-        let options =
-            serde_json::to_string(&run.options).map_err(|e| json_err(&self.path, &op, e))?;
-        let sql = |e| db_err(&self.path, &op, e);
-        let mut conn = self.conn();
-        let mut tx = conn.begin(Begin::Write).map_err(sql)?;
-        tx.exec(
-            "INSERT INTO runs (run_id, goal, workspace, status, created_at, updated_at, options)
-             VALUES (?1, ?2, ?3, 'running', ?4, ?4, ?5)",
-            params![&run.run_id, &run.goal, &run.workspace, &run.created_at, &options],
-        )
-        .map_err(sql)?;
-        let row = PlanRow {
-            run_id: &run.run_id,
-            version: 1,
-            plan: &plan,
-            reason: "initial plan",
-            created_at: &run.created_at,
-        };
-        write::insert_plan_version(&mut tx, &row).map_err(sql)?;
-        tx.commit().map_err(sql)
+        let run = run.clone();
+        self.writing(move |conn, at| {
+            let op = format!("create run {}", run.run_id);
+            let plan = serde_json::to_string(&run.plan).map_err(|e| json_err(at, &op, e))?;
+            let options = serde_json::to_string(&run.options).map_err(|e| json_err(at, &op, e))?;
+            let sql = |e| db_err(at, &op, e);
+            let mut tx = conn.begin(Begin::Write).map_err(sql)?;
+            tx.exec(
+                "INSERT INTO runs (run_id, goal, workspace, status, created_at, updated_at, options)
+                 VALUES (?1, ?2, ?3, 'running', ?4, ?4, ?5)",
+                params![&run.run_id, &run.goal, &run.workspace, &run.created_at, &options],
+            )
+            .map_err(sql)?;
+            let row = PlanRow {
+                run_id: &run.run_id,
+                version: 1,
+                plan: &plan,
+                reason: "initial plan",
+                created_at: &run.created_at,
+            };
+            write::insert_plan_version(&mut tx, &row).map_err(sql)?;
+            tx.commit().map_err(sql)
+        })
+    }
+
+    /// Runs a write on this process's leased journal writer when it holds a Postgres lease on
+    /// this database (so a driver whose session was lost cannot write anything, not even a
+    /// run's status), else on this store's own connection.
+    pub(crate) fn writing<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Conn, &Location) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        #[cfg(feature = "postgres")]
+        if let Location::Postgres(target) = &self.path
+            && let Some(inner) = crate::lease::leased_writer(target)
+        {
+            let at = self.path.clone();
+            return crate::Journal { inner }.on_writer(move |conn| f(conn, &at));
+        }
+        f(&mut self.conn(), &self.path)
     }
 
     /// Writes one record in its own transaction (the [`crate::Journal`] batches; this does not).
     pub fn write(&self, rec: &Record) -> Result<(), StoreError> {
-        let sql = |e| db_err(&self.path, "write record", e);
-        let mut conn = self.conn();
-        let mut tx = conn.begin(Begin::Write).map_err(sql)?;
-        write::apply(&mut tx, &self.path, rec)?;
-        tx.commit().map_err(sql)
+        let rec = rec.clone();
+        self.writing(move |conn, at| {
+            let sql = |e| db_err(at, "write record", e);
+            let mut tx = conn.begin(Begin::Write).map_err(sql)?;
+            write::apply(&mut tx, at, &rec)?;
+            tx.commit().map_err(sql)
+        })
     }
 
     /// Appends an event to `run_id` with the next sequence number, taken inside the write
@@ -134,48 +154,52 @@ impl Store {
         records: &[Record],
         bodies: Vec<EventBody>,
     ) -> Result<Option<Vec<Event>>, StoreError> {
-        let op = format!("append events to run {run_id}");
-        let sql = |e| db_err(&self.path, &op, e);
-        let mut conn = self.conn();
-        // The write lock (SQLite's file, Postgres's run row) is taken before the guard and the
-        // sequence are read.
-        let mut tx = conn.begin(Begin::Write).map_err(sql)?;
-        let lock = format!("SELECT 1 FROM runs WHERE run_id = ?1{}", tx.dialect().for_update());
-        if tx.query_opt(&lock, params![run_id]).map_err(sql)?.is_none() {
-            return Err(StoreError::NotFound(run_id.to_owned()));
-        }
-        if let Some(guard) = guard {
-            let newest: Option<u64> = tx
+        let run_id = run_id.to_owned();
+        let guard = guard.map(|g| (g.kind.to_owned(), g.last));
+        let records = records.to_vec();
+        self.writing(move |conn, at| {
+            let op = format!("append events to run {run_id}");
+            let sql = |e| db_err(at, &op, e);
+            // The write lock (SQLite's file, Postgres's run row) is taken before the guard and
+            // the sequence are read.
+            let mut tx = conn.begin(Begin::Write).map_err(sql)?;
+            let lock = format!("SELECT 1 FROM runs WHERE run_id = ?1{}", tx.dialect().for_update());
+            if tx.query_opt(&lock, params![&run_id]).map_err(sql)?.is_none() {
+                return Err(StoreError::NotFound(run_id));
+            }
+            if let Some((kind, last)) = &guard {
+                let newest: Option<u64> = tx
+                    .query_value(
+                        "SELECT MAX(seq) FROM events WHERE run_id = ?1 AND kind = ?2",
+                        params![&run_id, kind],
+                    )
+                    .map_err(sql)?;
+                if newest > *last {
+                    return Ok(None);
+                }
+            }
+            for record in &records {
+                write::apply(&mut tx, at, record)?;
+            }
+            let mut seq: u64 = tx
                 .query_value(
-                    "SELECT MAX(seq) FROM events WHERE run_id = ?1 AND kind = ?2",
-                    params![run_id, guard.kind],
+                    "SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE run_id = ?1",
+                    params![&run_id],
                 )
                 .map_err(sql)?;
-            if newest > guard.last {
-                return Ok(None);
+            let mut events = Vec::with_capacity(bodies.len());
+            for body in bodies {
+                let event = Event { run_id: run_id.clone(), seq, at: now_rfc3339(), body };
+                write::apply(&mut tx, at, &Record::Event(event.clone()))?;
+                events.push(event);
+                seq = seq.saturating_add(1);
             }
-        }
-        for record in records {
-            write::apply(&mut tx, &self.path, record)?;
-        }
-        let mut seq: u64 = tx
-            .query_value(
-                "SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE run_id = ?1",
-                params![run_id],
-            )
-            .map_err(sql)?;
-        let mut events = Vec::with_capacity(bodies.len());
-        for body in bodies {
-            let event = Event { run_id: run_id.to_owned(), seq, at: now_rfc3339(), body };
-            write::apply(&mut tx, &self.path, &Record::Event(event.clone()))?;
-            events.push(event);
-            seq = seq.saturating_add(1);
-        }
-        if !events.is_empty() {
-            crate::watch::notify(&mut tx, &self.path, std::iter::once(run_id))?;
-        }
-        tx.commit().map_err(sql)?;
-        Ok(Some(events))
+            if !events.is_empty() {
+                crate::watch::notify(&mut tx, at, std::iter::once(run_id.as_str()))?;
+            }
+            tx.commit().map_err(sql)?;
+            Ok(Some(events))
+        })
     }
 
     /// Every run's id, status, workspace and options (`pev run`'s and `pev agent`'s settings,
@@ -396,8 +420,11 @@ impl Store {
             by: by.to_owned(),
             at: now_rfc3339(),
         };
-        write::approval(&mut self.conn(), &rec)
-            .map_err(|e| db_err(&self.path, &format!("approve step {step} of run {run_id}"), e))
+        self.writing(move |conn, at| {
+            write::approval(conn, &rec).map_err(|e| {
+                db_err(at, &format!("approve step {} of run {}", rec.step_id, rec.run_id), e)
+            })
+        })
     }
 
     /// Writes a consistent copy of the whole journal to `path` (which must not exist): what

@@ -74,6 +74,10 @@ impl Watch {
         if let Some((target, client)) = &mut self.listen {
             if client.is_none() {
                 *client = target.listener(CHANNEL).ok();
+                if client.is_none() {
+                    // No listening connection (too many clients, a pooler): look again later.
+                    std::thread::sleep(timeout.min(Duration::from_secs(1)));
+                }
                 // Anything committed before the LISTEN took effect is read by the follower now.
                 return;
             }

@@ -6,17 +6,160 @@
 //! that never started, a status for an unknown run) is an error, not a silent no-op: the
 //! journal is what resume trusts.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
-use crate::db::{Conn, DbError, Location, params};
+use crate::db::{Conn, DbError, Location, Param, params};
 use crate::error::{StoreError, db_err, json_err};
 use crate::records::{
     ApprovalRecord, FileHashRecord, ModelCallRecord, MutationRecord, Record, StepState,
     ToolCallEnd, ToolCallStart, effect_str, step_status_str,
 };
 
-/// Writes `rec`. Errors name the record's kind and run.
+/// Writes `rec` (on its own: see [`Batch`] for many in one transaction).
 pub(crate) fn apply(conn: &mut Conn, path: &Location, rec: &Record) -> Result<(), StoreError> {
+    let mut batch = Batch::default();
+    batch.apply(conn, path, rec)?;
+    batch.finish(conn, path)
+}
+
+/// What a transaction writing many records keeps between them, so that each costs as few
+/// statements as it can (a round trip each on a server): the chain head and the next model
+/// call and mutation numbers of each run, read once and then carried forward, and the events,
+/// inserted many rows to a statement by [`Batch::finish`]. The transaction is the runs'
+/// only writer while it lasts (SQLite's write lock; the run rows the chain head's read locks on
+/// Postgres), so what was read stays true.
+#[derive(Default)]
+pub(crate) struct Batch {
+    heads: HashMap<String, String>,
+    model_seq: HashMap<String, u64>,
+    mutation_seq: HashMap<String, u64>,
+    events: Vec<EventRow>,
+}
+
+/// An event ready to insert.
+struct EventRow {
+    run_id: String,
+    seq: u64,
+    at: String,
+    kind: &'static str,
+    body: String,
+    chain: String,
+}
+
+/// The most events one INSERT holds; a batch's events go in chunks of 64, 32, …, 1 rows, so
+/// a connection prepares at most seven shapes of the statement.
+const EVENT_CHUNK: usize = 64;
+
+impl Batch {
+    /// Writes `rec`, or (an event) queues it for [`Batch::finish`]. Errors name the record's
+    /// kind and run.
+    pub(crate) fn apply(
+        &mut self,
+        conn: &mut Conn,
+        path: &Location,
+        rec: &Record,
+    ) -> Result<(), StoreError> {
+        if let Record::Event(e) = rec {
+            let op = || format!("write {} of run {}", rec.kind(), e.run_id);
+            let body = serde_json::to_string(e).map_err(|err| json_err(path, &op(), err))?;
+            let prev = match self.heads.get(&e.run_id) {
+                Some(head) => head.clone(),
+                None => {
+                    crate::chain::head(conn, &e.run_id).map_err(|err| db_err(path, &op(), err))?
+                }
+            };
+            let chain = crate::chain::link(&prev, e.seq, &e.at, e.body.name(), &body);
+            self.heads.insert(e.run_id.clone(), chain.clone());
+            self.events.push(EventRow {
+                run_id: e.run_id.clone(),
+                seq: e.seq,
+                at: e.at.clone(),
+                kind: e.body.name(),
+                body,
+                chain,
+            });
+            return Ok(());
+        }
+        apply_one(conn, path, rec, self)
+    }
+
+    /// Inserts the queued events and records each run's new chain head.
+    pub(crate) fn finish(&mut self, conn: &mut Conn, path: &Location) -> Result<(), StoreError> {
+        let mut rest: &[EventRow] = &self.events;
+        while !rest.is_empty() {
+            let n = chunk_len(rest.len());
+            let (chunk, tail) = rest.split_at(n);
+            let op = || match n {
+                1 => format!("write event of run {}", chunk[0].run_id),
+                _ => {
+                    format!("write event of run {} (one statement of {n} events)", chunk[0].run_id)
+                }
+            };
+            let mut params = Vec::with_capacity(n * 6);
+            for e in chunk {
+                params.extend([
+                    Param::from(&e.run_id),
+                    Param::from(e.seq),
+                    Param::from(&e.at),
+                    Param::from(e.kind),
+                    Param::from(&e.body),
+                    Param::from(&e.chain),
+                ]);
+            }
+            conn.exec(&events_insert(n), &params).map_err(|err| db_err(path, &op(), err))?;
+            rest = tail;
+        }
+        self.events.clear();
+        let mut heads: Vec<(&String, &String)> = self.heads.iter().collect();
+        heads.sort();
+        for (run, head) in heads {
+            crate::chain::set_head(conn, run, head)
+                .map_err(|err| db_err(path, &format!("write the chain head of run {run}"), err))?;
+        }
+        self.heads.clear();
+        Ok(())
+    }
+}
+
+/// The largest power of two not above `left`, at most [`EVENT_CHUNK`].
+fn chunk_len(left: usize) -> usize {
+    let mut n = EVENT_CHUNK;
+    while n > left {
+        n /= 2;
+    }
+    n
+}
+
+/// `INSERT INTO events … VALUES (…), (…)` for `rows` rows.
+fn events_insert(rows: usize) -> String {
+    let mut sql = String::from("INSERT INTO events (run_id, seq, at, kind, body, chain) VALUES ");
+    for r in 0..rows {
+        let b = r * 6;
+        if r > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&format!(
+            "(?{}, ?{}, ?{}, ?{}, ?{}, ?{})",
+            b + 1,
+            b + 2,
+            b + 3,
+            b + 4,
+            b + 5,
+            b + 6
+        ));
+    }
+    sql
+}
+
+/// Writes a record other than an event.
+fn apply_one(
+    conn: &mut Conn,
+    path: &Location,
+    rec: &Record,
+    batch: &mut Batch,
+) -> Result<(), StoreError> {
     let op = || match rec.run_id() {
         Some(run) => format!("write {} of run {run}", rec.kind()),
         None => format!("write {}", rec.kind()),
@@ -24,18 +167,7 @@ pub(crate) fn apply(conn: &mut Conn, path: &Location, rec: &Record) -> Result<()
     let sql = |e: DbError| db_err(path, &op(), e);
     let json = |e: serde_json::Error| json_err(path, &op(), e);
     match rec {
-        Record::Event(e) => {
-            let body = serde_json::to_string(e).map_err(json)?;
-            let prev = crate::chain::head(conn, &e.run_id).map_err(sql)?;
-            let chain = crate::chain::link(&prev, e.seq, &e.at, e.body.name(), &body);
-            conn.exec(
-                "INSERT INTO events (run_id, seq, at, kind, body, chain) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![&e.run_id, e.seq, &e.at, e.body.name(), &body, &chain],
-            )
-            .map_err(sql)?;
-            crate::chain::set_head(conn, &e.run_id, &chain).map_err(sql)?;
-        }
+        Record::Event(_) => return batch.apply(conn, path, rec),
         Record::StepState(s) => step_state(conn, s).map_err(|e| e.into_store(path, &op()))?,
         Record::ToolCallStarted(s) => {
             tool_call_start(conn, s).map_err(|e| e.into_store(path, &op()))?
@@ -64,7 +196,7 @@ pub(crate) fn apply(conn: &mut Conn, path: &Location, rec: &Record) -> Result<()
             )
             .map_err(sql)?;
         }
-        Record::Mutation(m) => mutation(conn, m).map_err(sql)?,
+        Record::Mutation(m) => mutation(conn, m, &mut batch.mutation_seq).map_err(sql)?,
         Record::RunStatus { run_id, status, result, updated_at } => {
             let result = result.as_ref().map(serde_json::to_string).transpose().map_err(json)?;
             let changed = conn
@@ -86,7 +218,9 @@ pub(crate) fn apply(conn: &mut Conn, path: &Location, rec: &Record) -> Result<()
             insert_plan_version(conn, &row).map_err(sql)?;
         }
         Record::Approval(a) => approval(conn, a).map_err(sql)?,
-        Record::ModelCall(m) => model_call(conn, m).map_err(|e| e.into_store(path, &op()))?,
+        Record::ModelCall(m) => {
+            model_call(conn, m, &mut batch.model_seq).map_err(|e| e.into_store(path, &op()))?
+        }
     }
     Ok(())
 }
@@ -128,15 +262,27 @@ fn opt_json<T: Serialize>(v: Option<&T>) -> Result<Option<String>, WriteError> {
 
 /// Numbers the call after the run's last one unless it comes numbered: the writer is the run's
 /// only writer, so the read and the insert cannot race within one transaction.
-fn model_call(conn: &mut Conn, m: &ModelCallRecord) -> Result<(), WriteError> {
+fn model_call(
+    conn: &mut Conn,
+    m: &ModelCallRecord,
+    next: &mut HashMap<String, u64>,
+) -> Result<(), WriteError> {
     let seq: u64 = if m.seq > 0 {
         m.seq
+    } else if let Some(n) = next.get(&m.run_id) {
+        *n
     } else {
         conn.query_value(
             "SELECT COALESCE(MAX(seq), 0) + 1 FROM model_calls WHERE run_id = ?1",
             params![&m.run_id],
         )?
     };
+    // A numbered call moves the run's next number on only where it was already read; an
+    // unread one is read (the insert below included) when first needed.
+    if m.seq == 0 || next.contains_key(&m.run_id) {
+        let n = next.entry(m.run_id.clone()).or_insert(0);
+        *n = (*n).max(seq.saturating_add(1));
+    }
     let mut numbered = m.clone();
     numbered.seq = seq;
     let body = to_json(&numbered)?;
@@ -228,12 +374,21 @@ fn file_hash(conn: &mut Conn, h: &FileHashRecord) -> Result<(), DbError> {
     Ok(())
 }
 
-fn mutation(conn: &mut Conn, m: &MutationRecord) -> Result<(), DbError> {
-    // The sequence number orders a run's mutations; the primary key index makes MAX cheap.
-    let next: i64 = conn.query_value(
-        "SELECT COALESCE(MAX(seq) + 1, 0) FROM mutations WHERE run_id = ?1",
-        params![&m.run_id],
-    )?;
+fn mutation(
+    conn: &mut Conn,
+    m: &MutationRecord,
+    seqs: &mut HashMap<String, u64>,
+) -> Result<(), DbError> {
+    // The sequence number orders a run's mutations; the primary key index makes MAX cheap, and
+    // a batch reads it once per run.
+    let next: u64 = match seqs.get(&m.run_id) {
+        Some(n) => *n,
+        None => conn.query_value(
+            "SELECT COALESCE(MAX(seq) + 1, 0) FROM mutations WHERE run_id = ?1",
+            params![&m.run_id],
+        )?,
+    };
+    seqs.insert(m.run_id.clone(), next + 1);
     let f = &m.mutation;
     conn.exec(
         "INSERT INTO mutations (run_id, seq, step_id, path, bytes_before, bytes_after,

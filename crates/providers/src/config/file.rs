@@ -32,7 +32,29 @@ pub(super) struct FileConfig {
     /// `[telemetry]`: where traces go (the user's file only).
     pub telemetry: Option<TelemetryTable>,
     /// `store = "postgres://…"`: the journal runs are kept in (the user's file only).
-    pub store: Option<String>,
+    pub store: Option<StoreUrl>,
+}
+
+/// The `store` setting: a journal's path or URL, which may hold a password, so its `Debug`
+/// shows the scheme only.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct StoreUrl(String);
+
+impl StoreUrl {
+    /// The setting as written.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for StoreUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.split_once(':') {
+            Some((scheme, _)) => write!(f, "StoreUrl({scheme}:…)"),
+            None => write!(f, "StoreUrl(…)"),
+        }
+    }
 }
 
 /// `[telemetry]`: an OTLP/HTTP endpoint for traces (the `OTEL_*` variables win).

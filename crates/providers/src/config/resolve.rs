@@ -61,7 +61,7 @@ impl Env<'_> {
 /// that only read the journal (`pev runs`, `pev show`) find it.
 pub(super) fn user_store(
     vars: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<Sourced<String>>, ConfigError> {
+) -> Result<Option<Sourced<file::StoreUrl>>, ConfigError> {
     let env = Env(vars);
     let Some(path) = user_file(&env) else { return Ok(None) };
     let Some(config) = file::read(&path)? else { return Ok(None) };

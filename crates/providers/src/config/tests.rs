@@ -499,3 +499,30 @@ fn telemetry_is_read_from_the_users_file_and_refused_in_a_workspaces() {
     assert_eq!((path, line), (setup.user_file(), 2));
     assert!(message.contains("endpont"), "{message}");
 }
+
+#[test]
+fn the_store_is_read_from_the_users_file_only_and_its_password_never_shown() {
+    let user = "store = \"postgres://pev:s3cret@db.internal/agents\"\n";
+    let setup = Setup::new(None, Some(user));
+    let config = setup.ok(&[]);
+    let store = config.store().expect("the user's store");
+    assert_eq!(store.value.as_str(), "postgres://pev:s3cret@db.internal/agents");
+    assert_eq!(store.source, Source::User(setup.user_file()));
+    assert!(!format!("{config:?}").contains("s3cret"), "{config:?}");
+    // The CLI's reader looks at the user's file alone: a broken workspace file does not matter.
+    std::fs::write(setup.ws_file(), "not toml [").expect("write");
+    let xdg = setup.xdg.display().to_string();
+    let vars = move |k: &str| (k == "XDG_CONFIG_HOME").then(|| xdg.clone());
+    let found = Config::user_store(&vars).expect("reads").expect("set");
+    assert_eq!(found.value.as_str(), store.value.as_str());
+
+    let setup = Setup::new(Some("store = \"postgres://evil/db\"\n"), None);
+    match setup.load(&[]) {
+        Err(ConfigError::Refused { path, message }) => {
+            assert_eq!(path, setup.ws_file());
+            assert!(message.contains("`store` is read from your own pev.toml"), "{message}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert!(Setup::new(None, None).ok(&[]).store().is_none());
+}

@@ -289,7 +289,6 @@ fn an_error_in_a_batch_is_sticky(b: &Backend) {
     let store = Store::open(&b.at).unwrap();
     store.create_run(&new_run("r1", T0, 3)).unwrap();
     let journal = Journal::start(&b.at).unwrap();
-    journal.record(event_rec("r1", 0)).unwrap();
     // A status for a run that does not exist fails its batch.
     let bad = Record::RunStatus {
         run_id: "ghost".into(),
@@ -491,5 +490,17 @@ fn postgres_a_lost_session_frees_the_run_and_fences_its_writer() {
     // The old holder wants to record the intent of an effect: refused, and nothing lands.
     assert!(journal.record_durable(event_rec("r1", 1)).is_err());
     assert_eq!(store.events("r1").unwrap().len(), 1);
+    // Nor does anything it writes outside its journal: a run's status, a child run.
+    let status = Record::RunStatus {
+        run_id: "r1".into(),
+        status: "success".into(),
+        result: None,
+        updated_at: T0.into(),
+    };
+    assert!(store.write(&status).is_err());
+    assert!(store.create_run(&new_run("r1.s1.1", T0, 1)).is_err());
+    let seen = Store::open_existing(reparse(&b.at)).unwrap();
+    assert_eq!(seen.load_run("r1").unwrap().status, "running");
+    assert!(seen.load_run("r1.s1.1").is_err());
     drop(lease);
 }
