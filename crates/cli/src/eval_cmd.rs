@@ -438,7 +438,10 @@ fn command(
     if gate == Some(false) {
         cmd.arg("--no-gate");
     }
+    // The scenario's run is journaled in its scratch copy, whatever journal the user's
+    // environment names (PEV_STORE, pev.toml): the eval reads it back from there.
     cmd.arg("--workspace").arg(copy).arg("--json");
+    cmd.arg("--store").arg(pev_store::default_path(copy)).env_remove("PEV_STORE");
     cmd.current_dir(copy).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     if source == Source::Scripts {
         // A scripted scenario is hermetic: the user's pev.toml and model variables stay out

@@ -108,7 +108,8 @@ pub(crate) fn replay(req: &ReplayRequest, err: &mut dyn Write) -> Result<u8, Fai
         reminder_every: option("reminder_every").and_then(Value::as_u64).map_or(10, |n| n as u32),
         common: Common {
             workspace: Some(copy.clone()),
-            store: None,
+            // The replay is journaled in its scratch copy, whatever PEV_STORE names.
+            store: Some(pev_store::Location::File(pev_store::default_path(&copy))),
             yes: true,
             ..req.common.clone()
         },

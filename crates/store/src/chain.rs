@@ -32,10 +32,8 @@ pub(crate) fn head(conn: &mut Conn, run_id: &str) -> Result<String, DbError> {
     Ok(head.unwrap_or_default())
 }
 
-pub(crate) fn set_head(conn: &mut Conn, run_id: &str, head: &str) -> Result<(), DbError> {
-    conn.exec("UPDATE runs SET chain_head = ?1 WHERE run_id = ?2", params![head, run_id])?;
-    Ok(())
-}
+/// Sets a run's chain head: `?1` the head, `?2` the run.
+pub(crate) const SET_HEAD: &str = "UPDATE runs SET chain_head = ?1 WHERE run_id = ?2";
 
 /// What checking a run's chain found.
 #[derive(Debug, Clone, PartialEq, Eq)]

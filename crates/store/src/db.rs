@@ -442,6 +442,16 @@ impl Conn {
         }
     }
 
+    /// Runs `;`-separated statements in one round trip; how many rows each changed (Postgres;
+    /// SQLite runs them and reports none).
+    pub(crate) fn exec_script(&mut self, sql: &str) -> Result<Vec<u64>, DbError> {
+        match self {
+            Conn::Sqlite(c) => c.execute_batch(sql).map(|()| Vec::new()).map_err(Into::into),
+            #[cfg(feature = "postgres")]
+            Conn::Postgres(c) => c.script(sql),
+        }
+    }
+
     /// Runs statements without parameters (DDL, transaction control).
     pub(crate) fn batch(&mut self, sql: &str) -> Result<(), DbError> {
         match self {
@@ -529,6 +539,61 @@ fn sqlite_value(v: rusqlite::types::ValueRef<'_>, column: usize) -> Result<Value
         ),
         ValueRef::Blob(b) => Value::Bytes(b.to_vec()),
     })
+}
+
+/// `sql` with each `?N` replaced by parameter N as a Postgres literal, for statements sent
+/// together in one round trip (the simple query protocol has no parameters). Text is quoted
+/// the standard way (`'` doubled; connections set `standard_conforming_strings`, so a
+/// backslash is itself), NUL becomes U+FFFD as when bound, bytes are `'\x…'` hex.
+pub(crate) fn inline(sql: &str, params: &[Param<'_>]) -> Result<String, DbError> {
+    let mut out = String::with_capacity(sql.len() + 64 * params.len());
+    let mut chars = sql.char_indices().peekable();
+    while let Some((_, c)) = chars.next() {
+        if c != '?' || !chars.peek().is_some_and(|(_, d)| d.is_ascii_digit()) {
+            out.push(c);
+            continue;
+        }
+        let mut n = 0usize;
+        while let Some((_, d)) = chars.peek().copied().filter(|(_, d)| d.is_ascii_digit()) {
+            n = n * 10 + (d as usize - '0' as usize);
+            chars.next();
+        }
+        let param = n.checked_sub(1).and_then(|i| params.get(i)).ok_or_else(|| DbError::Param {
+            index: n,
+            message: format!("the statement names ?{n} but has {} parameters", params.len()),
+        })?;
+        match *param {
+            Param::Null => out.push_str("NULL"),
+            Param::Int(i) => out.push_str(&i.to_string()),
+            Param::Unsigned(u) => {
+                let i = i64::try_from(u).map_err(|_| DbError::Param {
+                    index: n,
+                    message: format!("{u} does not fit a BIGINT"),
+                })?;
+                out.push_str(&i.to_string());
+            }
+            Param::Bool(b) => out.push_str(if b { "TRUE" } else { "FALSE" }),
+            Param::Text(t) => {
+                out.push('\'');
+                for ch in t.chars() {
+                    match ch {
+                        '\'' => out.push_str("''"),
+                        '\0' => out.push('\u{FFFD}'),
+                        ch => out.push(ch),
+                    }
+                }
+                out.push('\'');
+            }
+            Param::Bytes(b) => {
+                out.push_str("'\\x");
+                for byte in b {
+                    out.push_str(&format!("{byte:02x}"));
+                }
+                out.push_str("'::bytea");
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The store error of a failed statement.

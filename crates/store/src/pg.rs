@@ -295,7 +295,8 @@ impl Target {
         // Every new connection checks the schema version (one query when it is current): a
         // long-lived process must still refuse a journal a newer pev has migrated since.
         migrate(&mut conn, at, create)?;
-        conn.batch(&format!("SET search_path TO {SCHEMA}"))
+        // Literals inlined by `db::inline` rely on standard strings (the default since 9.1).
+        conn.batch(&format!("SET search_path TO {SCHEMA}; SET standard_conforming_strings = on"))
             .map_err(|e| StoreError::Open { path: at.clone(), source: e })?;
         Ok(conn)
     }
@@ -563,6 +564,20 @@ impl PgConn {
 
     pub(crate) fn batch(&mut self, sql: &str) -> Result<(), DbError> {
         Ok(self.client.batch_execute(sql)?)
+    }
+
+    /// Runs `;`-separated statements in one round trip (the simple query protocol); the rows
+    /// each changed, in order.
+    pub(crate) fn script(&mut self, sql: &str) -> Result<Vec<u64>, DbError> {
+        Ok(self
+            .client
+            .simple_query(sql)?
+            .into_iter()
+            .filter_map(|m| match m {
+                postgres::SimpleQueryMessage::CommandComplete(n) => Some(n),
+                _ => None,
+            })
+            .collect())
     }
 }
 

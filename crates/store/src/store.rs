@@ -101,7 +101,9 @@ impl Store {
                 reason: "initial plan",
                 created_at: &run.created_at,
             };
-            write::insert_plan_version(&mut tx, &row).map_err(sql)?;
+            let mut batch = write::Batch::default();
+            write::insert_plan_version(&mut tx, &mut batch, &row).map_err(sql)?;
+            batch.finish(&mut tx, at)?;
             tx.commit().map_err(sql)
         })
     }
@@ -421,9 +423,11 @@ impl Store {
             at: now_rfc3339(),
         };
         self.writing(move |conn, at| {
-            write::approval(conn, &rec).map_err(|e| {
+            let mut batch = write::Batch::default();
+            write::approval(conn, &mut batch, &rec).map_err(|e| {
                 db_err(at, &format!("approve step {} of run {}", rec.step_id, rec.run_id), e)
-            })
+            })?;
+            batch.finish(conn, at)
         })
     }
 

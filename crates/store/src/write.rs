@@ -36,6 +36,10 @@ pub(crate) struct Batch {
     model_seq: HashMap<String, u64>,
     mutation_seq: HashMap<String, u64>,
     events: Vec<EventRow>,
+    /// On Postgres, the writes themselves wait for [`Batch::finish`] too, and go in one round
+    /// trip: each statement with its values inlined, and what to say if an UPDATE that must
+    /// change a row changed none.
+    deferred: Vec<(String, Option<String>)>,
 }
 
 /// An event ready to insert.
@@ -85,7 +89,26 @@ impl Batch {
         apply_one(conn, path, rec, self)
     }
 
-    /// Inserts the queued events and records each run's new chain head.
+    /// Runs a write now (SQLite: the number of rows it changed) or, on Postgres, queues it for
+    /// [`Batch::finish`] (`None`). `must_change`: the error when it changes no row.
+    pub(crate) fn exec(
+        &mut self,
+        conn: &mut Conn,
+        sql: &str,
+        params: &[Param<'_>],
+        must_change: Option<String>,
+    ) -> Result<Option<u64>, DbError> {
+        match conn.dialect() {
+            crate::db::Dialect::Sqlite => conn.exec(sql, params).map(Some),
+            crate::db::Dialect::Postgres => {
+                self.deferred.push((crate::db::inline(sql, params)?, must_change));
+                Ok(None)
+            }
+        }
+    }
+
+    /// Inserts the queued events, records each run's new chain head and (Postgres) sends the
+    /// queued writes.
     pub(crate) fn finish(&mut self, conn: &mut Conn, path: &Location) -> Result<(), StoreError> {
         let mut rest: &[EventRow] = &self.events;
         while !rest.is_empty() {
@@ -108,17 +131,39 @@ impl Batch {
                     Param::from(&e.chain),
                 ]);
             }
-            conn.exec(&events_insert(n), &params).map_err(|err| db_err(path, &op(), err))?;
+            let sql = events_insert(n);
+            let queued = match conn.dialect() {
+                crate::db::Dialect::Sqlite => conn.exec(&sql, &params).map(|_| ()),
+                crate::db::Dialect::Postgres => {
+                    crate::db::inline(&sql, &params).map(|s| self.deferred.push((s, None)))
+                }
+            };
+            queued.map_err(|err| db_err(path, &op(), err))?;
             rest = tail;
         }
         self.events.clear();
-        let mut heads: Vec<(&String, &String)> = self.heads.iter().collect();
+        let mut heads: Vec<(String, String)> = self.heads.drain().collect();
         heads.sort();
-        for (run, head) in heads {
-            crate::chain::set_head(conn, run, head)
+        for (run, head) in &heads {
+            self.exec(conn, crate::chain::SET_HEAD, params![head, run], None)
                 .map_err(|err| db_err(path, &format!("write the chain head of run {run}"), err))?;
         }
-        self.heads.clear();
+        if self.deferred.is_empty() {
+            return Ok(());
+        }
+        let deferred = std::mem::take(&mut self.deferred);
+        let script: Vec<&str> = deferred.iter().map(|(sql, _)| sql.as_str()).collect();
+        let op = format!("write {} statements in one round trip", script.len());
+        let counts = conn.exec_script(&script.join(";\n")).map_err(|err| db_err(path, &op, err))?;
+        for ((_, must_change), count) in
+            deferred.iter().zip(counts.iter().chain(std::iter::repeat(&0)))
+        {
+            if let Some(message) = must_change
+                && *count == 0
+            {
+                return Err(StoreError::Invalid { path: path.clone(), message: message.clone() });
+            }
+        }
         Ok(())
     }
 }
@@ -168,58 +213,62 @@ fn apply_one(
     let json = |e: serde_json::Error| json_err(path, &op(), e);
     match rec {
         Record::Event(_) => return batch.apply(conn, path, rec),
-        Record::StepState(s) => step_state(conn, s).map_err(|e| e.into_store(path, &op()))?,
+        Record::StepState(s) => {
+            step_state(conn, batch, s).map_err(|e| e.into_store(path, &op()))?
+        }
         Record::ToolCallStarted(s) => {
-            tool_call_start(conn, s).map_err(|e| e.into_store(path, &op()))?
+            tool_call_start(conn, batch, s).map_err(|e| e.into_store(path, &op()))?
         }
         Record::ToolCallFinished(e) => {
-            let changed = tool_call_end(conn, e).map_err(|e| e.into_store(path, &op()))?;
-            if changed == 0 {
-                return Err(StoreError::Invalid {
-                    path: path.clone(),
-                    message: format!(
-                        "{}: tool call {:?} of run {} was never recorded as started",
-                        op(),
-                        e.call_id,
-                        e.run_id
-                    ),
-                });
+            let message = format!(
+                "{}: tool call {:?} of run {} was never recorded as started",
+                op(),
+                e.call_id,
+                e.run_id
+            );
+            let changed = tool_call_end(conn, batch, e, message.clone())
+                .map_err(|e| e.into_store(path, &op()))?;
+            if changed == Some(0) {
+                return Err(StoreError::Invalid { path: path.clone(), message });
             }
         }
-        Record::FileHash(h) => file_hash(conn, h).map_err(sql)?,
+        Record::FileHash(h) => file_hash(conn, batch, h).map_err(sql)?,
         Record::Blob { sha256, content } => {
             let (content, encoding) = crate::blob::encode(content);
-            conn.exec(
-                "INSERT INTO blobs (sha256, content, encoding) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (sha256) DO NOTHING",
-                params![sha256, content.as_ref(), encoding],
-            )
-            .map_err(sql)?;
-        }
-        Record::Mutation(m) => mutation(conn, m, &mut batch.mutation_seq).map_err(sql)?,
-        Record::RunStatus { run_id, status, result, updated_at } => {
-            let result = result.as_ref().map(serde_json::to_string).transpose().map_err(json)?;
-            let changed = conn
+            batch
                 .exec(
-                    "UPDATE runs SET status = ?2, result = ?3, updated_at = ?4 WHERE run_id = ?1",
-                    params![run_id, status, &result, updated_at],
+                    conn,
+                    "INSERT INTO blobs (sha256, content, encoding) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (sha256) DO NOTHING",
+                    params![sha256, content.as_ref(), encoding],
+                    None,
                 )
                 .map_err(sql)?;
-            if changed == 0 {
-                return Err(StoreError::Invalid {
-                    path: path.clone(),
-                    message: format!("{}: no run {run_id:?}", op()),
-                });
+        }
+        Record::Mutation(m) => mutation(conn, batch, m).map_err(sql)?,
+        Record::RunStatus { run_id, status, result, updated_at } => {
+            let result = result.as_ref().map(serde_json::to_string).transpose().map_err(json)?;
+            let message = format!("{}: no run {run_id:?}", op());
+            let changed = batch
+                .exec(
+                    conn,
+                    "UPDATE runs SET status = ?2, result = ?3, updated_at = ?4 WHERE run_id = ?1",
+                    params![run_id, status, &result, updated_at],
+                    Some(message.clone()),
+                )
+                .map_err(sql)?;
+            if changed == Some(0) {
+                return Err(StoreError::Invalid { path: path.clone(), message });
             }
         }
         Record::PlanVersion { run_id, version, plan, reason, created_at } => {
             let plan = serde_json::to_string(plan).map_err(json)?;
             let row = PlanRow { run_id, version: *version, plan: &plan, reason, created_at };
-            insert_plan_version(conn, &row).map_err(sql)?;
+            insert_plan_version(conn, batch, &row).map_err(sql)?;
         }
-        Record::Approval(a) => approval(conn, a).map_err(sql)?,
+        Record::Approval(a) => approval(conn, batch, a).map_err(sql)?,
         Record::ModelCall(m) => {
-            model_call(conn, m, &mut batch.model_seq).map_err(|e| e.into_store(path, &op()))?
+            model_call(conn, batch, m).map_err(|e| e.into_store(path, &op()))?
         }
     }
     Ok(())
@@ -262,44 +311,38 @@ fn opt_json<T: Serialize>(v: Option<&T>) -> Result<Option<String>, WriteError> {
 
 /// Numbers the call after the run's last one unless it comes numbered: the writer is the run's
 /// only writer, so the read and the insert cannot race within one transaction.
-fn model_call(
-    conn: &mut Conn,
-    m: &ModelCallRecord,
-    next: &mut HashMap<String, u64>,
-) -> Result<(), WriteError> {
-    let seq: u64 = if m.seq > 0 {
-        m.seq
-    } else if let Some(n) = next.get(&m.run_id) {
-        *n
-    } else {
-        conn.query_value(
+fn model_call(conn: &mut Conn, b: &mut Batch, m: &ModelCallRecord) -> Result<(), WriteError> {
+    // The run's next number is read at its first call of the batch (before any of the batch's
+    // inserts, which may wait for the end of it) and carried forward past every call.
+    let next = match b.model_seq.get(&m.run_id) {
+        Some(n) => *n,
+        None => conn.query_value(
             "SELECT COALESCE(MAX(seq), 0) + 1 FROM model_calls WHERE run_id = ?1",
             params![&m.run_id],
-        )?
+        )?,
     };
-    // A numbered call moves the run's next number on only where it was already read; an
-    // unread one is read (the insert below included) when first needed.
-    if m.seq == 0 || next.contains_key(&m.run_id) {
-        let n = next.entry(m.run_id.clone()).or_insert(0);
-        *n = (*n).max(seq.saturating_add(1));
-    }
+    let seq: u64 = if m.seq > 0 { m.seq } else { next };
+    b.model_seq.insert(m.run_id.clone(), next.max(seq.saturating_add(1)));
     let mut numbered = m.clone();
     numbered.seq = seq;
     let body = to_json(&numbered)?;
-    conn.exec(
+    b.exec(
+        conn,
         "INSERT INTO model_calls (run_id, seq, role, step_id, started_at, body)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![&m.run_id, seq, &m.role, &m.step_id, &m.started_at, &body],
+        None,
     )?;
     Ok(())
 }
 
-fn step_state(conn: &mut Conn, s: &StepState) -> Result<(), WriteError> {
+fn step_state(conn: &mut Conn, b: &mut Batch, s: &StepState) -> Result<(), WriteError> {
     let output = opt_json(s.output.as_ref())?;
     let assertions = to_json(&s.assertions)?;
     let evidence = to_json(&s.evidence)?;
     // An upsert keeps the row (and its rowid, which orders `RunRecord::steps`).
-    conn.exec(
+    b.exec(
+        conn,
         "INSERT INTO step_states (run_id, step_id, status, attempts, output, error, started_at,
              ended_at, assertions, evidence)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
@@ -319,13 +362,15 @@ fn step_state(conn: &mut Conn, s: &StepState) -> Result<(), WriteError> {
             &assertions,
             &evidence
         ],
+        None,
     )?;
     Ok(())
 }
 
-fn tool_call_start(conn: &mut Conn, s: &ToolCallStart) -> Result<(), WriteError> {
+fn tool_call_start(conn: &mut Conn, b: &mut Batch, s: &ToolCallStart) -> Result<(), WriteError> {
     let arguments = to_json(&s.arguments)?;
-    conn.exec(
+    b.exec(
+        conn,
         "INSERT INTO tool_calls (run_id, call_id, step_id, attempt, tool, effect, arguments, path,
              pre_sha256, intended_sha256, status, started_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'started', ?11)",
@@ -342,14 +387,21 @@ fn tool_call_start(conn: &mut Conn, s: &ToolCallStart) -> Result<(), WriteError>
             &s.intended_sha256,
             &s.started_at
         ],
+        None,
     )?;
     Ok(())
 }
 
 /// Returns how many rows changed (0: the call was never started).
-fn tool_call_end(conn: &mut Conn, e: &ToolCallEnd) -> Result<u64, WriteError> {
+fn tool_call_end(
+    conn: &mut Conn,
+    b: &mut Batch,
+    e: &ToolCallEnd,
+    never_started: String,
+) -> Result<Option<u64>, WriteError> {
     let output = opt_json(e.output.as_ref())?;
-    Ok(conn.exec(
+    Ok(b.exec(
+        conn,
         "UPDATE tool_calls SET status = ?3, output = ?4, error = ?5, ended_at = ?6,
              duration_ms = ?7
          WHERE run_id = ?1 AND call_id = ?2",
@@ -362,35 +414,35 @@ fn tool_call_end(conn: &mut Conn, e: &ToolCallEnd) -> Result<u64, WriteError> {
             &e.ended_at,
             &e.duration_ms
         ],
+        Some(never_started),
     )?)
 }
 
-fn file_hash(conn: &mut Conn, h: &FileHashRecord) -> Result<(), DbError> {
-    conn.exec(
+fn file_hash(conn: &mut Conn, b: &mut Batch, h: &FileHashRecord) -> Result<(), DbError> {
+    b.exec(
+        conn,
         "INSERT INTO file_hashes (run_id, step_id, path, phase, sha256, bytes, at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![&h.run_id, &h.step_id, &h.path, h.phase.as_str(), &h.sha256, &h.bytes, &h.at],
+        None,
     )?;
     Ok(())
 }
 
-fn mutation(
-    conn: &mut Conn,
-    m: &MutationRecord,
-    seqs: &mut HashMap<String, u64>,
-) -> Result<(), DbError> {
+fn mutation(conn: &mut Conn, b: &mut Batch, m: &MutationRecord) -> Result<(), DbError> {
     // The sequence number orders a run's mutations; the primary key index makes MAX cheap, and
     // a batch reads it once per run.
-    let next: u64 = match seqs.get(&m.run_id) {
+    let next: u64 = match b.mutation_seq.get(&m.run_id) {
         Some(n) => *n,
         None => conn.query_value(
             "SELECT COALESCE(MAX(seq) + 1, 0) FROM mutations WHERE run_id = ?1",
             params![&m.run_id],
         )?,
     };
-    seqs.insert(m.run_id.clone(), next + 1);
+    b.mutation_seq.insert(m.run_id.clone(), next + 1);
     let f = &m.mutation;
-    conn.exec(
+    b.exec(
+        conn,
         "INSERT INTO mutations (run_id, seq, step_id, path, bytes_before, bytes_after,
              lines_added, lines_removed, no_op, before_sha256, after_sha256)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
@@ -407,6 +459,7 @@ fn mutation(
             &m.before_sha256,
             &m.after_sha256
         ],
+        None,
     )?;
     Ok(())
 }
@@ -420,21 +473,29 @@ pub(crate) struct PlanRow<'a> {
     pub created_at: &'a str,
 }
 
-pub(crate) fn insert_plan_version(conn: &mut Conn, r: &PlanRow<'_>) -> Result<(), DbError> {
-    conn.exec(
+pub(crate) fn insert_plan_version(
+    conn: &mut Conn,
+    b: &mut Batch,
+    r: &PlanRow<'_>,
+) -> Result<(), DbError> {
+    b.exec(
+        conn,
         "INSERT INTO plan_versions (run_id, version, plan, reason, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5)",
         params![r.run_id, r.version, r.plan, r.reason, r.created_at],
+        None,
     )?;
     Ok(())
 }
 
 /// Inserts an approval; a step approved already keeps its first approval.
-pub(crate) fn approval(conn: &mut Conn, a: &ApprovalRecord) -> Result<(), DbError> {
-    conn.exec(
+pub(crate) fn approval(conn: &mut Conn, b: &mut Batch, a: &ApprovalRecord) -> Result<(), DbError> {
+    b.exec(
+        conn,
         "INSERT INTO approvals (run_id, step_id, \"by\", at) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (run_id, step_id) DO NOTHING",
         params![&a.run_id, &a.step_id, &a.by, &a.at],
+        None,
     )?;
     Ok(())
 }

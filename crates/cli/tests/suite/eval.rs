@@ -214,6 +214,21 @@ fn the_table_shows_each_run_the_totals_and_the_verdict() {
     assert!(out.stderr.contains("pev eval: lazy-one [gate on] success"), "{}", out.stderr);
 }
 
+/// A journal the user's environment names (`PEV_STORE`) is not where an eval's scenario runs go:
+/// each is journaled in its scratch copy, where the eval reads it back.
+#[test]
+fn an_eval_ignores_the_users_store() {
+    let suite = suite_with(LAZY_TOML, LAZY_ONE);
+    let elsewhere = tempfile::tempdir().expect("tmp");
+    let journal = elsewhere.path().join("shared.db");
+    let mut cmd = pev();
+    cmd.current_dir(repo_root()).env("PEV_STORE", &journal);
+    let out = run(&mut cmd, &["eval", suite.path().to_str().expect("utf-8"), "--gate", "on"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    assert!(out.stdout.contains("every gate-on run ended as expected"), "{}", out.stdout);
+    assert!(!journal.exists(), "a scenario run was journaled in PEV_STORE's journal");
+}
+
 #[test]
 fn a_wrong_outcome_with_the_gate_on_exits_1_and_keep_keeps_the_copy() {
     // Expecting the lazy model to fail with the gate on is wrong: it finishes.

@@ -142,7 +142,32 @@ conformance!(
     a_lease_is_exclusive_and_released,
     gc_collects_old_runs_and_their_blobs,
     events_after_reads_only_what_is_new,
+    quotes_backslashes_and_nul_in_text_survive,
 );
+
+fn quotes_backslashes_and_nul_in_text_survive(b: &Backend) {
+    let store = Store::open(&b.at).unwrap();
+    store.create_run(&new_run("r1", T0, 1)).unwrap();
+    let journal = Journal::start(&b.at).unwrap();
+    let text = "it's \\ a 'quote'; DROP TABLE runs; -- ünï \u{0} end";
+    let mut state = step_state("r1", "s0", StepStatus::Failed);
+    state.error = Some(text.to_owned());
+    state.output = Some(json!({"stdout": text}));
+    journal.record(Record::StepState(state)).unwrap();
+    journal.record(Record::Blob { sha256: "f".repeat(64), content: vec![0, 39, 92, 255] }).unwrap();
+    journal.flush().unwrap();
+    let loaded = store.load_run("r1").unwrap();
+    let expected = match &b.at {
+        Location::File(_) => text.to_owned(),
+        // Postgres text cannot hold NUL: it is stored as U+FFFD (JSON keeps `\u0000`).
+        #[cfg(feature = "postgres")]
+        Location::Postgres(_) => text.replace('\0', "\u{FFFD}"),
+    };
+    assert_eq!(loaded.steps[0].error.as_deref(), Some(expected.as_str()));
+    assert_eq!(loaded.steps[0].output, Some(json!({"stdout": text})));
+    assert_eq!(store.blob(&"f".repeat(64)).unwrap(), Some(vec![0, 39, 92, 255]));
+    assert_eq!(store.list_runs().unwrap().len(), 1);
+}
 
 const T0: &str = "2026-01-01T00:00:00.000Z";
 
