@@ -542,9 +542,10 @@ fn sqlite_value(v: rusqlite::types::ValueRef<'_>, column: usize) -> Result<Value
 }
 
 /// `sql` with each `?N` replaced by parameter N as a Postgres literal, for statements sent
-/// together in one round trip (the simple query protocol has no parameters). Text is quoted
-/// the standard way (`'` doubled; connections set `standard_conforming_strings`, so a
-/// backslash is itself), NUL becomes U+FFFD as when bound, bytes are `'\x…'` hex.
+/// together in one round trip (the simple query protocol has no parameters). Text is an
+/// escape string, `E'…'` with `\` and `'` doubled, which reads the same whatever the session's
+/// `standard_conforming_strings`; NUL becomes U+FFFD as when bound; bytes are
+/// `decode('…', 'hex')`.
 pub(crate) fn inline(sql: &str, params: &[Param<'_>]) -> Result<String, DbError> {
     let mut out = String::with_capacity(sql.len() + 64 * params.len());
     let mut chars = sql.char_indices().peekable();
@@ -574,10 +575,11 @@ pub(crate) fn inline(sql: &str, params: &[Param<'_>]) -> Result<String, DbError>
             }
             Param::Bool(b) => out.push_str(if b { "TRUE" } else { "FALSE" }),
             Param::Text(t) => {
-                out.push('\'');
+                out.push_str("E'");
                 for ch in t.chars() {
                     match ch {
                         '\'' => out.push_str("''"),
+                        '\\' => out.push_str("\\\\"),
                         '\0' => out.push('\u{FFFD}'),
                         ch => out.push(ch),
                     }
@@ -585,11 +587,14 @@ pub(crate) fn inline(sql: &str, params: &[Param<'_>]) -> Result<String, DbError>
                 out.push('\'');
             }
             Param::Bytes(b) => {
-                out.push_str("'\\x");
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.reserve(b.len() * 2 + 24);
+                out.push_str("decode('");
                 for byte in b {
-                    out.push_str(&format!("{byte:02x}"));
+                    out.push(char::from(HEX[usize::from(byte >> 4)]));
+                    out.push(char::from(HEX[usize::from(byte & 15)]));
                 }
-                out.push_str("'::bytea");
+                out.push_str("', 'hex')");
             }
         }
     }
@@ -599,4 +604,39 @@ pub(crate) fn inline(sql: &str, params: &[Param<'_>]) -> Result<String, DbError>
 /// The store error of a failed statement.
 pub(crate) fn db_err(at: &Location, op: &str, source: impl Into<DbError>) -> StoreError {
     StoreError::Db { path: at.clone(), op: op.to_owned(), source: source.into() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Param, inline};
+
+    #[test]
+    fn inlined_values_are_literals_whatever_they_hold() {
+        let sql = inline(
+            "INSERT INTO t VALUES (?1, ?2, ?3, ?4, ?5, ?10, ?1)",
+            &[
+                Param::Text("it's a \\ back'slash ?2 ; -- \0 end"),
+                Param::Int(-7),
+                Param::Null,
+                Param::Bool(true),
+                Param::Bytes(&[0, 0xff, 0x27]),
+                Param::Unsigned(1),
+                Param::Unsigned(2),
+                Param::Unsigned(3),
+                Param::Unsigned(4),
+                Param::Unsigned(42),
+            ],
+        )
+        .unwrap();
+        let text = "E'it''s a \\\\ back''slash ?2 ; -- \u{FFFD} end'";
+        assert_eq!(
+            sql,
+            format!(
+                "INSERT INTO t VALUES ({text}, -7, NULL, TRUE, decode('00ff27', 'hex'), 42, {text})"
+            )
+        );
+        assert!(inline("?3", &[Param::Null]).is_err());
+        assert!(inline("?0", &[Param::Null]).is_err());
+        assert!(inline("?1", &[Param::Unsigned(u64::MAX)]).is_err());
+    }
 }

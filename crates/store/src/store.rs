@@ -423,11 +423,12 @@ impl Store {
             at: now_rfc3339(),
         };
         self.writing(move |conn, at| {
+            let op = format!("approve step {} of run {}", rec.step_id, rec.run_id);
+            let mut tx = conn.begin(Begin::Write).map_err(|e| db_err(at, &op, e))?;
             let mut batch = write::Batch::default();
-            write::approval(conn, &mut batch, &rec).map_err(|e| {
-                db_err(at, &format!("approve step {} of run {}", rec.step_id, rec.run_id), e)
-            })?;
-            batch.finish(conn, at)
+            write::approval(&mut tx, &mut batch, &rec).map_err(|e| db_err(at, &op, e))?;
+            batch.finish(&mut tx, at)?;
+            tx.commit().map_err(|e| db_err(at, &op, e))
         })
     }
 

@@ -36,11 +36,26 @@ pub(crate) struct Batch {
     model_seq: HashMap<String, u64>,
     mutation_seq: HashMap<String, u64>,
     events: Vec<EventRow>,
-    /// On Postgres, the writes themselves wait for [`Batch::finish`] too, and go in one round
-    /// trip: each statement with its values inlined, and what to say if an UPDATE that must
-    /// change a row changed none.
-    deferred: Vec<(String, Option<String>)>,
+    /// On Postgres, the writes themselves wait for [`Batch::finish`] too (or until they pass
+    /// [`FLUSH_BYTES`]), and go in one round trip, each statement with its values inlined.
+    deferred: Vec<Deferred>,
+    deferred_bytes: usize,
+    /// What the record being applied is, for the errors of its deferred statements.
+    label: String,
 }
+
+/// A statement waiting to be sent.
+struct Deferred {
+    sql: String,
+    /// The error when it changes no row (an UPDATE of something that must exist).
+    must_change: Option<String>,
+    /// The record it writes ("write step_state of run R"), for an error.
+    label: String,
+}
+
+/// Deferred statements are sent once they hold this much text, in the same transaction: a
+/// batch of large file snapshots must not become one message of hundreds of megabytes.
+const FLUSH_BYTES: usize = 8 << 20;
 
 /// An event ready to insert.
 struct EventRow {
@@ -86,7 +101,15 @@ impl Batch {
             });
             return Ok(());
         }
-        apply_one(conn, path, rec, self)
+        self.label = match rec.run_id() {
+            Some(run) => format!("write {} of run {run}", rec.kind()),
+            None => format!("write {}", rec.kind()),
+        };
+        apply_one(conn, path, rec, self)?;
+        if self.deferred_bytes > FLUSH_BYTES {
+            self.flush(conn, path)?;
+        }
+        Ok(())
     }
 
     /// Runs a write now (SQLite: the number of rows it changed) or, on Postgres, queues it for
@@ -101,7 +124,9 @@ impl Batch {
         match conn.dialect() {
             crate::db::Dialect::Sqlite => conn.exec(sql, params).map(Some),
             crate::db::Dialect::Postgres => {
-                self.deferred.push((crate::db::inline(sql, params)?, must_change));
+                let sql = crate::db::inline(sql, params)?;
+                self.deferred_bytes += sql.len();
+                self.deferred.push(Deferred { sql, must_change, label: self.label.clone() });
                 Ok(None)
             }
         }
@@ -134,9 +159,9 @@ impl Batch {
             let sql = events_insert(n);
             let queued = match conn.dialect() {
                 crate::db::Dialect::Sqlite => conn.exec(&sql, &params).map(|_| ()),
-                crate::db::Dialect::Postgres => {
-                    crate::db::inline(&sql, &params).map(|s| self.deferred.push((s, None)))
-                }
+                crate::db::Dialect::Postgres => crate::db::inline(&sql, &params).map(|sql| {
+                    self.deferred.push(Deferred { sql, must_change: None, label: op() })
+                }),
             };
             queued.map_err(|err| db_err(path, &op(), err))?;
             rest = tail;
@@ -145,20 +170,52 @@ impl Batch {
         let mut heads: Vec<(String, String)> = self.heads.drain().collect();
         heads.sort();
         for (run, head) in &heads {
+            self.label = format!("write the chain head of run {run}");
             self.exec(conn, crate::chain::SET_HEAD, params![head, run], None)
                 .map_err(|err| db_err(path, &format!("write the chain head of run {run}"), err))?;
         }
+        self.flush(conn, path)
+    }
+
+    /// Sends the deferred statements (Postgres) in one round trip, behind a savepoint: if one
+    /// fails, they are run again one at a time to name the record whose statement failed (the
+    /// transaction fails either way). Always inside the caller's transaction.
+    fn flush(&mut self, conn: &mut Conn, path: &Location) -> Result<(), StoreError> {
         if self.deferred.is_empty() {
             return Ok(());
         }
         let deferred = std::mem::take(&mut self.deferred);
-        let script: Vec<&str> = deferred.iter().map(|(sql, _)| sql.as_str()).collect();
-        let op = format!("write {} statements in one round trip", script.len());
-        let counts = conn.exec_script(&script.join(";\n")).map_err(|err| db_err(path, &op, err))?;
-        for ((_, must_change), count) in
-            deferred.iter().zip(counts.iter().chain(std::iter::repeat(&0)))
-        {
-            if let Some(message) = must_change
+        self.deferred_bytes = 0;
+        let mut script = String::from("SAVEPOINT pev_batch");
+        for d in &deferred {
+            script.push_str(";\n");
+            script.push_str(&d.sql);
+        }
+        let counts = match conn.exec_script(&script) {
+            Ok(counts) => counts,
+            Err(first) => {
+                if conn.batch("ROLLBACK TO SAVEPOINT pev_batch").is_ok() {
+                    for d in &deferred {
+                        conn.batch(&d.sql).map_err(|e| db_err(path, &d.label, e))?;
+                    }
+                }
+                return Err(db_err(path, &format!("write {} records", deferred.len()), first));
+            }
+        };
+        // The savepoint's own answer comes first.
+        let counts = counts.get(1..).unwrap_or_default();
+        if counts.len() != deferred.len() {
+            return Err(StoreError::Invalid {
+                path: path.clone(),
+                message: format!(
+                    "the server answered {} of {} statements of a journal write",
+                    counts.len(),
+                    deferred.len()
+                ),
+            });
+        }
+        for (d, count) in deferred.iter().zip(counts) {
+            if let Some(message) = &d.must_change
                 && *count == 0
             {
                 return Err(StoreError::Invalid { path: path.clone(), message: message.clone() });

@@ -143,7 +143,50 @@ conformance!(
     gc_collects_old_runs_and_their_blobs,
     events_after_reads_only_what_is_new,
     quotes_backslashes_and_nul_in_text_survive,
+    a_failed_write_rolls_back_its_whole_transaction,
 );
+
+fn a_failed_write_rolls_back_its_whole_transaction(b: &Backend) {
+    use pev_protocol::tool::Effect;
+    use pev_store::{ToolCallEnd, ToolCallStart, ToolCallStatus};
+    let store = Store::open(&b.at).unwrap();
+    store.create_run(&new_run("r1", T0, 1)).unwrap();
+    let start = ToolCallStart {
+        run_id: "r1".into(),
+        call_id: "c1".into(),
+        step_id: "s0".into(),
+        attempt: 1,
+        tool: "file.read".into(),
+        effect: Effect::Read,
+        arguments: json!({"path": "a"}),
+        path: None,
+        pre_sha256: None,
+        intended_sha256: None,
+        started_at: T0.into(),
+    };
+    let ghost = ToolCallEnd {
+        run_id: "r1".into(),
+        call_id: "never-started".into(),
+        status: ToolCallStatus::Finished,
+        output: None,
+        error: None,
+        ended_at: T0.into(),
+        duration_ms: 1,
+    };
+    let records = [Record::ToolCallStarted(start), Record::ToolCallFinished(ghost)];
+    let body = EventBody::StepStarted { step: "s0".into(), attempt: 1 };
+    let err = store.append_guarded("r1", None, &records, vec![body]).unwrap_err();
+    assert!(err.to_string().contains("was never recorded as started"), "{err}");
+    // Neither the call that did start nor the event was written.
+    let run = store.load_run("r1").unwrap();
+    assert!(run.tool_calls.is_empty(), "{:?}", run.tool_calls);
+    assert!(store.events("r1").unwrap().is_empty());
+    // A statement the database refuses names its record.
+    let journal = Journal::start(&b.at).unwrap();
+    journal.record_durable(event_rec("r1", 0)).unwrap();
+    let err = journal.record_durable(event_rec("r1", 0)).unwrap_err();
+    assert!(err.to_string().contains("write event of run r1"), "{err}");
+}
 
 fn quotes_backslashes_and_nul_in_text_survive(b: &Backend) {
     let store = Store::open(&b.at).unwrap();
