@@ -137,6 +137,15 @@ fn running(dir: &Path, db: &Db) -> String {
     }
 }
 
+/// `pev resume RUN FLAGS --workspace WS --store DB` from `dir`.
+fn resume(dir: &Path, db: &Db, run_id: &str, ws: &Path, flags: &[&str]) -> super::support::Run {
+    let ws = ws.display().to_string();
+    let mut args = vec!["resume", run_id];
+    args.extend_from_slice(flags);
+    args.extend(["--workspace", ws.as_str(), "--store", db.url.as_str()]);
+    run(pev().current_dir(dir), &args)
+}
+
 fn status_of(dir: &Path, db: &Db, run_id: &str) -> Value {
     let r = run(pev().current_dir(dir), &["show", run_id, "--format", "json", "--store", &db.url]);
     assert!(r.code == 0 || r.code == 1, "{r:?}");
@@ -176,34 +185,12 @@ fn a_second_driver_is_refused_while_the_first_lives_and_admitted_once_it_dies() 
     let mut first = spawn_run(ws.path(), &db);
     let run_id = running(ws.path(), &db);
     let elsewhere = tempfile::tempdir().expect("tmp");
-    let second = run(
-        pev().current_dir(elsewhere.path()),
-        &[
-            "resume",
-            &run_id,
-            "--yes",
-            "--workspace",
-            &ws.path().display().to_string(),
-            "--store",
-            &db.url,
-        ],
-    );
+    let second = resume(elsewhere.path(), &db, &run_id, ws.path(), &["--yes"]);
     assert_eq!(second.code, 2, "{second:?}");
     assert!(second.stderr.contains("being run by another pev process on "), "{}", second.stderr);
     first.kill().expect("kill -9");
     first.wait().expect("reaped");
-    let again = run(
-        pev().current_dir(elsewhere.path()),
-        &[
-            "resume",
-            &run_id,
-            "--yes",
-            "--workspace",
-            &ws.path().display().to_string(),
-            "--store",
-            &db.url,
-        ],
-    );
+    let again = resume(elsewhere.path(), &db, &run_id, ws.path(), &["--yes"]);
     assert_eq!(again.code, 0, "admitted at once after the first died: {again:?}");
     assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).expect("a"), "12");
 }
@@ -225,32 +212,10 @@ fn killed_mid_run_and_resumed_from_another_place_applies_every_write_once() {
     // A workspace that does not hold what the journal says is refused.
     let wrong = tempfile::tempdir().expect("tmp");
     std::fs::write(wrong.path().join("a.txt"), "something else").expect("write");
-    let refused = run(
-        pev().current_dir(here.path()),
-        &[
-            "resume",
-            &run_id,
-            "--workspace",
-            &wrong.path().display().to_string(),
-            "--store",
-            &db.url,
-        ],
-    );
+    let refused = resume(here.path(), &db, &run_id, wrong.path(), &[]);
     assert_ne!(refused.code, 0, "{refused:?}");
     assert!(refused.stderr.contains("b.txt"), "names what differs: {}", refused.stderr);
-    let resumed = run(
-        pev().current_dir(here.path()),
-        &[
-            "resume",
-            &run_id,
-            "--yes",
-            "--json",
-            "--workspace",
-            &moved.path().display().to_string(),
-            "--store",
-            &db.url,
-        ],
-    );
+    let resumed = resume(here.path(), &db, &run_id, moved.path(), &["--yes", "--json"]);
     assert_eq!(resumed.code, 0, "{resumed:?}");
     assert_eq!(std::fs::read_to_string(moved.path().join("a.txt")).expect("a"), "12");
     assert_eq!(std::fs::read_to_string(moved.path().join("c.txt")).expect("c"), "c");
@@ -292,18 +257,7 @@ fn a_stopped_driver_whose_session_ended_commits_nothing_more() {
     let here = tempfile::tempdir().expect("tmp");
     let start = Instant::now();
     let resumed = loop {
-        let r = run(
-            pev().current_dir(here.path()),
-            &[
-                "resume",
-                &run_id,
-                "--yes",
-                "--workspace",
-                &ws.path().display().to_string(),
-                "--store",
-                &db.url,
-            ],
-        );
+        let r = resume(here.path(), &db, &run_id, ws.path(), &["--yes"]);
         if r.code != 2 || start.elapsed() > Duration::from_secs(10) {
             break r;
         }
