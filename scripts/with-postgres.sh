@@ -49,11 +49,14 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 dir="$(mktemp -d "${TMPDIR:-/tmp}/pev-pg.XXXXXX")"
-chmod 755 "$dir"
-[ "$(id -u)" = 0 ] && chown "$owner" "$dir"
+# A second socket outside /tmp and /run (which pev's sandbox hides anyway), where only pev's own
+# protection of a journal's socket keeps commands away: the sandbox test connects through it.
+dir2="$(mktemp -d /var/tmp/pev-pg-sock.XXXXXX 2>/dev/null || true)"
+chmod 755 "$dir" ${dir2:+"$dir2"}
+[ "$(id -u)" = 0 ] && chown "$owner" "$dir" ${dir2:+"$dir2"}
 cleanup() {
   "${as_server[@]}" "$bindir/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
-  rm -rf "$dir"
+  rm -rf "$dir" ${dir2:+"$dir2"}
 }
 trap cleanup EXIT
 
@@ -61,11 +64,11 @@ trap cleanup EXIT
   --no-instructions >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; fail "initdb failed"; }
 fsync="${PEV_PG_FSYNC:-off}"
 "${as_server[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-  -o "-k $dir -c listen_addresses='' -c fsync=$fsync -c max_connections=200" start >/dev/null \
+  -o "-k $dir${dir2:+,$dir2} -c listen_addresses='' -c fsync=$fsync -c max_connections=200" start >/dev/null \
   || { cat "$dir/server.log" >&2; fail "the server did not start"; }
 
 export PEV_TEST_POSTGRES="postgresql:///postgres?host=$dir&user=$owner"
-export PEV_TEST_POSTGRES_DIR="$dir"
+export PEV_TEST_POSTGRES_DIR="$dir" PEV_TEST_POSTGRES_SOCKET2="$dir2"
 echo "with-postgres: PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') on $dir (fsync=$fsync)" >&2
 status=0
 "$@" || status=$?

@@ -79,7 +79,7 @@ pub fn run(req: &DoctorRequest, out: &mut dyn Write) -> Result<u8, Fail> {
     // The sandbox this machine can enforce, probed in child processes; the policy is not
     // known here, so the mode is pev.toml's.
     let settings = crate::sandbox_setup::SandboxPolicy::default().resolve(config.sandbox());
-    let sandbox = crate::sandbox_setup::build(settings, None);
+    let sandbox = crate::sandbox_setup::build(settings, None, &[]);
     let sandbox_ok = sandbox.settings().mode != pev_sandbox::Mode::Require
         || !sandbox.enforced().is_weaker_than_full();
     let ok = checks.iter().all(RoleCheck::ok) && sandbox_ok;

@@ -43,7 +43,7 @@ impl Place {
         let db = self.store.clone().unwrap_or_else(|| pev_store::default_path(&root));
         let config = crate::run_cmd::file_config(&root).map_err(|Fail(_, m)| m)?;
         let settings = SandboxPolicy::default().resolve(config.sandbox());
-        let sandbox = sandbox_setup::build(settings, Some((&root, &db)));
+        let sandbox = sandbox_setup::build(settings, Some((&root, &db)), &[]);
         let ctx = ToolContext { workspace: ws, policy: ToolPolicy::default(), sandbox };
         Ok((Arc::new(ctx), db))
     }

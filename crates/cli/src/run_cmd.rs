@@ -647,6 +647,7 @@ impl Session {
         let sandbox = sandbox_setup::build(
             sandbox.resolve(config.sandbox()),
             db.file().map(|db| (workspace, db)),
+            &db.local_sockets(),
         );
         let ctx = Arc::new(ToolContext {
             workspace: ws,

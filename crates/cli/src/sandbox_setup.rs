@@ -89,10 +89,19 @@ fn helper() -> Option<std::path::PathBuf> {
 }
 
 /// The sandbox of a run, probed now; the run's journal `db` is kept out of every command's
-/// reach: its directory, or, when that directory holds the workspace, the journal's files.
-pub(crate) fn build(settings: Settings, journal: Option<(&Path, &Path)>) -> Arc<Sandbox> {
+/// reach: its directory, or, when that directory holds the workspace, the journal's files; and
+/// `also` (a shared journal's unix socket directories: a command must not reach the server
+/// through them as the user).
+pub(crate) fn build(
+    settings: Settings,
+    journal: Option<(&Path, &Path)>,
+    also: &[std::path::PathBuf],
+) -> Arc<Sandbox> {
     let helper = helper();
     let mut sandbox = Sandbox::new(settings, helper);
+    for path in also {
+        sandbox.hide(path.clone());
+    }
     if let Some((workspace, db)) = journal {
         let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
         let ws = canonical(workspace);
@@ -114,6 +123,18 @@ pub(crate) fn build(settings: Settings, journal: Option<(&Path, &Path)>) -> Arc<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn a_shared_journals_socket_directory_is_kept_from_commands() {
+        let at = pev_store::Location::parse("postgresql:///j?host=/run/pg-sock&user=u").unwrap();
+        assert_eq!(at.local_sockets(), [std::path::PathBuf::from("/run/pg-sock")]);
+        let settings = SandboxPolicy::from_policy(&Policy::default()).resolve(None);
+        let sandbox = build(settings, None, &at.local_sockets());
+        assert!(sandbox.hidden().contains(&std::path::PathBuf::from("/run/pg-sock")));
+        let tcp = pev_store::Location::parse("postgres://u@db.internal/j").unwrap();
+        assert!(tcp.local_sockets().is_empty());
+    }
 
     #[test]
     fn the_policy_mode_wins_over_the_file_and_auto_is_the_default() {

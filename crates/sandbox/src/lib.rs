@@ -133,6 +133,8 @@ pub const HIDDEN_IN_HOME: &[&str] = &[
     ".config",
     ".gnupg",
     ".netrc",
+    ".pgpass",
+    ".pg_service.conf",
     ".docker",
     ".kube",
     ".git-credentials",
@@ -236,6 +238,20 @@ impl Sandbox {
         if !self.protected.contains(&dir) {
             self.protected.push(dir);
         }
+    }
+
+    /// Hide `path` from every command, wherever it is (a shared journal's unix socket
+    /// directory: connecting to a socket needs no write access, so read-only is not enough).
+    /// Covered under bubblewrap, like the secrets in `$HOME`.
+    pub fn hide(&mut self, path: PathBuf) {
+        if !self.hidden.contains(&path) {
+            self.hidden.push(path);
+        }
+    }
+
+    /// What [`Sandbox::hide`] and the secrets list hide.
+    pub fn hidden(&self) -> &[PathBuf] {
+        &self.hidden
     }
 
     /// Commands run unconfined (mode off, or nothing available in `auto`).

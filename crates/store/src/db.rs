@@ -58,6 +58,16 @@ impl Location {
         }
     }
 
+    /// The unix socket directories a Postgres journal is reached through (none for a file or
+    /// a TCP host): a run's sandbox hides them from commands.
+    pub fn local_sockets(&self) -> Vec<PathBuf> {
+        match self {
+            Location::File(_) => Vec::new(),
+            #[cfg(feature = "postgres")]
+            Location::Postgres(t) => t.socket_dirs(),
+        }
+    }
+
     /// Whether the journal is shared by machines (a server), not a file on this one.
     pub fn is_shared(&self) -> bool {
         self.file().is_none()

@@ -275,6 +275,18 @@ impl Target {
         })
     }
 
+    /// The unix socket directories among the hosts.
+    pub(crate) fn socket_dirs(&self) -> Vec<PathBuf> {
+        self.config
+            .get_hosts()
+            .iter()
+            .filter_map(|h| match h {
+                Host::Unix(p) => Some(p.clone()),
+                Host::Tcp(_) => None,
+            })
+            .collect()
+    }
+
     /// A connection with the schema current: an idle one of this process, or a new one.
     pub(crate) fn connect(&self, at: &Location, create: Create) -> Result<PgConn, StoreError> {
         while let Some(mut conn) = lock(&self.idle).pop() {

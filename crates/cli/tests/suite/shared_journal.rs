@@ -326,3 +326,50 @@ fn follow_case(db: &Db) {
         text.stdout
     );
 }
+
+/// A shared journal reached through a unix socket: a command in the full sandbox cannot
+/// connect to it (the socket's directory is hidden), while pev itself journals through it. (A
+/// closed network does not stop a unix socket: it is a file.)
+#[test]
+#[allow(clippy::print_stderr)] // the note says why the test did not run
+fn a_command_cannot_reach_the_journals_server_through_its_socket() {
+    let Some(db) = database() else { return };
+    let doctor = run(&mut pev(), &["doctor", "--json"]);
+    let report: Value = serde_json::from_str(&doctor.stdout).unwrap_or(Value::Null);
+    if report["sandbox"]["enforced"]["level"] != "full" {
+        eprintln!("skipped: no full sandbox here: {}", report["sandbox"]["enforced"]["gaps"]);
+        return;
+    }
+    // The server's second socket, outside /tmp and /run (which the sandbox hides whatever
+    // the journal): only the journal's own protection keeps a command from it.
+    let Some(dir) = std::env::var("PEV_TEST_POSTGRES_SOCKET2").ok().filter(|d| !d.is_empty())
+    else {
+        eprintln!("skipped: no second socket directory (scripts/with-postgres.sh makes one)");
+        return;
+    };
+    let socket = Path::new(&dir).join(".s.PGSQL.5432");
+    let url = db.url.replace(&std::env::var("PEV_TEST_POSTGRES_DIR").expect("dir"), &dir);
+    assert_ne!(url, db.url);
+    // The test itself can connect: what the command is refused is the sandbox's doing.
+    std::os::unix::net::UnixStream::connect(&socket).expect("the socket answers outside");
+    let ws = tempfile::tempdir().expect("tmp");
+    let probe = format!(
+        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); \
+         s.connect('{}'); print('REACH' + 'ED')\" 2>&1 | tail -1",
+        socket.display()
+    );
+    let plan = serde_json::json!({
+        "goal": "Reach the journal's server",
+        "steps": [{"id": "reach", "tool": "shell.exec", "on_fail": "continue",
+                   "args": {"command": probe, "timeout_s": 10}}]
+    });
+    std::fs::write(ws.path().join("plan.json"), plan.to_string()).expect("write");
+    let r = run(
+        pev().current_dir(ws.path()),
+        &["run", "plan.json", "--yes", "--json", "--store", &url],
+    );
+    assert!(r.stdout.contains("run.finished"), "{r:?}");
+    // The marker is split in the command, so only a connected command prints it whole.
+    assert!(!r.stdout.contains("REACHED"), "a command reached the server: {}", r.stdout);
+    assert!(r.stdout.contains("No such file") || r.stdout.contains("rror"), "{}", r.stdout);
+}
