@@ -564,11 +564,13 @@ pub fn gc(
     common: &Common,
     out: &mut dyn Write,
 ) -> Result<u8, Fail> {
-    let store = open(common)?;
     let cutoff = std::time::SystemTime::now().checked_sub(age).unwrap_or(std::time::UNIX_EPOCH);
     let cutoff = pev_protocol::event::rfc3339(cutoff);
     let workspace = crate::run_cmd::workspace_dir(common.workspace.as_deref())?;
     let db = crate::run_cmd::store_path(common, &workspace)?;
+    // The store and the leases below share one `Location`: on Postgres the collection then
+    // runs on the session that holds this process's leases, which it tells from others'.
+    let store = Store::open_existing(&db).map_err(|e| Fail(2, e.to_string()))?;
     // A run another pev process holds (its lock) is never collected, and while any is held,
     // no blob is: a writer may commit a blob before the row that names it. The locks taken
     // here are held until the collection ends, so no resume starts on a run being deleted.

@@ -373,3 +373,25 @@ fn a_command_cannot_reach_the_journals_server_through_its_socket() {
     assert!(!r.stdout.contains("REACHED"), "a command reached the server: {}", r.stdout);
     assert!(r.stdout.contains("No such file") || r.stdout.contains("rror"), "{}", r.stdout);
 }
+
+/// `pev gc` on the shared journal deletes an old finished run and the blobs only it used: the
+/// collection runs on the session holding gc's own leases, which it does not count as a run
+/// being driven elsewhere.
+#[test]
+fn gc_collects_old_runs_and_their_blobs_on_the_shared_journal() {
+    let Some(db) = database() else { return };
+    let ws = workspace();
+    assert!(spawn_run(ws.path(), &db).wait().expect("run").success());
+    let listed = runs(ws.path(), &db);
+    let run_id = listed[0]["run_id"].as_str().expect("id").to_owned();
+    let r = run(
+        pev().current_dir(ws.path()),
+        &["gc", "--older-than", "0s", "--json", "--store", &db.url],
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    let doc: Value = serde_json::from_str(r.stdout.trim()).expect("json");
+    assert_eq!(doc["report"]["runs"], serde_json::json!([run_id]), "{doc}");
+    assert!(doc["report"]["blobs"].as_u64() > Some(0), "{doc}");
+    assert!(doc["report"]["blobs_skipped"].is_null(), "{doc}");
+    assert!(runs(ws.path(), &db).is_empty());
+}
