@@ -24,11 +24,9 @@ pub(crate) fn link(prev: &str, seq: u64, at: &str, kind: &str, body: &str) -> St
 /// The chain value of the run's last event, `""` before the first. The run's row stays locked
 /// until the transaction ends (Postgres), so two writers of one run cannot fork the chain.
 pub(crate) fn head(conn: &mut Conn, run_id: &str) -> Result<String, DbError> {
-    let sql = match conn.dialect() {
-        crate::db::Dialect::Sqlite => "SELECT chain_head FROM runs WHERE run_id = ?1",
-        crate::db::Dialect::Postgres => "SELECT chain_head FROM runs WHERE run_id = ?1 FOR UPDATE",
-    };
-    let head: Option<String> = conn.query_value(sql, params![run_id])?;
+    let sql =
+        format!("SELECT chain_head FROM runs WHERE run_id = ?1{}", conn.dialect().for_update());
+    let head: Option<String> = conn.query_value(&sql, params![run_id])?;
     Ok(head.unwrap_or_default())
 }
 

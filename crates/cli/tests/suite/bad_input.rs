@@ -207,23 +207,21 @@ fn policy_notes_go_to_stderr() {
 #[test]
 fn a_store_url_is_refused_and_creates_nothing() {
     let dir = tempfile::tempdir().expect("tmp");
-    // A scheme pev has no journal for is refused before anything is opened.
-    for (args, url) in
-        [(vec!["runs", "--json"], "sqlite:journal.db"), (vec!["runs"], "mysql://pev:s3cret@h/pev")]
-    {
-        let mut all = args.clone();
-        all.extend(["--store", url]);
-        let mut cmd = pev();
-        cmd.current_dir(dir.path());
-        let r = run(&mut cmd, &all);
-        assert_eq!(r.code, 2, "{args:?} {url}: {r:?}");
-        assert!(r.stderr.contains("not a journal pev knows"), "{}", r.stderr);
-        assert!(!r.stderr.contains("s3cret"), "{}", r.stderr);
-    }
-    // A Postgres journal that cannot be reached is an error naming it, password withheld.
-    for (args, url) in [
-        (vec!["runs"], "postgresql:///db?host=/nonexistent-socket-dir"),
-        (vec!["show", "last"], "postgres://pev:s3cret@127.0.0.1:1/pev"),
+    // A scheme pev has no journal for is refused before anything is opened; a Postgres journal
+    // that cannot be reached is an error naming it, password withheld.
+    for (args, url, said) in [
+        (vec!["runs", "--json"], "sqlite:journal.db", "not a journal pev knows"),
+        (vec!["runs"], "mysql://pev:s3cret@h/pev", "not a journal pev knows"),
+        (
+            vec!["runs"],
+            "postgresql:///db?host=/nonexistent-socket-dir",
+            "cannot open journal postgres",
+        ),
+        (
+            vec!["show", "last"],
+            "postgres://pev:s3cret@127.0.0.1:1/pev",
+            "cannot open journal postgres",
+        ),
     ] {
         let mut all = args.clone();
         all.extend(["--store", url]);
@@ -231,7 +229,7 @@ fn a_store_url_is_refused_and_creates_nothing() {
         cmd.current_dir(dir.path());
         let r = run(&mut cmd, &all);
         assert_eq!(r.code, 2, "{args:?} {url}: {r:?}");
-        assert!(r.stderr.contains("cannot open journal postgres"), "{}", r.stderr);
+        assert!(r.stderr.contains(said), "{}", r.stderr);
         assert!(!r.stderr.contains("s3cret"), "{}", r.stderr);
     }
     let left: Vec<_> = std::fs::read_dir(dir.path()).expect("read").collect();
