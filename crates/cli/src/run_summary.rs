@@ -183,6 +183,8 @@ pub(crate) fn reason_name(code: ReasonCode) -> &'static str {
         ReasonCode::ApprovalPending => "approval_pending",
         ReasonCode::EvidenceRegressed => "evidence_regressed",
         ReasonCode::PlanExecutionMismatch => "plan_execution_mismatch",
+        ReasonCode::OracleChanged => "oracle_changed",
+        ReasonCode::HiddenCheckFailed => "hidden_check_failed",
     }
 }
 

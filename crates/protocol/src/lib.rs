@@ -8,6 +8,7 @@
 pub mod assertion;
 pub mod event;
 pub mod lint;
+pub mod oracle;
 pub mod parse;
 pub mod plan;
 pub mod policy;

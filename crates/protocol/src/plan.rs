@@ -100,6 +100,9 @@ pub struct Plan {
     /// How to undo the plan's effects, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollback_strategy: Option<String>,
+    /// Oracle files beyond the inferred ones, and those the run may change (reference §1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oracle: Option<crate::oracle::PlanOracle>,
     /// Fields this version of pev does not know; kept, and reported by lint.
     #[serde(flatten)]
     #[schemars(skip)]
@@ -145,6 +148,11 @@ pub struct Step {
     /// step's own assertions pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delegate: Option<Delegation>,
+    /// The step's work is the tests themselves ("add a test for subtract()", "update the tests
+    /// to the new API"): it may change oracle files. In a plan a model wrote, honoured only when
+    /// the goal asks for work on tests (a model cannot grant itself leave to change its checks).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub may_change_oracle: bool,
     /// Fields this version of pev does not know; kept, and reported by lint.
     #[serde(flatten)]
     #[schemars(skip)]

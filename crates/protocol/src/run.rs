@@ -45,6 +45,13 @@ pub enum ReasonCode {
     /// thing and the execution did another. Decided by the harness, whatever a judge says (a pev
     /// extension, docs/reference.md#4-run-result).
     PlanExecutionMismatch,
+    /// A file the run's checks judge it by (a test, test configuration, a protected file) was
+    /// changed or deleted without permission: a passing check proves nothing when the run could
+    /// change what it checks (a pev extension, docs/reference.md#4-run-result). Never `success`.
+    OracleChanged,
+    /// A hidden check (one the models never saw, run by pev when it decides the verdict) failed
+    /// on the final workspace (a pev extension).
+    HiddenCheckFailed,
 }
 
 /// One reason, with the step it is about.
@@ -228,6 +235,10 @@ pub struct FinalCheck {
     /// against): their evidence is from when they ran, and only that.
     #[serde(default)]
     pub checked_once: Vec<CheckedOnce>,
+    /// The run's oracle: what was recorded, what changed, the pristine re-check and the hidden
+    /// checks (absent when the run recorded none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oracle: Option<crate::oracle::OracleCheck>,
 }
 
 /// Whose evidence an entry of [`FinalCheck`] is about: a step, or a postcondition.

@@ -12,6 +12,8 @@
 //!   change named files and changed none of them is not done.
 //! - [`recheck`] runs the evidence of a finished run again against the final workspace and
 //!   reports what no longer holds ([`regression_reason`] words it as a reason).
+//! - [`oracle`]: the files a run is checked by (tests, test configuration, protected files),
+//!   what changed in them, the pristine copy the evidence is re-checked in, build products.
 //! - [`decide`] is the outcome rule of CONTRACTS.md §4: the status and the reasons for it.
 //!
 //! The verifier never runs a tool with a write effect; `command_succeeds` runs a command the
@@ -28,6 +30,7 @@ mod assert_proc;
 mod goal;
 mod mismatch;
 mod mutation;
+pub mod oracle;
 mod outcome;
 mod recheck;
 mod silent;

@@ -23,6 +23,7 @@ const PLAN_FIELDS: &[&str] = &[
     "steps",
     "postconditions",
     "rollback_strategy",
+    "oracle",
     "objective",
     "success_criteria",
 ];
@@ -40,6 +41,8 @@ const STEP_FIELDS: &[&str] = &[
     "complexity",
     "requires_approval",
     "max_attempts",
+    "delegate",
+    "may_change_oracle",
     "step_id",
     "name",
     "args",
