@@ -337,6 +337,8 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
     let mut session =
         Session::open(&req.common, &workspace, &db, run_policy, Some(models.hooks.clone()))?;
     session.engine.registry = Arc::clone(&registry);
+    // The plan is the planner's: it grants no leave to change the checks by itself.
+    session.engine.config.plan_from_user = false;
     models.attach_delegator(&mut session.engine, &db, (&policy, req.max_replans));
     notices.attach(session.live());
 
@@ -623,6 +625,7 @@ fn loop_parts(
     let db = store_path(common, workspace)?;
     let mut session = Session::open(common, workspace, &db, run_policy, None)?;
     session.engine.registry = Arc::clone(registry);
+    session.engine.config.plan_from_user = false;
     notices.attach(session.live());
     let options = LoopOptions {
         gate: settings.gate,

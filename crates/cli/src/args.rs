@@ -627,7 +627,29 @@ pub(crate) struct CommonArgs {
     #[arg(long)]
     pub(crate) cache: bool,
     #[command(flatten)]
+    pub(crate) oracle: OracleArgs,
+    #[command(flatten)]
     pub(crate) journal: JournalArgs,
+}
+
+/// The checks a run is judged by (see "Tests are the check, not the work" in the README).
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct OracleArgs {
+    /// Protect more files as checks the run may not change (a glob; repeatable), beyond the
+    /// tests and test configuration pev infers
+    #[arg(long, value_name = "GLOB")]
+    pub(crate) protect: Vec<String>,
+    /// Let the run change these checks (a glob; repeatable): for work on the tests themselves
+    #[arg(long = "allow-oracle", value_name = "GLOB")]
+    pub(crate) allow_oracle: Vec<String>,
+    /// A check the models never see, run by pev on a copy of the final workspace when it
+    /// decides the verdict (`success` needs it to pass; repeatable)
+    #[arg(long = "hidden-check", value_name = "COMMAND")]
+    pub(crate) hidden_check: Vec<String>,
+    /// A directory of held-out tests outside the workspace, copied into that copy (at its own
+    /// name) for the hidden checks; hidden from the models' tools and from commands
+    #[arg(long = "hidden-tests", value_name = "DIR", requires = "hidden_check")]
+    pub(crate) hidden_tests: Option<PathBuf>,
 }
 
 /// Where the journal is, and how to print.
@@ -754,6 +776,7 @@ impl JournalArgs {
             jobs: jobs.map(usize::from),
             yes,
             cache: false,
+            oracle: OracleArgs::default(),
             json: self.json,
             color: self.color,
         }
@@ -763,7 +786,8 @@ impl JournalArgs {
 impl CommonArgs {
     pub(crate) fn common(self) -> run_cmd::Common {
         let cache = self.cache;
-        run_cmd::Common { cache, ..self.journal.common(self.jobs, self.yes) }
+        let oracle = self.oracle;
+        run_cmd::Common { cache, oracle, ..self.journal.common(self.jobs, self.yes) }
     }
 }
 

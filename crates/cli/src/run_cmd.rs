@@ -38,6 +38,8 @@ pub struct Common {
     pub yes: bool,
     /// `--cache`: reuse the verified results of unchanged steps.
     pub cache: bool,
+    /// `--protect`, `--allow-oracle`, `--hidden-check`, `--hidden-tests`.
+    pub oracle: crate::args::OracleArgs,
     pub json: bool,
     pub color: ColorChoice,
 }
@@ -440,6 +442,8 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
         RunPolicy { approve_tools, allow_hosts, sandbox },
         hooks,
     )?;
+    // A run `pev agent` started has a model's plan, on resume too.
+    session.engine.config.plan_from_user = models.is_none();
     if let Some(models) = &models {
         // Delegated steps: their children are continued (or their verdicts read) in the tree.
         let max_replans = record
@@ -617,6 +621,55 @@ pub(crate) fn file_config(workspace: &Path) -> Result<pev_providers::config::Con
     pev_providers::config::Config::load(workspace, &vars).map_err(|e| Fail::input(e.to_string()))
 }
 
+/// The oracle settings: `[oracle]` of the files with the command line's flags. A hidden
+/// check's directory must exist and lie outside the workspace (inside it, the models could read
+/// it).
+fn oracle_settings(
+    config: &pev_providers::config::Config,
+    args: &crate::args::OracleArgs,
+    workspace: &Path,
+) -> Result<pev_protocol::oracle::OracleSettings, Fail> {
+    let mut settings = config.oracle().clone();
+    settings.protect.extend(args.protect.iter().cloned());
+    settings.allow.extend(args.allow_oracle.iter().cloned());
+    let dir = args.hidden_tests.as_ref().map(|d| d.display().to_string());
+    for command in &args.hidden_check {
+        settings.hidden.push(pev_protocol::oracle::HiddenCheck {
+            name: None,
+            command: command.clone(),
+            dir: dir.clone(),
+            at: None,
+            timeout_s: None,
+        });
+    }
+    let ws = workspace.canonicalize().unwrap_or_else(|_| workspace.to_path_buf());
+    for check in &mut settings.hidden {
+        let Some(dir) = &check.dir else { continue };
+        let path = Path::new(dir).canonicalize().map_err(|e| {
+            Fail::input(format!("the hidden check `{}`: its directory {dir}: {e}", check.label()))
+        })?;
+        if !path.is_dir() {
+            return Err(Fail::input(format!(
+                "the hidden check `{}`: {dir} is not a directory",
+                check.label()
+            )));
+        }
+        if path.starts_with(&ws) {
+            return Err(Fail::input(format!(
+                "the hidden check `{}`: {dir} is inside the workspace, where the models can read                  it; keep held-out tests outside the workspace",
+                check.label()
+            )));
+        }
+        check.dir = Some(path.display().to_string());
+    }
+    for glob in settings.protect.iter().chain(&settings.allow) {
+        if let Err(e) = glob::Pattern::new(glob) {
+            return Err(Fail::input(format!("the oracle glob `{glob}` is not valid: {e}")));
+        }
+    }
+    Ok(settings)
+}
+
 /// The `[hooks]` of the files, if any (see `pev_engine::hooks` for which run confined).
 fn hooks_for(
     config: &pev_providers::config::Config,
@@ -644,10 +697,15 @@ impl Session {
     ) -> Result<Self, Fail> {
         let ws = Workspace::open(workspace).map_err(|e| Fail::input(e.to_string()))?;
         let config = file_config(workspace)?;
+        let oracle = oracle_settings(&config, &common.oracle, workspace)?;
+        // Held-out tests are hidden from every command (under bubblewrap); the models' tools
+        // cannot leave the workspace anyway.
+        let mut hide = db.local_sockets();
+        hide.extend(oracle.hidden.iter().filter_map(|h| h.dir.as_ref()).map(PathBuf::from));
         let sandbox = sandbox_setup::build(
             sandbox.resolve(config.sandbox()),
             db.file().map(|db| (workspace, db)),
-            &db.local_sockets(),
+            &hide,
         );
         let ctx = Arc::new(ToolContext {
             workspace: ws,
@@ -714,6 +772,9 @@ impl Session {
                 final_events: true,
                 hooks,
                 activity: None,
+                oracle,
+                // `pev agent` says otherwise: its plans are a model's.
+                plan_from_user: true,
             },
         };
         Ok(Self {

@@ -262,6 +262,7 @@ impl Tracker {
             // part of a run the live view drives.
             EventBody::Usage { .. }
             | EventBody::WorkspaceSnapshot { .. }
+            | EventBody::OracleRecorded { .. }
             | EventBody::ClientPlanCall { .. }
             | EventBody::ClientTool { .. }
             | EventBody::GateDecided { .. }

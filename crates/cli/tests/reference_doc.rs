@@ -399,6 +399,7 @@ mod reference_doc {
             EventBody::VerifyFinished { .. } => "verify.finished",
             EventBody::RunFinished { .. } => "run.finished",
             EventBody::WorkspaceSnapshot { .. } => "workspace.snapshot",
+            EventBody::OracleRecorded { .. } => "oracle.recorded",
             EventBody::ClientPlanCall { .. } => "client.plan_call",
             EventBody::ClientTool { .. } => "client.tool",
             EventBody::GateDecided { .. } => "gate.decided",

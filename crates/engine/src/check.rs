@@ -134,8 +134,13 @@ fn command_changes(
     };
     let id = call.step.id.as_str();
     let run_id = shared.recorder.run_id().to_owned();
+    let products = pev_verify::oracle::BuildProducts::new(shared.engine.ctx.workspace.root());
     for change in crate::inventory::changes(inventory, &after) {
         if call.watched.contains(&change.path) {
+            continue;
+        }
+        // Build products (`__pycache__`, what .gitignore ignores) are not the step's work.
+        if products.is_product(&change.path) {
             continue;
         }
         let path = &change.path;

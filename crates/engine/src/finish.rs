@@ -53,11 +53,16 @@ pub(crate) async fn finish(
         postconditions.push(result);
     }
 
+    let mut oracle_reasons = Vec::new();
     let final_check = if state.cancelled || state.slots.iter().any(|s| s.awaiting_approval) {
         // Stopped early: the run is not success either way, and a person stopped it.
         None
     } else {
-        Some(recheck(shared, state, &outputs).await?)
+        let mut check = recheck(shared, state, &outputs).await?;
+        if !shared.oracle.is_empty() {
+            oracle_reasons = settle_oracle(shared, state, &outputs, &mut check).await?;
+        }
+        Some(check)
     };
 
     // A sandbox weaker than asked is said in the result, not only in the journal.
@@ -135,6 +140,7 @@ pub(crate) async fn finish(
             mismatched: &mismatched,
             budget_exhausted: budget,
             regressions,
+            oracle: &oracle_reasons,
         })
     };
     // Postconditions without assertions go to the judge, but only when nothing else keeps the
@@ -277,6 +283,64 @@ async fn recheck(
         }
     }
     Ok(check)
+}
+
+/// The run's oracle at its end: what changed in it; when something changed without
+/// permission, the done steps' evidence checked again on a copy of the final workspace with the
+/// oracle as recorded (what fails there is a regression, whatever the changed tests said); the
+/// hidden checks. Returns the oracle's reasons; the report goes into `check.oracle`.
+async fn settle_oracle(
+    shared: &Shared,
+    state: &mut RunState,
+    outputs: &HashMap<String, serde_json::Value>,
+    check: &mut FinalCheck,
+) -> Result<Vec<pev_protocol::run::Reason>, EngineError> {
+    let oracle = &shared.oracle;
+    let ctx = &shared.engine.ctx;
+    let changes = oracle.changes(&ctx.workspace, &shared.plan);
+    let mut report = oracle.report(changes.clone());
+    let mut reasons = Vec::new();
+    if crate::oracle::needs_pristine(&changes) {
+        match oracle.pristine(ctx, &crate::oracle::undone(&changes)) {
+            Ok((scratch, copy)) => {
+                let pristine =
+                    crate::final_check::recheck_steps(&shared.plan, &state.slots, &copy, outputs)
+                        .await;
+                drop(scratch);
+                report.pristine_recheck = true;
+                pev_verify::oracle::add_pristine_regressions(check, pristine.regressed);
+            }
+            Err(why) => {
+                report.problems.push(format!(
+                    "the evidence could not be re-checked on the pristine oracle: {why}"
+                ));
+                // Without the pristine re-check, a created test file is a change like any other.
+                reasons.extend(crate::oracle::created_reasons(&changes));
+            }
+        }
+        if let Some(message) = crate::oracle::created_warning(&changes)
+            && !state.warnings.contains(&message)
+        {
+            shared.recorder.emit(EventBody::Warning { step: None, message: message.clone() })?;
+            state.warnings.push(message);
+        }
+    }
+    report.hidden = oracle.hidden(ctx, &changes, &mut report.problems).await;
+    for hidden in &report.hidden {
+        shared.recorder.emit(EventBody::AssertionChecked {
+            step: None,
+            postcondition: Some(format!("hidden check: {}", hidden.name)),
+            result: AssertionResult {
+                kind: "hidden_check".to_owned(),
+                passed: hidden.passed,
+                detail: hidden.detail.clone(),
+            },
+        })?;
+    }
+    let mut all = crate::oracle::reasons(&report);
+    all.extend(reasons);
+    check.oracle = Some(report);
+    Ok(all)
 }
 
 /// The descriptions of the plan's postconditions at `indexes`.

@@ -164,6 +164,18 @@ impl StepGate<'_> {
                 .map_err(|message| registry.names().in_wire_terms(&message));
             return Ok(GateResult { output, fatal: false });
         }
+        // A test the step must make pass is the check, not the work: pev's own tools do not
+        // change it for a step that may not (the model is told why, and what to do instead).
+        if let Some(refused) = target_path(implementation.effect(), &args)
+            .and_then(|t| shared.oracle.refusal(&shared.engine.ctx.workspace, self.step, &t))
+        {
+            shared.recorder.emit(EventBody::Warning {
+                step: Some(self.step.id.as_str().to_owned()),
+                message: format!("step `{}`: a {wire} call was {refused}", self.step.id),
+            })?;
+            self.report.warnings.push(format!("step `{}`: {refused}", self.step.id));
+            return Ok(GateResult { output: Err(refused), fatal: false });
+        }
         if let Some(glob) = shared.approve_globs.iter().find(|g| g.matches(tool)) {
             let reason = format!("the policy's approve_tools lists `{}`", glob.as_str());
             match ask_approval(shared, self.step, tool, &args, reason).await? {
@@ -390,10 +402,15 @@ pub(crate) async fn run(
     // The files the step says it will change, taken before it runs: watched, so a change by any
     // means (a shell command too) is seen, and held against what the step changed.
     let intent = pev_verify::StepIntent::of(step);
-    let named = if models.executor.keeps_own_plan() {
+    // A test the step must make pass is not its target: oracle files it may not change are
+    // left out of what it is held to.
+    let named: Vec<String> = if models.executor.keeps_own_plan() {
         Vec::new()
     } else {
         pev_verify::named_files(&intent, workspace)
+            .into_iter()
+            .filter(|p| !shared.oracle.protects(step, p))
+            .collect()
     };
     let mut watched = watched_paths(step, None);
     for path in &named {
@@ -538,7 +555,9 @@ pub(crate) async fn run(
                 .filter(|m| !m.mutation.no_op)
                 .map(|m| m.mutation.path.clone())
                 .collect();
-            if let Some(found) = pev_verify::mismatch(&intent, &named, &changed, workspace) {
+            if let Some(found) = pev_verify::mismatch(&intent, &named, &changed, workspace)
+                && !checked_on_intact_oracle(shared, step, report, &changed)
+            {
                 report.slot.status = StepStatus::Failed;
                 report.slot.mismatched = true;
                 report.slot.error = Some(found.message());
@@ -583,6 +602,26 @@ pub(crate) async fn run(
         report.warnings.push(message);
         report.cache.retry_warnings += 1;
     }
+}
+
+/// Whether the step's change is vouched for by deterministic evidence on an intact oracle: a
+/// `command_succeeds` of its own passed, it changed files, and no oracle file changed without
+/// permission. That outranks the mismatch heuristic (the step did change something, and the
+/// check it cannot have bent says the change works).
+fn checked_on_intact_oracle(
+    shared: &Shared,
+    step: &Step,
+    report: &StepReport,
+    changed: &[String],
+) -> bool {
+    let ran_check = step.assertions.iter().any(|a| matches!(a, Assertion::CommandSucceeds { .. }));
+    let all_passed = !report.slot.assertions.is_empty()
+        && report.slot.assertions.iter().all(|a| a.passed)
+        && report.slot.assertions.iter().any(|a| a.kind == "command_succeeds");
+    let intact = !crate::oracle::needs_pristine(
+        &shared.oracle.changes(&shared.engine.ctx.workspace, &shared.plan),
+    );
+    ran_check && all_passed && intact && !changed.is_empty() && !shared.oracle.files.is_empty()
 }
 
 /// What the next attempt is told about this one: the error, each failed assertion with its

@@ -32,6 +32,7 @@ pub mod instruct;
 mod instruction;
 pub mod inventory;
 pub mod model_scope;
+mod oracle;
 mod recorder;
 mod recover;
 pub mod resolve;
@@ -192,6 +193,11 @@ pub struct EngineConfig {
     /// the same to the children's engines, so a command's changes are credited to it only
     /// when nothing else in the tree ran. `None`: the run's own.
     pub activity: Option<Arc<inventory::Activity>>,
+    /// The oracle settings (`[oracle]`, `--protect`, `--allow-oracle`, `--hidden-check`).
+    pub oracle: pev_protocol::oracle::OracleSettings,
+    /// The plan is the user's own (`pev run`): its `may_change_oracle` and `oracle.allow` are the
+    /// user's permission. `false` for a plan a model wrote (`pev agent`).
+    pub plan_from_user: bool,
 }
 
 impl Default for EngineConfig {
@@ -206,6 +212,8 @@ impl Default for EngineConfig {
             final_events: true,
             hooks: None,
             activity: None,
+            oracle: pev_protocol::oracle::OracleSettings::default(),
+            plan_from_user: true,
         }
     }
 }

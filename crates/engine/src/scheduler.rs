@@ -104,6 +104,7 @@ impl Engine {
             sandbox: serde_json::to_value(self.ctx.sandbox.enforced()).ok(),
         })?;
         recorder.emit(EventBody::PlanCreated { version: 1, steps: n })?;
+        let oracle = crate::oracle::RunOracle::start(self, &plan, &recorder)?;
         let mut run_before = HashMap::new();
         for pc in &plan.postconditions {
             for a in &pc.assertions {
@@ -139,7 +140,7 @@ impl Engine {
             judge_rejected: Vec::new(),
             budget_exhausted: None,
         };
-        self.execute(Arc::new(plan), recorder, state, 0).await
+        self.execute(Arc::new(plan), recorder, state, (0, oracle)).await
     }
 
     /// Finishes a stored run: done steps stay done, interrupted ones are settled (see
@@ -282,7 +283,11 @@ impl Engine {
             judge_rejected: Vec::new(),
             budget_exhausted: None,
         };
-        self.execute(Arc::new(plan), recorder, state, record.next_seq).await
+        let oracle = {
+            let store = pev_store::Store::open_existing(recorder.journal().location())?;
+            crate::oracle::RunOracle::resume(self, &plan, &store, &record.run_id)?
+        };
+        self.execute(Arc::new(plan), recorder, state, (record.next_seq, oracle)).await
     }
 
     /// Journals `result` as the run's final outcome and emits `verify.finished` and
@@ -315,7 +320,7 @@ impl Engine {
         plan: Arc<Plan>,
         recorder: Recorder,
         mut state: RunState,
-        session: u64,
+        (session, oracle): (u64, crate::oracle::RunOracle),
     ) -> Result<RunResult, EngineError> {
         let started = Instant::now();
         let graph = StepGraph::new(&plan);
@@ -330,6 +335,7 @@ impl Engine {
             // Shared with the run's child runs (a command's changes are its own only if
             // nothing else in the tree ran with it).
             activity: self.config.activity.clone().unwrap_or_default(),
+            oracle: Arc::new(oracle),
         });
         let remaining: Vec<usize> = (0..n)
             .map(|i| {

@@ -59,6 +59,7 @@ pub fn snapshot(record: &RunRecord) -> RunResult {
         mismatched: &[],
         budget_exhausted: None,
         regressions: &[],
+        oracle: &[],
     });
     RunResult {
         run_id: record.run_id.clone(),

@@ -44,6 +44,8 @@ pub(crate) struct Shared {
     pub session: u64,
     /// Which steps are running (a command's changes are credited only when it ran alone).
     pub activity: Arc<crate::inventory::Activity>,
+    /// The run's oracle: what its checks judge it by.
+    pub oracle: Arc<crate::oracle::RunOracle>,
 }
 
 /// The work handed to a step task.
@@ -331,6 +333,13 @@ async fn drive(
     }
 
     let target = target_path(effect, &args);
+    if let Some(refused) =
+        target.as_deref().and_then(|t| shared.oracle.refusal(&engine.ctx.workspace, step, t))
+    {
+        report.slot.attempts += 1;
+        fail(&mut report.slot, &refused);
+        return Ok(());
+    }
     let watched = watched_paths(step, target.as_deref());
     let call = Call {
         step,

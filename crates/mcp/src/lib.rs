@@ -28,6 +28,7 @@ pub mod client;
 pub mod gate;
 pub mod http;
 pub mod integrate;
+mod oracle;
 pub mod rpc;
 pub mod session;
 pub mod snapshot;

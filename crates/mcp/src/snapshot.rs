@@ -108,9 +108,10 @@ pub fn changes(snapshot: &Snapshot, ws: &Workspace, store: Option<&Store>) -> Ch
     let is_ignored = |path: &str| {
         ignored.iter().any(|i| i == path || (i.ends_with('/') && path.starts_with(i.as_str())))
     };
+    let products = pev_verify::oracle::BuildProducts::new(ws.root());
     let mut mutations = Vec::new();
     for path in paths {
-        if is_ignored(path) {
+        if is_ignored(path) || products.is_product(path) {
             continue;
         }
         let (before, after) = (snapshot.files.get(path), hashes.get(path));

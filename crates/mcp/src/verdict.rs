@@ -144,7 +144,13 @@ async fn decide(
 
     // What the final re-check reads: the plan and where its evidence was taken.
     let report = LoopReport { plan: model.cloned(), evidence: marks, ..LoopReport::default() };
-    let check = final_recheck(ctx, &report).await;
+    let mut check = final_recheck(ctx, &report).await;
+    let oracle_reasons = match snapshot {
+        Some(snapshot) if !snapshot.truncated => {
+            crate::oracle::settle(snapshot, store, ctx, &report, &mut check, &mut warnings).await
+        }
+        _ => Vec::new(),
+    };
     let mutation_steps = vec![String::new(); changes.mutations.len()];
     let goal_actions_executed = changes.mutations.iter().any(|m| !m.no_op);
     let input = pev_verify::OutcomeInput {
@@ -160,6 +166,7 @@ async fn decide(
         mismatched: &[],
         budget_exhausted: None,
         regressions: &check.regressed,
+        oracle: &oracle_reasons,
     };
     let (mut status, mut reasons) = pev_verify::decide(&input);
     // A client's run has no goal-action steps of its own: "no step with a write effect" would

@@ -168,6 +168,16 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         truncated: bool,
     },
+    /// The run's oracle, recorded when its plan was made: the files its checks judge it by
+    /// (tests, test configuration, protected files, files a check's command names), each with
+    /// its sha256 (the content is a blob) and why it is one. `truncated`: the workspace had more
+    /// files than pev walks, so the list may be incomplete.
+    #[serde(rename = "oracle.recorded")]
+    OracleRecorded {
+        files: Vec<crate::oracle::OracleFile>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        truncated: bool,
+    },
     /// An MCP client called one of pev's plan tools (`pev mcp`). `state` is the plan's state
     /// after the call, when the call changed it (the latest one is the run's plan).
     #[serde(rename = "client.plan_call")]
@@ -219,6 +229,7 @@ impl EventBody {
             Self::VerifyFinished { .. } => "verify.finished",
             Self::RunFinished { .. } => "run.finished",
             Self::WorkspaceSnapshot { .. } => "workspace.snapshot",
+            Self::OracleRecorded { .. } => "oracle.recorded",
             Self::ClientPlanCall { .. } => "client.plan_call",
             Self::ClientTool { .. } => "client.tool",
             Self::GateDecided { .. } => "gate.decided",

@@ -363,6 +363,7 @@ pub struct Config {
     mcp_servers: Vec<McpServerConfig>,
     telemetry: Option<TelemetryTable>,
     store: Option<Sourced<StoreUrl>>,
+    oracle: pev_protocol::oracle::OracleSettings,
 }
 
 impl Config {
@@ -438,6 +439,11 @@ impl Config {
     /// The user's `[telemetry]` table, if any.
     pub fn telemetry(&self) -> Option<&TelemetryTable> {
         self.telemetry.as_ref()
+    }
+
+    /// `[oracle]` of the files (see `oracle_of`: a workspace's file only adds checks).
+    pub fn oracle(&self) -> &pev_protocol::oracle::OracleSettings {
+        &self.oracle
     }
 
     /// The hooks of the user's and the workspace's files, the user's first.

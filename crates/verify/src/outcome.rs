@@ -64,6 +64,8 @@ pub struct OutcomeInput<'a> {
     pub budget_exhausted: Option<&'a str>,
     /// Evidence that held when it was gathered and fails on the final workspace.
     pub regressions: &'a [Regression],
+    /// The oracle's reasons (`oracle_changed`, `hidden_check_failed`; see [`crate::oracle`]).
+    pub oracle: &'a [Reason],
 }
 
 /// The status of a run and the reasons it is not `success` (empty exactly for success).
@@ -73,6 +75,7 @@ pub fn decide(input: &OutcomeInput<'_>) -> (RunStatus, Vec<Reason>) {
     not_run_reason(input, &mut reasons);
     postcondition_reasons(input, &mut reasons);
     reasons.extend(input.regressions.iter().map(crate::regression_reason));
+    reasons.extend(input.oracle.iter().cloned());
     // `no_effects` is for a run that changed nothing. A run whose failed step did change files
     // (they are listed) already has the reason it failed; a run waiting for approval has not
     // had its effects yet (`approval_pending` says so). Either way the run is not `success`.

@@ -178,6 +178,7 @@ fn an_empty_plan_is_never_success_for_want_of_evidence() {
         mismatched: &[],
         budget_exhausted: None,
         regressions: &[],
+        oracle: &[],
     };
     let (status, reasons) = decide(&input);
     assert_eq!(status, RunStatus::Failed);

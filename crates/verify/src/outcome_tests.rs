@@ -85,6 +85,7 @@ impl Case {
             mismatched: &self.mismatched,
             budget_exhausted: self.budget_exhausted.as_deref(),
             regressions: &[],
+            oracle: &[],
         })
     }
 }

@@ -33,6 +33,8 @@ pub(super) struct FileConfig {
     pub telemetry: Option<TelemetryTable>,
     /// `store = "postgres://…"`: the journal runs are kept in (the user's file only).
     pub store: Option<StoreUrl>,
+    /// `[oracle]`: the files a run is checked by (a workspace's file may only add to them).
+    pub oracle: Option<pev_protocol::oracle::OracleSettings>,
 }
 
 /// The `store` setting: a journal's path or URL, which may hold a password, so its `Debug`

@@ -208,6 +208,8 @@ pub(super) fn load(
         telemetry = Some(table.clone());
     }
 
+    let oracle = oracle_of(&layers)?;
+
     let mut store = None;
     for layer in &layers {
         let Some(value) = &layer.config.store else { continue };
@@ -237,7 +239,42 @@ pub(super) fn load(
         mcp_servers,
         telemetry,
         store,
+        oracle,
     })
+}
+
+/// `[oracle]` of the files, merged: protected globs and hidden checks add up (a hidden check's
+/// relative `dir` is read from its file's directory); `allow` and `conventions = false`, which
+/// loosen what a run is held to, come from the user's own file only: a workspace's file comes
+/// with the code, and an earlier run may have written it.
+fn oracle_of(layers: &[Layer]) -> Result<pev_protocol::oracle::OracleSettings, ConfigError> {
+    let mut out = pev_protocol::oracle::OracleSettings::default();
+    for layer in layers {
+        let Some(table) = &layer.config.oracle else { continue };
+        if let Source::Workspace(path) = &layer.source
+            && (!table.allow.is_empty() || !table.conventions)
+        {
+            return Err(ConfigError::Refused {
+                path: path.clone(),
+                message: "[oracle] `allow` and `conventions = false` are read from your own                           pev.toml only (~/.config/pev/pev.toml) or --allow-oracle: a workspace's                           file comes with the code, and may only add checks (`protect`, `hidden`)"
+                    .to_owned(),
+            });
+        }
+        out.conventions &= table.conventions;
+        out.protect.extend(table.protect.iter().cloned());
+        out.allow.extend(table.allow.iter().cloned());
+        for check in &table.hidden {
+            let mut check = check.clone();
+            if let Some(dir) = &check.dir {
+                let path = std::path::Path::new(dir);
+                if path.is_relative() {
+                    check.dir = Some(layer.dir.join(path).display().to_string());
+                }
+            }
+            out.hidden.push(check);
+        }
+    }
+    Ok(out)
 }
 
 /// Appends `layer`'s hooks (see [`HooksConfig`] for why they add up rather than override).

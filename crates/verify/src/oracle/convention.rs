@@ -46,11 +46,15 @@ const CONFIG_PREFIXES: &[(&str, &str)] = &[
 ];
 
 /// Extensions of source files a test may be written in (for `*.test.*` / `*.spec.*`).
-const SCRIPT_EXTS: &[&str] = &["js", "jsx", "ts", "tsx", "mjs", "cjs", "mts", "cts", "vue", "svelte"];
+const SCRIPT_EXTS: &[&str] =
+    &["js", "jsx", "ts", "tsx", "mjs", "cjs", "mts", "cts", "vue", "svelte"];
 
 /// Files of which only a part configures tests: that part is their oracle.
 const PARTIAL_FILES: &[(&str, &str)] = &[
-    ("pyproject.toml", "the test sections of pyproject.toml ([tool.pytest…], [tool.coverage…], [tool.tox…])"),
+    (
+        "pyproject.toml",
+        "the test sections of pyproject.toml ([tool.pytest…], [tool.coverage…], [tool.tox…])",
+    ),
     ("setup.cfg", "the test sections of setup.cfg ([tool:pytest], [coverage:…])"),
     ("package.json", "the test settings of package.json (scripts.test, jest, vitest, mocha)"),
 ];
@@ -156,7 +160,9 @@ fn package_json_view(text: &str) -> Vec<u8> {
         }
     }
     if let Some(scripts) = value.get("scripts").and_then(serde_json::Value::as_object) {
-        for (k, v) in scripts.iter().filter(|(k, _)| k.starts_with("test") || k.starts_with("pretest")) {
+        for (k, v) in
+            scripts.iter().filter(|(k, _)| k.starts_with("test") || k.starts_with("pretest"))
+        {
             view.insert(format!("scripts.{k}"), v.clone());
         }
     }
@@ -234,7 +240,8 @@ mod tests {
 
     #[test]
     fn only_the_test_settings_of_package_json_are_its_oracle() {
-        let before = br#"{"name":"m","scripts":{"test":"node --test","build":"tsc"},"dependencies":{}}"#;
+        let before =
+            br#"{"name":"m","scripts":{"test":"node --test","build":"tsc"},"dependencies":{}}"#;
         let dep = br#"{"name":"m","scripts":{"test":"node --test","build":"tsc -p ."},"dependencies":{"x":"1"}}"#;
         let neuter = br#"{"name":"m","scripts":{"test":"true","build":"tsc"},"dependencies":{}}"#;
         assert_eq!(oracle_view("package.json", before), oracle_view("package.json", dep));

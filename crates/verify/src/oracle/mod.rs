@@ -24,7 +24,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use glob::{MatchOptions, Pattern};
-use pev_protocol::oracle::{OracleChange, OracleChangeKind, OracleFile, OracleSettings, PlanOracle};
+use pev_protocol::oracle::{
+    OracleChange, OracleChangeKind, OracleFile, OracleSettings, PlanOracle,
+};
 use pev_protocol::run::{Reason, ReasonCode};
 use pev_tools::Workspace;
 
@@ -44,8 +46,11 @@ const MAX_TOTAL: u64 = 128 * 1024 * 1024;
 /// How many characters of a diff a change keeps.
 const MAX_DIFF: usize = 4_000;
 
-const GLOB: MatchOptions =
-    MatchOptions { case_sensitive: true, require_literal_separator: false, require_literal_leading_dot: false };
+const GLOB: MatchOptions = MatchOptions {
+    case_sensitive: true,
+    require_literal_separator: false,
+    require_literal_leading_dot: false,
+};
 
 /// The oracle rules of one run.
 #[derive(Debug, Clone, Default)]
@@ -89,7 +94,11 @@ impl Oracle {
     pub fn name_check_files(&mut self, command: &str, ws: &Workspace, targets: &[String]) {
         for word in command.split(|c: char| c.is_whitespace() || "'\";|&()<>=".contains(c)) {
             let word = word.trim_start_matches("./").trim_end_matches('/');
-            if word.is_empty() || word.starts_with('-') || word.contains("..") || word.starts_with('/') {
+            if word.is_empty()
+                || word.starts_with('-')
+                || word.contains("..")
+                || word.starts_with('/')
+            {
                 continue;
             }
             let Ok(meta) = ws.metadata(word) else { continue };
@@ -247,11 +256,7 @@ pub fn changed_reasons(changes: &[OracleChange]) -> Vec<Reason> {
                 OracleChangeKind::Deleted => "deleted",
                 _ => "changed",
             };
-            let diff = if c.diff.is_empty() {
-                String::new()
-            } else {
-                format!("\n{}", c.diff)
-            };
+            let diff = if c.diff.is_empty() { String::new() } else { format!("\n{}", c.diff) };
             Reason {
                 code: ReasonCode::OracleChanged,
                 step: None,
@@ -266,6 +271,21 @@ pub fn changed_reasons(changes: &[OracleChange]) -> Vec<Reason> {
             }
         })
         .collect()
+}
+
+/// Adds the regressions found on the pristine oracle to `check`, each said as such (one the
+/// final re-check already has is not added twice).
+pub fn add_pristine_regressions(
+    check: &mut pev_protocol::run::FinalCheck,
+    found: Vec<pev_protocol::run::Regression>,
+) {
+    for mut r in found {
+        if check.regressed.iter().any(|x| x.of == r.of && x.kind == r.kind && x.path == r.path) {
+            continue;
+        }
+        r.now = format!("on the pristine oracle (the tests as they were recorded): {}", r.now);
+        check.regressed.push(r);
+    }
 }
 
 /// What a model is told when pev's own tool refuses to change an oracle file.
@@ -284,19 +304,82 @@ pub fn refusal(path: &str, why: &str) -> String {
 /// test pass", "fix the bug so the tests pass" and "fix the failing test" do not.
 pub fn asks_for_test_work(text: &str) -> bool {
     const VERBS: &[&str] = &[
-        "add", "write", "create", "update", "extend", "rewrite", "modify", "change", "adjust",
-        "adapt", "port", "migrate", "refactor", "delete", "remove", "rename", "improve", "expand",
-        "edit", "replace", "regenerate", "cover", "implement",
+        "add",
+        "write",
+        "create",
+        "update",
+        "extend",
+        "rewrite",
+        "modify",
+        "change",
+        "adjust",
+        "adapt",
+        "port",
+        "migrate",
+        "refactor",
+        "delete",
+        "remove",
+        "rename",
+        "improve",
+        "expand",
+        "edit",
+        "replace",
+        "regenerate",
+        "cover",
+        "implement",
     ];
     const FILLERS: &[&str] = &[
-        "a", "an", "the", "new", "more", "missing", "unit", "integration", "regression", "some",
-        "few", "additional", "extra", "its", "their", "our", "my", "existing", "all", "e2e",
-        "end-to-end", "snapshot", "golden", "property", "property-based", "obsolete", "outdated",
-        "old", "this", "that", "these", "those", "two", "three", "several", "proper", "basic",
+        "a",
+        "an",
+        "the",
+        "new",
+        "more",
+        "missing",
+        "unit",
+        "integration",
+        "regression",
+        "some",
+        "few",
+        "additional",
+        "extra",
+        "its",
+        "their",
+        "our",
+        "my",
+        "existing",
+        "all",
+        "e2e",
+        "end-to-end",
+        "snapshot",
+        "golden",
+        "property",
+        "property-based",
+        "obsolete",
+        "outdated",
+        "old",
+        "this",
+        "that",
+        "these",
+        "those",
+        "two",
+        "three",
+        "several",
+        "proper",
+        "basic",
     ];
     const NOUNS: &[&str] = &[
-        "test", "tests", "testcase", "testcases", "spec", "specs", "suite", "fixtures",
-        "fixture", "snapshots", "assertions", "coverage",
+        "test",
+        "tests",
+        "testcase",
+        "testcases",
+        "spec",
+        "specs",
+        "suite",
+        "fixtures",
+        "fixture",
+        "snapshots",
+        "assertions",
+        "coverage",
     ];
     let words: Vec<String> = text
         .split(|c: char| c.is_whitespace() || ",;:!?()\"".contains(c))
@@ -307,7 +390,8 @@ pub fn asks_for_test_work(text: &str) -> bool {
         if !VERBS.contains(&word.as_str()) {
             continue;
         }
-        let Some(object) = words.iter().skip(i + 1).take(5).find(|w| !FILLERS.contains(&w.as_str()))
+        let Some(object) =
+            words.iter().skip(i + 1).take(5).find(|w| !FILLERS.contains(&w.as_str()))
         else {
             continue;
         };
@@ -317,8 +401,7 @@ pub fn asks_for_test_work(text: &str) -> bool {
             continue;
         }
         // "… the test so it passes": the object is what must pass, not what to change.
-        let after: Vec<&str> =
-            words.iter().skip(i + 2).take(4).map(String::as_str).collect();
+        let after: Vec<&str> = words.iter().skip(i + 2).take(4).map(String::as_str).collect();
         if after.iter().any(|w| matches!(*w, "pass" | "passes" | "passing" | "green")) {
             continue;
         }
@@ -333,7 +416,8 @@ fn walk(root: &Path, dir: &str, products: &BuildProducts, visit: &mut dyn FnMut(
     let mut stack = vec![dir.to_owned()];
     let mut seen = 0usize;
     while let Some(rel) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(if rel.is_empty() { root.to_path_buf() } else { root.join(&rel) })
+        let Ok(entries) =
+            std::fs::read_dir(if rel.is_empty() { root.to_path_buf() } else { root.join(&rel) })
         else {
             continue;
         };

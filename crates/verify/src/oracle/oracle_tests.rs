@@ -19,7 +19,11 @@ fn repo() -> (tempfile::TempDir, Workspace) {
     std::fs::write(root.join("tests/__pycache__/test_calc.cpython-311.pyc"), "x").unwrap();
     std::fs::write(root.join(".venv/lib/site-packages/pkg/tests/test_pkg.py"), "x").unwrap();
     std::fs::write(root.join(".gitignore"), ".venv/\n").unwrap();
-    std::fs::write(root.join("pyproject.toml"), "[project]\nname='calc'\n\n[tool.pytest.ini_options]\npythonpath = ['src']\n").unwrap();
+    std::fs::write(
+        root.join("pyproject.toml"),
+        "[project]\nname='calc'\n\n[tool.pytest.ini_options]\npythonpath = ['src']\n",
+    )
+    .unwrap();
     std::fs::write(root.join("README.md"), "calc\n").unwrap();
     let ws = Workspace::open(root).unwrap();
     (dir, ws)
@@ -44,7 +48,8 @@ fn honest_fix_changes_no_oracle_file() {
     let (dir, ws) = repo();
     let o = oracle();
     let recorded = o.record(&ws);
-    let blobs: std::collections::HashMap<String, Vec<u8>> = recorded.contents.iter().cloned().collect();
+    let blobs: std::collections::HashMap<String, Vec<u8>> =
+        recorded.contents.iter().cloned().collect();
     std::fs::write(dir.path().join("src/calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
     std::fs::write(dir.path().join("tests/__pycache__/test_calc.cpython-311.pyc"), "y").unwrap();
     // A new dependency in pyproject.toml is not a change of its test sections.
@@ -58,14 +63,19 @@ fn edited_deleted_and_created_oracle_files_are_found() {
     let (dir, ws) = repo();
     let o = oracle();
     let recorded = o.record(&ws);
-    let blobs: std::collections::HashMap<String, Vec<u8>> = recorded.contents.iter().cloned().collect();
+    let blobs: std::collections::HashMap<String, Vec<u8>> =
+        recorded.contents.iter().cloned().collect();
     std::fs::write(
         dir.path().join("tests/test_calc.py"),
         "from calc import add\n\ndef test_add():\n    assert add(2, 3) == -1\n",
     )
     .unwrap();
     std::fs::write(dir.path().join("conftest.py"), "import builtins\n").unwrap();
-    std::fs::write(dir.path().join("pyproject.toml"), "[project]\nname='calc'\n\n[tool.pytest.ini_options]\naddopts = '-k not add'\n").unwrap();
+    std::fs::write(
+        dir.path().join("pyproject.toml"),
+        "[project]\nname='calc'\n\n[tool.pytest.ini_options]\naddopts = '-k not add'\n",
+    )
+    .unwrap();
     let changes = o.changes(&recorded.files, &|s| blobs.get(s).cloned(), &ws, &|_| false);
     let kinds: Vec<(&str, OracleChangeKind)> =
         changes.iter().map(|c| (c.path.as_str(), c.change)).collect();
@@ -83,17 +93,30 @@ fn edited_deleted_and_created_oracle_files_are_found() {
     let reasons = changed_reasons(&changes);
     assert_eq!(reasons.len(), 2, "a created file is not a reason by itself");
     assert!(reasons.iter().all(|r| r.code == ReasonCode::OracleChanged));
-    assert!(reasons[1].message.starts_with("tests/test_calc.py was changed"), "{}", reasons[1].message);
+    assert!(
+        reasons[1].message.starts_with("tests/test_calc.py was changed"),
+        "{}",
+        reasons[1].message
+    );
     std::fs::remove_file(dir.path().join("tests/test_calc.py")).unwrap();
     let changes = o.changes(&recorded.files, &|s| blobs.get(s).cloned(), &ws, &|_| false);
-    assert!(changes.iter().any(|c| c.path == "tests/test_calc.py" && c.change == OracleChangeKind::Deleted));
-    assert!(changed_reasons(&changes).iter().any(|r| r.message.starts_with("tests/test_calc.py was deleted")));
+    assert!(
+        changes
+            .iter()
+            .any(|c| c.path == "tests/test_calc.py" && c.change == OracleChangeKind::Deleted)
+    );
+    assert!(
+        changed_reasons(&changes)
+            .iter()
+            .any(|r| r.message.starts_with("tests/test_calc.py was deleted"))
+    );
 }
 
 #[test]
 fn permission_and_allow_globs_make_a_change_allowed() {
     let (dir, ws) = repo();
-    let settings = OracleSettings { allow: vec!["tests/snap/**".into()], ..OracleSettings::default() };
+    let settings =
+        OracleSettings { allow: vec!["tests/snap/**".into()], ..OracleSettings::default() };
     let o = Oracle::new(&settings, None, false).unwrap();
     let recorded = o.record(&ws);
     std::fs::create_dir_all(dir.path().join("tests/snap")).unwrap();
@@ -117,13 +140,29 @@ fn protect_globs_and_check_commands_add_oracle_files_and_a_model_plan_cannot_all
     let o2 = Oracle::new(&OracleSettings::default(), Some(&plan), true).unwrap();
     assert!(o2.allowed("tests/test_calc.py"));
     assert_eq!(o.why("src/calc.py"), None);
-    o.name_check_files("python src/calc.py --selftest && sh ./README.md", &ws, &["src/calc.py".to_owned()]);
+    o.name_check_files(
+        "python src/calc.py --selftest && sh ./README.md",
+        &ws,
+        &["src/calc.py".to_owned()],
+    );
     assert_eq!(o.why("src/calc.py"), None, "a step's target is not made an oracle");
-    let mut o3 = Oracle::new(&OracleSettings { conventions: false, ..OracleSettings::default() }, None, false).unwrap();
+    let mut o3 = Oracle::new(
+        &OracleSettings { conventions: false, ..OracleSettings::default() },
+        None,
+        false,
+    )
+    .unwrap();
     assert_eq!(o3.why("tests/test_calc.py"), None);
     o3.name_check_files("python -m pytest -q tests", &ws, &[]);
     assert!(o3.why("tests/test_calc.py").is_some_and(|w| w.contains("pytest")));
-    assert!(Oracle::new(&OracleSettings { protect: vec!["[".into()], ..OracleSettings::default() }, None, false).is_err());
+    assert!(
+        Oracle::new(
+            &OracleSettings { protect: vec!["[".into()], ..OracleSettings::default() },
+            None,
+            false
+        )
+        .is_err()
+    );
 }
 
 #[test]
@@ -161,17 +200,23 @@ fn the_pristine_copy_restores_the_oracle_and_leaves_the_workspace_alone() {
     let (dir, ws) = repo();
     let o = oracle();
     let recorded = o.record(&ws);
-    let blobs: std::collections::HashMap<String, Vec<u8>> = recorded.contents.iter().cloned().collect();
+    let blobs: std::collections::HashMap<String, Vec<u8>> =
+        recorded.contents.iter().cloned().collect();
     std::fs::write(dir.path().join("tests/test_calc.py"), "tampered\n").unwrap();
     std::fs::write(dir.path().join("tests/conftest.py"), "patch\n").unwrap();
     std::fs::write(dir.path().join("src/calc.py"), "fixed\n").unwrap();
     let changes = o.changes(&recorded.files, &|s| blobs.get(s).cloned(), &ws, &|_| false);
-    let scratch = pristine::Scratch::pristine(&ws, &recorded.files, &changes, &|s| blobs.get(s).cloned()).unwrap();
+    let scratch =
+        pristine::Scratch::pristine(&ws, &recorded.files, &changes, &|s| blobs.get(s).cloned())
+            .unwrap();
     let copy = scratch.path();
     assert!(std::fs::read_to_string(copy.join("tests/test_calc.py")).unwrap().contains("== 5"));
     assert!(!copy.join("tests/conftest.py").exists());
     assert_eq!(std::fs::read_to_string(copy.join("src/calc.py")).unwrap(), "fixed\n");
     assert!(!copy.join("tests/__pycache__").exists(), "caches are left out");
     assert!(copy.join(".venv").is_symlink(), "a virtualenv is linked");
-    assert_eq!(std::fs::read_to_string(dir.path().join("tests/test_calc.py")).unwrap(), "tampered\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("tests/test_calc.py")).unwrap(),
+        "tampered\n"
+    );
 }

@@ -42,8 +42,11 @@ const CACHE_DIRS: &[&str] = &[
 ];
 const CACHE_SUFFIXES: &[&str] = &[".pyc", ".pyo", ".class", ".o", ".DS_Store", ".coverage"];
 
-const OPTIONS: MatchOptions =
-    MatchOptions { case_sensitive: true, require_literal_separator: true, require_literal_leading_dot: false };
+const OPTIONS: MatchOptions = MatchOptions {
+    case_sensitive: true,
+    require_literal_separator: true,
+    require_literal_leading_dot: false,
+};
 
 /// One line of a `.gitignore`.
 #[derive(Debug, Clone)]
@@ -88,7 +91,9 @@ impl BuildProducts {
     pub fn is_product(&self, path: &str) -> bool {
         let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
         let Some((name, dirs)) = parts.split_last() else { return false };
-        if dirs.iter().any(|d| CACHE_DIRS.contains(d)) || CACHE_SUFFIXES.iter().any(|s| name.ends_with(s)) {
+        if dirs.iter().any(|d| CACHE_DIRS.contains(d))
+            || CACHE_SUFFIXES.iter().any(|s| name.ends_with(s))
+        {
             return true;
         }
         if self.root.as_os_str().is_empty() {
@@ -111,13 +116,15 @@ impl BuildProducts {
         if parts.iter().any(|d| CACHE_DIRS.contains(d)) {
             return true;
         }
-        !self.root.as_os_str().is_empty() && (1..=parts.len()).any(|d| self.ignored(&parts[..d], true))
+        !self.root.as_os_str().is_empty()
+            && (1..=parts.len()).any(|d| self.ignored(&parts[..d], true))
     }
 
     /// Whether the entry `parts` (a directory when `is_dir`) is ignored by the rules of its
     /// ancestors' `.gitignore` files (deeper files win, the last matching line of a file wins).
     fn ignored(&self, parts: &[&str], is_dir: bool) -> bool {
-        let mut verdict = match_set(&self.exclude, &parts.join("/"), parts.last().copied().unwrap_or(""), is_dir);
+        let mut verdict =
+            match_set(&self.exclude, &parts.join("/"), parts.last().copied().unwrap_or(""), is_dir);
         for base in 0..parts.len() {
             let dir = parts[..base].join("/");
             let set = self.set(&dir);
@@ -136,7 +143,11 @@ impl BuildProducts {
         };
         sets.entry(dir.to_owned())
             .or_insert_with(|| {
-                let file = if dir.is_empty() { self.root.join(".gitignore") } else { self.root.join(dir).join(".gitignore") };
+                let file = if dir.is_empty() {
+                    self.root.join(".gitignore")
+                } else {
+                    self.root.join(dir).join(".gitignore")
+                };
                 std::fs::read_to_string(file).map(|t| parse(&t)).unwrap_or_default()
             })
             .clone()
@@ -150,7 +161,11 @@ fn match_set(set: &RuleSet, rel: &str, name: &str, is_dir: bool) -> Option<bool>
         if rule.dir_only && !is_dir {
             continue;
         }
-        let hit = if rule.anchored { rule.pattern.matches_with(rel, OPTIONS) } else { rule.pattern.matches_with(name, OPTIONS) };
+        let hit = if rule.anchored {
+            rule.pattern.matches_with(rel, OPTIONS)
+        } else {
+            rule.pattern.matches_with(name, OPTIONS)
+        };
         if hit {
             verdict = Some(!rule.negated);
         }

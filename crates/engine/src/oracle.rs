@@ -1,0 +1,308 @@
+//! The run's oracle in the engine: the files its checks judge it by, recorded when the plan is
+//! made (an `oracle.recorded` event and their contents as blobs, so a resumed run compares with
+//! the same pristine files), pev's own tools refused when a step that may not change them tries
+//! to (`refusal`), and, when the run ends, what changed in them, the evidence re-checked on a
+//! copy of the final workspace with the pristine oracle, and the hidden checks (`settle`).
+//! The rules themselves are `pev_verify::oracle`'s.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use pev_protocol::event::EventBody;
+use pev_protocol::oracle::{
+    HiddenResult, OracleChange, OracleChangeKind, OracleCheck, OracleFile, OracleSettings,
+};
+use pev_protocol::run::{Reason, ReasonCode};
+use pev_protocol::{Assertion, Plan, Step};
+use pev_store::Record;
+use pev_tools::{ToolContext, Workspace};
+use pev_verify::oracle::{Oracle, asks_for_test_work, pristine::Scratch};
+
+use crate::recorder::Recorder;
+use crate::{Engine, EngineError};
+
+/// How many recorded files a result lists (the count is always given).
+const LISTED: usize = 50;
+
+/// The oracle of one run.
+#[derive(Debug, Default)]
+pub(crate) struct RunOracle {
+    pub rules: Oracle,
+    pub files: Vec<OracleFile>,
+    /// Recorded contents by sha256.
+    pub contents: HashMap<String, Vec<u8>>,
+    pub truncated: bool,
+    /// The goal, in the user's words, asks for work on the tests.
+    goal_permits: bool,
+    /// The plan is the user's own (`pev run`), so its permissions are the user's.
+    user_plan: bool,
+    pub settings: OracleSettings,
+}
+
+impl RunOracle {
+    /// The rules for `plan` under the engine's settings (the check commands' files included).
+    fn rules(engine: &Engine, plan: &Plan) -> Result<Oracle, EngineError> {
+        let settings = &engine.config.oracle;
+        let goal_permits = asks_for_test_work(&plan.goal);
+        let plan_allow = engine.config.plan_from_user || goal_permits;
+        let mut rules =
+            Oracle::new(settings, plan.oracle.as_ref(), plan_allow).map_err(EngineError::Plan)?;
+        let ws = &engine.ctx.workspace;
+        let targets: Vec<String> = plan
+            .steps
+            .iter()
+            .flat_map(|s| pev_verify::named_files(&pev_verify::StepIntent::of(s), ws))
+            .collect();
+        let asserted = plan
+            .steps
+            .iter()
+            .flat_map(|s| &s.assertions)
+            .chain(plan.postconditions.iter().flat_map(|p| &p.assertions));
+        for a in asserted {
+            if let Assertion::CommandSucceeds { command, .. } = a {
+                rules.name_check_files(command, ws, &targets);
+            }
+        }
+        Ok(rules)
+    }
+
+    /// Records the oracle of a new run: the files, journaled with their contents.
+    pub(crate) fn start(
+        engine: &Engine,
+        plan: &Plan,
+        recorder: &Recorder,
+    ) -> Result<Self, EngineError> {
+        let rules = Self::rules(engine, plan)?;
+        let recorded = rules.record(&engine.ctx.workspace);
+        for (sha256, content) in &recorded.contents {
+            recorder.record(Record::Blob { sha256: sha256.clone(), content: content.clone() })?;
+        }
+        recorder.emit(EventBody::OracleRecorded {
+            files: recorded.files.clone(),
+            truncated: recorded.truncated,
+        })?;
+        Ok(Self {
+            rules,
+            files: recorded.files,
+            contents: recorded.contents.into_iter().collect(),
+            truncated: recorded.truncated,
+            goal_permits: asks_for_test_work(&plan.goal),
+            user_plan: engine.config.plan_from_user,
+            settings: engine.config.oracle.clone(),
+        })
+    }
+
+    /// The oracle a resumed run recorded when it started (none for a run journaled before pev
+    /// recorded oracles: then nothing is protected, as then).
+    pub(crate) fn resume(
+        engine: &Engine,
+        plan: &Plan,
+        store: &pev_store::Store,
+        run_id: &str,
+    ) -> Result<Self, EngineError> {
+        let rules = Self::rules(engine, plan)?;
+        let recorded = store.events(run_id)?.into_iter().find_map(|e| match e.body {
+            EventBody::OracleRecorded { files, truncated } => Some((files, truncated)),
+            _ => None,
+        });
+        let Some((files, truncated)) = recorded else {
+            return Ok(Self { settings: engine.config.oracle.clone(), ..Self::default() });
+        };
+        let mut contents = HashMap::new();
+        for f in &files {
+            if let Some(bytes) = store.blob(&f.sha256)? {
+                contents.insert(f.sha256.clone(), bytes);
+            }
+        }
+        Ok(Self {
+            rules,
+            files,
+            contents,
+            truncated,
+            goal_permits: asks_for_test_work(&plan.goal),
+            user_plan: engine.config.plan_from_user,
+            settings: engine.config.oracle.clone(),
+        })
+    }
+
+    /// Whether `step` may change oracle files: marked `may_change_oracle` in the user's own
+    /// plan, or, when the goal asks for work on tests, marked or about tests itself.
+    pub(crate) fn may_change(&self, step: &Step) -> bool {
+        if self.user_plan && step.may_change_oracle {
+            return true;
+        }
+        self.goal_permits
+            && (step.may_change_oracle
+                || step.title.as_deref().is_some_and(asks_for_test_work)
+                || step.description.as_deref().is_some_and(asks_for_test_work))
+    }
+
+    /// Why `path` (as a tool got it) is an oracle file `step` may not change, if it is.
+    pub(crate) fn refusal(&self, ws: &Workspace, step: &Step, path: &str) -> Option<String> {
+        let rel = normalise(ws, path)?;
+        let why = self.rules.why(&rel)?;
+        if self.rules.allowed(&rel) || self.may_change(step) {
+            return None;
+        }
+        Some(pev_verify::oracle::refusal(&rel, &why))
+    }
+
+    /// Whether `path` (a normalised workspace path) is an oracle file `step` may not change:
+    /// it is what the step must make pass, not its target.
+    pub(crate) fn protects(&self, step: &Step, path: &str) -> bool {
+        self.rules.why(path).is_some() && !self.rules.allowed(path) && !self.may_change(step)
+    }
+
+    /// How the oracle differs now from when it was recorded.
+    pub(crate) fn changes(&self, ws: &Workspace, plan: &Plan) -> Vec<OracleChange> {
+        if self.files.is_empty() && self.truncated {
+            return Vec::new();
+        }
+        let any_step = plan.steps.iter().any(|s| self.may_change(s));
+        let pristine = |sha: &str| self.contents.get(sha).cloned();
+        self.rules.changes(&self.files, &pristine, ws, &|_| any_step)
+    }
+
+    /// A copy of the final workspace with the oracle as recorded, and a tool context on it.
+    pub(crate) fn pristine(
+        &self,
+        ctx: &ToolContext,
+        changes: &[OracleChange],
+    ) -> Result<(Scratch, ToolContext), String> {
+        let pristine = |sha: &str| self.contents.get(sha).cloned();
+        let scratch = Scratch::pristine(&ctx.workspace, &self.files, changes, &pristine)?;
+        let copy = ToolContext {
+            workspace: scratch.workspace().clone(),
+            policy: ctx.policy.clone(),
+            sandbox: Arc::clone(&ctx.sandbox),
+        };
+        Ok((scratch, copy))
+    }
+
+    /// Runs the hidden checks on a copy of the final workspace (with the pristine oracle).
+    pub(crate) async fn hidden(
+        &self,
+        ctx: &ToolContext,
+        changes: &[OracleChange],
+        problems: &mut Vec<String>,
+    ) -> Vec<HiddenResult> {
+        let mut out = Vec::new();
+        for check in &self.settings.hidden {
+            let name = check.label().to_owned();
+            let copy = self.pristine(ctx, &undone(changes));
+            let (scratch, copy) = match copy {
+                Ok(made) => made,
+                Err(why) => {
+                    problems.push(format!("the hidden check `{name}` could not run: {why}"));
+                    out.push(HiddenResult { name, passed: false, detail: why });
+                    continue;
+                }
+            };
+            if let Some(dir) = &check.dir {
+                let from = std::path::Path::new(dir);
+                let at = check.at.clone().unwrap_or_else(|| {
+                    from.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+                });
+                if let Err(why) = scratch.add_dir(from, &at) {
+                    problems.push(format!("the hidden check `{name}` could not run: {why}"));
+                    out.push(HiddenResult { name, passed: false, detail: why });
+                    continue;
+                }
+            }
+            let assertion = Assertion::CommandSucceeds {
+                command: check.command.clone(),
+                timeout_s: Some(check.timeout_s.unwrap_or(300) as f64),
+                repeatable: true,
+                recovery: None,
+            };
+            let outputs = HashMap::new();
+            let before = HashMap::new();
+            let env =
+                pev_verify::CheckEnv { ctx: &copy, step: None, outputs: &outputs, before: &before };
+            let result = pev_verify::check(&assertion, &env).await;
+            drop(scratch);
+            out.push(HiddenResult { name, passed: result.passed, detail: result.detail });
+        }
+        out
+    }
+
+    /// The report for the result, with the changes and hidden results given.
+    pub(crate) fn report(&self, changes: Vec<OracleChange>) -> OracleCheck {
+        OracleCheck {
+            files: self.files.len(),
+            inferred: self.files.iter().take(LISTED).cloned().collect(),
+            changed: changes,
+            ..OracleCheck::default()
+        }
+    }
+
+    /// Whether the run records an oracle at all (or has hidden checks).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.files.is_empty() && self.settings.hidden.is_empty()
+    }
+}
+
+/// The changes a pristine copy undoes: those no permission covers.
+pub(crate) fn undone(changes: &[OracleChange]) -> Vec<OracleChange> {
+    changes.iter().filter(|c| !c.allowed).cloned().collect()
+}
+
+/// The reasons of an oracle check: `oracle_changed` per unpermitted change or deletion,
+/// `hidden_check_failed` per failed hidden check (without its output: a replanning model must
+/// not learn the held-out tests from it).
+pub(crate) fn reasons(check: &OracleCheck) -> Vec<Reason> {
+    let mut out = pev_verify::oracle::changed_reasons(&check.changed);
+    for hidden in check.hidden.iter().filter(|h| !h.passed) {
+        out.push(Reason {
+            code: ReasonCode::HiddenCheckFailed,
+            step: None,
+            message: format!(
+                "the hidden check `{}` failed on the final workspace (its output is in the \
+                 result's final_check.oracle, never shown to a model)",
+                hidden.name
+            ),
+        });
+    }
+    out
+}
+
+/// `oracle_changed` for created oracle files too (when the pristine re-check could not run
+/// without them).
+pub(crate) fn created_reasons(changes: &[OracleChange]) -> Vec<Reason> {
+    let created: Vec<OracleChange> = changes
+        .iter()
+        .filter(|c| !c.allowed && c.change == OracleChangeKind::Created)
+        .map(|c| OracleChange { change: OracleChangeKind::Modified, ..c.clone() })
+        .collect();
+    pev_verify::oracle::changed_reasons(&created)
+}
+
+/// Whether anything in `changes` needs the pristine re-check.
+pub(crate) fn needs_pristine(changes: &[OracleChange]) -> bool {
+    changes.iter().any(|c| !c.allowed)
+}
+
+/// Created oracle files are said as a warning: the checks ran without them.
+pub(crate) fn created_warning(changes: &[OracleChange]) -> Option<String> {
+    let created: Vec<&str> = changes
+        .iter()
+        .filter(|c| !c.allowed && c.change == OracleChangeKind::Created)
+        .map(|c| c.path.as_str())
+        .collect();
+    (!created.is_empty()).then(|| {
+        format!(
+            "the run created {} where tests or test configuration live; the final re-check ran \
+             without {} (on the pristine oracle)",
+            created.join(", "),
+            if created.len() == 1 { "it" } else { "them" }
+        )
+    })
+}
+
+/// `path` as a normalised workspace path, when it is one.
+fn normalise(ws: &Workspace, path: &str) -> Option<String> {
+    let rel = ws.resolve(path).ok()?;
+    let parts: Vec<String> =
+        rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    (!parts.is_empty()).then(|| parts.join("/"))
+}

@@ -1,0 +1,105 @@
+//! A client's run against its oracle. Claude Code and Codex edit files with their own tools,
+//! which pev cannot refuse, so here pev detects: the oracle is every file of the snapshot taken
+//! with the plan that the rules of `pev_verify::oracle` make one (tests, test configuration,
+//! files the plan's check commands name, `[oracle] protect` of the user's settings); a changed
+//! or deleted one is `oracle_changed` (the gate refuses the Stop with the file, its diff and how
+//! to restore it), and the evidence is re-checked on a copy of the workspace with the oracle as
+//! the snapshot recorded it. A client's plan grants no leave to change tests (its goal is the
+//! model's own words); only the user's `[oracle] allow` does.
+
+use pev_engine::agent::loop_mode::LoopReport;
+use pev_engine::agent::loop_run::final_recheck;
+use pev_protocol::oracle::{OracleFile, OracleSettings};
+use pev_protocol::run::{FinalCheck, Reason};
+use pev_store::Store;
+use pev_tools::ToolContext;
+use pev_verify::oracle::{Oracle, changed_reasons, pristine::Scratch};
+
+use crate::snapshot::Snapshot;
+
+/// The oracle's reasons for a client's run; the oracle's report goes into `check.oracle`.
+pub(crate) async fn settle(
+    snapshot: &Snapshot,
+    store: &Store,
+    ctx: &ToolContext,
+    report: &LoopReport,
+    check: &mut FinalCheck,
+    warnings: &mut Vec<String>,
+) -> Vec<Reason> {
+    let settings = OracleSettings::default();
+    let Ok(mut rules) = Oracle::new(&settings, None, false) else { return Vec::new() };
+    let commands = report.plan.iter().flat_map(|p| {
+        p.steps
+            .iter()
+            .flat_map(|s| &s.assertions)
+            .chain(p.postconditions.iter().flat_map(|c| &c.assertions))
+    });
+    for a in commands {
+        if let pev_protocol::Assertion::CommandSucceeds { command, .. } = a {
+            rules.name_check_files(command, &ctx.workspace, &[]);
+        }
+    }
+    let files: Vec<OracleFile> = snapshot
+        .files
+        .iter()
+        .filter_map(|(path, entry)| {
+            rules.why(path).map(|why| OracleFile {
+                path: path.clone(),
+                sha256: entry.sha256.clone(),
+                why,
+            })
+        })
+        .collect();
+    let pristine = |sha: &str| store.blob(sha).ok().flatten();
+    let changes = rules.changes(&files, &pristine, &ctx.workspace, &|_| false);
+    let mut oracle = pev_protocol::oracle::OracleCheck {
+        files: files.len(),
+        inferred: files.iter().take(50).cloned().collect(),
+        changed: changes.clone(),
+        ..Default::default()
+    };
+    let mut reasons = changed_reasons(&changes);
+    if changes.iter().any(|c| !c.allowed) {
+        match Scratch::pristine(&ctx.workspace, &files, &changes, &pristine) {
+            Ok(scratch) => {
+                let copy = ToolContext {
+                    workspace: scratch.workspace().clone(),
+                    policy: ctx.policy.clone(),
+                    sandbox: std::sync::Arc::clone(&ctx.sandbox),
+                };
+                let found = final_recheck(&copy, report).await;
+                drop(scratch);
+                oracle.pristine_recheck = true;
+                pev_verify::oracle::add_pristine_regressions(check, found.regressed);
+            }
+            Err(why) => {
+                oracle.problems.push(format!(
+                    "the evidence could not be re-checked on the pristine oracle: {why}"
+                ));
+                let created: Vec<_> = changes
+                    .iter()
+                    .filter(|c| c.change == pev_protocol::oracle::OracleChangeKind::Created)
+                    .map(|c| pev_protocol::oracle::OracleChange {
+                        change: pev_protocol::oracle::OracleChangeKind::Modified,
+                        ..c.clone()
+                    })
+                    .collect();
+                reasons.extend(changed_reasons(&created));
+            }
+        }
+        let created: Vec<&str> = changes
+            .iter()
+            .filter(|c| c.change == pev_protocol::oracle::OracleChangeKind::Created)
+            .map(|c| c.path.as_str())
+            .collect();
+        if !created.is_empty() {
+            warnings.push(format!(
+                "the client created {} where tests or test configuration live; the final \
+                 re-check ran without them (on the pristine oracle)",
+                created.join(", ")
+            ));
+        }
+    }
+    check.oracle = Some(oracle);
+    reasons
+}
