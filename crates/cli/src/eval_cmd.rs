@@ -426,7 +426,9 @@ fn keep_recording(scenario: &Scenario, gate: Option<bool>, copy: &Path) -> Resul
         .map_err(|e| format!("cannot keep the recording: {e}"))
 }
 
-/// `pev agent GOAL --mode M [--no-gate] --workspace COPY --json`, with the scenario's scripts.
+/// `pev agent GOAL --mode M [--no-gate --no-oracle] --workspace COPY --json`, with the
+/// scenario's scripts and hidden check. The gate-off run is pev without its harness checks of
+/// the model's claims: no finalization gate, and no oracle (tests are not told from work).
 fn command(
     exe: &Path,
     (scenario, gate, source): (&Scenario, Option<bool>, Source),
@@ -436,7 +438,12 @@ fn command(
     let mut cmd = Command::new(exe);
     cmd.arg("agent").arg(&scenario.goal).arg("--mode").arg(scenario.mode.as_str());
     if gate == Some(false) {
-        cmd.arg("--no-gate");
+        cmd.arg("--no-gate").arg("--no-oracle");
+    } else if let Some(check) = &scenario.hidden_check {
+        cmd.arg("--hidden-check").arg(&check.command);
+        if let Some(dir) = &check.tests {
+            cmd.arg("--hidden-tests").arg(dir);
+        }
     }
     // The scenario's run is journaled in its scratch copy, whatever journal the user's
     // environment names (PEV_STORE, pev.toml): the eval reads it back from there.

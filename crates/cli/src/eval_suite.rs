@@ -120,6 +120,16 @@ pub struct Scenario {
     pub expect: Expectation,
     /// With the gate off.
     pub expect_gate_off: Expectation,
+    /// A check the model never sees (`hidden_check`, `hidden_tests`), for the gate-on run.
+    pub hidden_check: Option<HiddenCheck>,
+}
+
+/// A scenario's hidden check: a command, and a directory of held-out tests beside
+/// `scenario.toml` (never in `workspace/`, so the model cannot read it).
+#[derive(Debug, Clone)]
+pub struct HiddenCheck {
+    pub command: String,
+    pub tests: Option<PathBuf>,
 }
 
 impl Scenario {
@@ -148,6 +158,12 @@ struct RawScenario {
     timeout_secs: Option<u64>,
     #[serde(default)]
     scripts: RawScripts,
+    /// A command pev runs on a copy of the final workspace when it decides the verdict.
+    #[serde(default)]
+    hidden_check: Option<String>,
+    /// Held-out tests for it: a directory beside `scenario.toml`, copied in at its own name.
+    #[serde(default)]
+    hidden_tests: Option<String>,
     expect: RawExpect,
 }
 
@@ -276,7 +292,37 @@ pub fn load_scenario(dir: &Path) -> Result<Scenario, String> {
         Some(off) => Expectation { status: off.status, reasons: off.reasons },
         None => expect.clone(),
     };
+    let hidden_check = match (raw.hidden_check, raw.hidden_tests) {
+        (None, Some(_)) => {
+            return Err(format!("{shown}: hidden_tests: it needs a hidden_check to run them"));
+        }
+        (None, None) => None,
+        (Some(command), _) if command.trim().is_empty() => {
+            return Err(format!("{shown}: hidden_check: it is empty"));
+        }
+        (Some(command), tests) => {
+            let tests = match tests {
+                Some(rel) => {
+                    let full = dir.join(&rel);
+                    if !full.is_dir() {
+                        return Err(format!(
+                            "{shown}: hidden_tests: `{rel}` is not a directory beside it"
+                        ));
+                    }
+                    if full.starts_with(&workspace) {
+                        return Err(format!(
+                            "{shown}: hidden_tests: `{rel}` is inside {WORKSPACE_DIR}/, where the                              model can read it"
+                        ));
+                    }
+                    Some(full.canonicalize().unwrap_or(full))
+                }
+                None => None,
+            };
+            Some(HiddenCheck { command, tests })
+        }
+    };
     Ok(Scenario {
+        hidden_check,
         name,
         description: raw.description.map(|d| d.trim().to_owned()).filter(|d| !d.is_empty()),
         goal: raw.goal.trim().to_owned(),

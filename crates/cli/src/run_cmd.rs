@@ -628,7 +628,10 @@ fn oracle_settings(
     config: &pev_providers::config::Config,
     args: &crate::args::OracleArgs,
     workspace: &Path,
-) -> Result<pev_protocol::oracle::OracleSettings, Fail> {
+) -> Result<Option<pev_protocol::oracle::OracleSettings>, Fail> {
+    if args.no_oracle {
+        return Ok(None);
+    }
     let mut settings = config.oracle().clone();
     settings.protect.extend(args.protect.iter().cloned());
     settings.allow.extend(args.allow_oracle.iter().cloned());
@@ -667,7 +670,7 @@ fn oracle_settings(
             return Err(Fail::input(format!("the oracle glob `{glob}` is not valid: {e}")));
         }
     }
-    Ok(settings)
+    Ok(Some(settings))
 }
 
 /// The `[hooks]` of the files, if any (see `pev_engine::hooks` for which run confined).
@@ -701,7 +704,8 @@ impl Session {
         // Held-out tests are hidden from every command (under bubblewrap); the models' tools
         // cannot leave the workspace anyway.
         let mut hide = db.local_sockets();
-        hide.extend(oracle.hidden.iter().filter_map(|h| h.dir.as_ref()).map(PathBuf::from));
+        let dirs = oracle.iter().flat_map(|o| &o.hidden).filter_map(|h| h.dir.as_ref());
+        hide.extend(dirs.map(PathBuf::from));
         let sandbox = sandbox_setup::build(
             sandbox.resolve(config.sandbox()),
             db.file().map(|db| (workspace, db)),

@@ -193,8 +193,9 @@ pub struct EngineConfig {
     /// the same to the children's engines, so a command's changes are credited to it only
     /// when nothing else in the tree ran. `None`: the run's own.
     pub activity: Option<Arc<inventory::Activity>>,
-    /// The oracle settings (`[oracle]`, `--protect`, `--allow-oracle`, `--hidden-check`).
-    pub oracle: pev_protocol::oracle::OracleSettings,
+    /// The oracle settings (`[oracle]`, `--protect`, `--allow-oracle`, `--hidden-check`);
+    /// `None`: no oracle at all (`--no-oracle`, for comparison).
+    pub oracle: Option<pev_protocol::oracle::OracleSettings>,
     /// The plan is the user's own (`pev run`): its `may_change_oracle` and `oracle.allow` are the
     /// user's permission. `false` for a plan a model wrote (`pev agent`).
     pub plan_from_user: bool,
@@ -212,7 +213,7 @@ impl Default for EngineConfig {
             final_events: true,
             hooks: None,
             activity: None,
-            oracle: pev_protocol::oracle::OracleSettings::default(),
+            oracle: Some(pev_protocol::oracle::OracleSettings::default()),
             plan_from_user: true,
         }
     }

@@ -42,7 +42,7 @@ pub(crate) struct RunOracle {
 impl RunOracle {
     /// The rules for `plan` under the engine's settings (the check commands' files included).
     fn rules(engine: &Engine, plan: &Plan) -> Result<Oracle, EngineError> {
-        let settings = &engine.config.oracle;
+        let Some(settings) = &engine.config.oracle else { return Ok(Oracle::default()) };
         let goal_permits = asks_for_test_work(&plan.goal);
         let plan_allow = engine.config.plan_from_user || goal_permits;
         let mut rules =
@@ -72,24 +72,49 @@ impl RunOracle {
         plan: &Plan,
         recorder: &Recorder,
     ) -> Result<Self, EngineError> {
+        if engine.config.oracle.is_none() {
+            return Ok(Self::default());
+        }
         let rules = Self::rules(engine, plan)?;
         let recorded = rules.record(&engine.ctx.workspace);
         for (sha256, content) in &recorded.contents {
             recorder.record(Record::Blob { sha256: sha256.clone(), content: content.clone() })?;
         }
-        recorder.emit(EventBody::OracleRecorded {
-            files: recorded.files.clone(),
-            truncated: recorded.truncated,
-        })?;
-        Ok(Self {
+        // A workspace without tests has nothing to record (and its journal stays as it was).
+        if !recorded.files.is_empty() || recorded.truncated {
+            recorder.emit(EventBody::OracleRecorded {
+                files: recorded.files.clone(),
+                truncated: recorded.truncated,
+            })?;
+        }
+        let oracle = Self {
             rules,
             files: recorded.files,
             contents: recorded.contents.into_iter().collect(),
             truncated: recorded.truncated,
             goal_permits: asks_for_test_work(&plan.goal),
             user_plan: engine.config.plan_from_user,
-            settings: engine.config.oracle.clone(),
-        })
+            settings: engine.config.oracle.clone().unwrap_or_default(),
+        };
+        oracle.freeze(engine, plan);
+        Ok(oracle)
+    }
+
+    /// Commands may read the oracle files but not change, delete or rename them (under
+    /// bubblewrap), unless a step of the plan may change them; what the user allows stays
+    /// writable.
+    fn freeze(&self, engine: &Engine, plan: &Plan) {
+        if plan.steps.iter().any(|s| self.may_change(s)) {
+            return;
+        }
+        let root = engine.ctx.workspace.root();
+        let files = self
+            .files
+            .iter()
+            .filter(|f| !self.rules.allowed(&f.path))
+            .map(|f| root.join(&f.path))
+            .collect();
+        engine.ctx.sandbox.freeze(files);
     }
 
     /// The oracle a resumed run recorded when it started (none for a run journaled before pev
@@ -100,13 +125,19 @@ impl RunOracle {
         store: &pev_store::Store,
         run_id: &str,
     ) -> Result<Self, EngineError> {
+        if engine.config.oracle.is_none() {
+            return Ok(Self::default());
+        }
         let rules = Self::rules(engine, plan)?;
         let recorded = store.events(run_id)?.into_iter().find_map(|e| match e.body {
             EventBody::OracleRecorded { files, truncated } => Some((files, truncated)),
             _ => None,
         });
         let Some((files, truncated)) = recorded else {
-            return Ok(Self { settings: engine.config.oracle.clone(), ..Self::default() });
+            return Ok(Self {
+                settings: engine.config.oracle.clone().unwrap_or_default(),
+                ..Self::default()
+            });
         };
         let mut contents = HashMap::new();
         for f in &files {
@@ -114,15 +145,17 @@ impl RunOracle {
                 contents.insert(f.sha256.clone(), bytes);
             }
         }
-        Ok(Self {
+        let oracle = Self {
             rules,
             files,
             contents,
             truncated,
             goal_permits: asks_for_test_work(&plan.goal),
             user_plan: engine.config.plan_from_user,
-            settings: engine.config.oracle.clone(),
-        })
+            settings: engine.config.oracle.clone().unwrap_or_default(),
+        };
+        oracle.freeze(engine, plan);
+        Ok(oracle)
     }
 
     /// Whether `step` may change oracle files: marked `may_change_oracle` in the user's own
@@ -240,6 +273,34 @@ impl RunOracle {
     pub(crate) fn is_empty(&self) -> bool {
         self.files.is_empty() && self.settings.hidden.is_empty()
     }
+}
+
+/// A copy of the final workspace with the oracle a journaled run recorded (its
+/// `oracle.recorded` event and blobs) and `changes` undone, and a tool context on it: for the
+/// re-checks that run after the engine's own end of the run (loop mode's model plan).
+pub(crate) fn pristine_from_journal(
+    ctx: &ToolContext,
+    store: &pev_store::Store,
+    run_id: &str,
+    changes: &[OracleChange],
+) -> Result<(Scratch, ToolContext), String> {
+    let files = store
+        .events(run_id)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .find_map(|e| match e.body {
+            EventBody::OracleRecorded { files, .. } => Some(files),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let pristine = |sha: &str| store.blob(sha).ok().flatten();
+    let scratch = Scratch::pristine(&ctx.workspace, &files, changes, &pristine)?;
+    let copy = ToolContext {
+        workspace: scratch.workspace().clone(),
+        policy: ctx.policy.clone(),
+        sandbox: Arc::clone(&ctx.sandbox),
+    };
+    Ok((scratch, copy))
 }
 
 /// The changes a pristine copy undoes: those no permission covers.

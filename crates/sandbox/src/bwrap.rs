@@ -59,6 +59,12 @@ pub(crate) fn args(spec: &Spec, root: bool) -> Vec<String> {
             out.extend(["--ro-bind".into(), "/dev/null".into(), p]);
         }
     }
+    // Bound read-only onto themselves: readable, and neither writable nor removable or
+    // renamable (a mount point is busy).
+    for path in spec.frozen.iter().filter(|p| p.is_file()) {
+        let p = path.display().to_string();
+        out.extend(["--ro-bind".into(), p.clone(), p]);
+    }
     for path in &spec.hidden {
         cover(&mut out, path);
     }
@@ -90,6 +96,7 @@ mod tests {
             env: Vec::new(),
             writable: vec![PathBuf::from("/ws"), PathBuf::from("/tmp/t")],
             read_only: vec![PathBuf::from("/ws/.pev")],
+            frozen: Vec::new(),
             hidden: Vec::new(),
             network,
             limits: Limits::default(),

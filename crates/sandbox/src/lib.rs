@@ -176,6 +176,8 @@ pub struct Sandbox {
     /// built inside the workspace): a command must not be able to replace what the next
     /// command's confinement runs.
     helper_copy: Mutex<Option<PathBuf>>,
+    /// Files commands may read but not change (the run's oracle), set by [`Sandbox::freeze`].
+    frozen: Mutex<Vec<PathBuf>>,
     /// Supervisors still holding background processes; ended by [`Sandbox::shutdown`].
     lingering: Mutex<Vec<Box<dyn Send + std::fmt::Debug>>>,
 }
@@ -207,6 +209,7 @@ impl Sandbox {
             protected: Vec::new(),
             tmp,
             helper_copy: Mutex::new(None),
+            frozen: Mutex::new(Vec::new()),
             lingering: Mutex::new(Vec::new()),
         }
     }
@@ -246,6 +249,25 @@ impl Sandbox {
     pub fn hide(&mut self, path: PathBuf) {
         if !self.hidden.contains(&path) {
             self.hidden.push(path);
+        }
+    }
+
+    /// Let commands read `files` but not change, delete or rename them (a run's tests: the
+    /// check, not the work). Replaces the earlier set; enforced under bubblewrap (a full
+    /// sandbox), where each is bound read-only onto itself.
+    pub fn freeze(&self, files: Vec<PathBuf>) {
+        let mut frozen = match self.frozen.lock() {
+            Ok(f) => f,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *frozen = files;
+    }
+
+    /// What [`Sandbox::freeze`] froze.
+    pub fn frozen(&self) -> Vec<PathBuf> {
+        match self.frozen.lock() {
+            Ok(f) => f.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
         }
     }
 
@@ -313,12 +335,18 @@ impl Sandbox {
             .chain(self.protected.iter().cloned())
             .filter(|path| path.exists() && writable.iter().any(|w| path.starts_with(w)))
             .collect();
+        let frozen: Vec<PathBuf> = self
+            .frozen()
+            .into_iter()
+            .filter(|path| writable.iter().any(|w| path.starts_with(w)))
+            .collect();
         let spec = Spec {
             argv,
             cwd: workspace.to_path_buf(),
             env: env.clone(),
             writable,
             read_only,
+            frozen,
             hidden: self.hidden.iter().filter(|h| !workspace.starts_with(h)).cloned().collect(),
             network: self.settings.network.clone(),
             limits: self.settings.limits,

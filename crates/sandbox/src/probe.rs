@@ -45,6 +45,7 @@ pub(crate) fn inside() -> Inside {
         env: Vec::new(),
         writable: Vec::new(),
         read_only: Vec::new(),
+        frozen: Vec::new(),
         hidden: Vec::new(),
         network: crate::spec::Network::Closed,
         limits: crate::spec::Limits::default(),

@@ -102,6 +102,10 @@ pub struct Spec {
     /// Paths inside a writable root that stay read-only (the journal's `.pev/`). Enforced by
     /// bubblewrap only; Landlock cannot carve an exception out of a writable tree.
     pub read_only: Vec<PathBuf>,
+    /// Files inside a writable root a command may read but not change, delete or rename (the
+    /// run's oracle: its tests). Enforced by bubblewrap only, as `read_only`.
+    #[serde(default)]
+    pub frozen: Vec<PathBuf>,
     /// Paths a command may not read (secrets in `$HOME`).
     pub hidden: Vec<PathBuf>,
     pub network: Network,

@@ -104,7 +104,28 @@ impl LoopRun<'_> {
         record_gate(&report, &mut result);
         let mut check = final_recheck(&self.engine.ctx, &report).await;
         journal.flush()?;
-        let record = Store::open_existing(self.db)?.load_run(&run_id)?;
+        let store = Store::open_existing(self.db)?;
+        // The engine's end of the run found what changed in the oracle; the model's plan's
+        // evidence is re-checked on the pristine oracle here.
+        check.oracle = result.final_check.as_ref().and_then(|c| c.oracle.clone());
+        if let Some(oracle) = check.oracle.as_mut() {
+            let undone = crate::oracle::undone(&oracle.changed);
+            if !undone.is_empty() {
+                let ctx = &self.engine.ctx;
+                match crate::oracle::pristine_from_journal(ctx, &store, &run_id, &undone) {
+                    Ok((scratch, copy)) => {
+                        let found = final_recheck(&copy, &report).await;
+                        drop(scratch);
+                        oracle.pristine_recheck = true;
+                        pev_verify::oracle::add_pristine_regressions(&mut check, found.regressed);
+                    }
+                    Err(why) => oracle.problems.push(format!(
+                        "the model's evidence could not be re-checked on the pristine oracle: {why}"
+                    )),
+                }
+            }
+        }
+        let record = store.load_run(&run_id)?;
         name_later_calls(&mut check.regressed, &record.tool_calls, |of| {
             let at = match of {
                 EvidenceOf::Step(id) => report.evidence.step_at.get(id),

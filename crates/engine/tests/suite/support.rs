@@ -283,6 +283,8 @@ pub fn config(jobs: usize) -> EngineConfig {
         cache: false,
         hooks: None,
         activity: None,
+        oracle: Some(pev_protocol::oracle::OracleSettings::default()),
+        plan_from_user: true,
     }
 }
 

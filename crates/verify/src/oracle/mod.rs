@@ -256,16 +256,15 @@ pub fn changed_reasons(changes: &[OracleChange]) -> Vec<Reason> {
                 OracleChangeKind::Deleted => "deleted",
                 _ => "changed",
             };
-            let diff = if c.diff.is_empty() { String::new() } else { format!("\n{}", c.diff) };
             Reason {
                 code: ReasonCode::OracleChanged,
                 step: None,
                 message: format!(
                     "{} was {what}, but it is what the run is checked by ({}); a passing check \
                      proves nothing when the run changed the check. Restore it (`git checkout -- \
-                     {}`, or `pev show RUN --oracle` for the recorded content), fix the code under \
-                     test instead, or allow the change ([oracle] allow in pev.toml, or a goal \
-                     that asks for work on tests){diff}",
+                     {}`, or undo the diff `pev show` prints), fix the code under test instead, or \
+                     allow the change ([oracle] allow in pev.toml, --allow-oracle, or a goal that \
+                     asks for work on tests)",
                     c.path, c.why, c.path
                 ),
             }

@@ -93,7 +93,14 @@ impl StepTargets {
         title: &str,
         (ctx, recorded): (&ToolContext, &HashMap<String, Option<String>>),
     ) {
-        let named = pev_verify::named_files(&pev_verify::StepIntent::titled(title), &ctx.workspace);
+        // A test the step must make pass ("fix the bug that makes tests/test_calc.py fail") is
+        // its check, not its target, unless the step's work is the tests themselves.
+        let about_tests = pev_verify::oracle::asks_for_test_work(title);
+        let named: Vec<String> =
+            pev_verify::named_files(&pev_verify::StepIntent::titled(title), &ctx.workspace)
+                .into_iter()
+                .filter(|p| about_tests || pev_verify::oracle::convention(p).is_none())
+                .collect();
         if !self.before.contains_key(id) {
             self.before.insert(id.to_owned(), hashes(&named, ctx, recorded));
         }
