@@ -20,6 +20,7 @@ mod first_hour;
 mod mcp_gate;
 mod mcp_server;
 mod mcp_support;
+mod oracle;
 mod output;
 mod report;
 mod run_approval;
