@@ -228,7 +228,7 @@ async fn stop(
             .map(|r| r.message.clone())
             .collect()
     } else {
-        result.reasons.iter().map(|r| r.message.clone()).collect()
+        result.reasons.iter().map(|r| with_diff(r, &result)).collect()
     };
     if refusals < options.max_refusals {
         return block((&store, &run_id), payload, &reasons, refusals, options);
@@ -531,6 +531,25 @@ pub fn finish(
     Ok(store.append_guarded(&result.run_id, Some(guard), &[status], bodies)?.is_some())
 }
 
+/// A reason as the client reads it: an `oracle_changed` one with the file's diff, from the
+/// oracle as the plan's snapshot recorded it to the workspace now.
+fn with_diff(reason: &pev_protocol::run::Reason, result: &RunResult) -> String {
+    if reason.code != ReasonCode::OracleChanged {
+        return reason.message.clone();
+    }
+    let changed = result.final_check.as_ref().and_then(|c| c.oracle.as_ref());
+    let diff = changed
+        .into_iter()
+        .flat_map(|o| &o.changed)
+        .find(|c| reason.message.starts_with(&format!("{} was", c.path)))
+        .map(|c| c.diff.trim_end().to_owned())
+        .filter(|d| !d.is_empty());
+    match diff {
+        Some(diff) => format!("{}\n{diff}", reason.message),
+        None => reason.message.clone(),
+    }
+}
+
 fn block_reason(run_id: &str, reasons: &[String], n: u32, max: u32) -> String {
     let mut out = format!(
         "pev: the plan is not finished, so you may not stop yet (refusal {n} of {max}; run {run_id}). \
@@ -538,7 +557,9 @@ fn block_reason(run_id: &str, reasons: &[String], n: u32, max: u32) -> String {
     );
     for reason in reasons.iter().take(12) {
         out.push_str("\n- ");
-        out.push_str(&clip(reason, 400));
+        // A changed test is shown with its diff, so the client can see what to undo.
+        let limit = if reason.contains("\n@@") { 2400 } else { 400 };
+        out.push_str(&clip(reason, limit));
     }
     if reasons.len() > 12 {
         out.push_str(&format!("\n- … and {} more", reasons.len() - 12));

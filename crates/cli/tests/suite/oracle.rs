@@ -88,8 +88,12 @@ fn the_honest_fix_of_the_code_under_test_is_success_and_the_test_is_not_its_targ
     assert_eq!(out.code, 0);
     let oracle = oracle(out.result());
     assert_eq!(oracle["files"], 2, "tests/__init__.py and tests/test_calc.py: {oracle:#}");
-    let inferred: Vec<&str> =
-        oracle["inferred"].as_array().expect("inferred").iter().filter_map(|f| f["path"].as_str()).collect();
+    let inferred: Vec<&str> = oracle["inferred"]
+        .as_array()
+        .expect("inferred")
+        .iter()
+        .filter_map(|f| f["path"].as_str())
+        .collect();
     assert!(inferred.contains(&"tests/test_calc.py"), "{inferred:?}");
     assert!(!inferred.contains(&"src/calc.py"), "{inferred:?}");
     assert!(oracle.get("changed").is_none(), "{oracle:#}");
@@ -282,7 +286,11 @@ fn a_protected_file_is_an_oracle_and_build_products_are_not_changes() {
         .filter_map(|m| m["path"].as_str())
         .collect();
     assert_eq!(changed, ["out.txt"], "{}", out.stdout);
-    assert!(out.step_error("spec").contains("protected by `docs/*.md`"), "{}", out.step_error("spec"));
+    assert!(
+        out.step_error("spec").contains("protected by `docs/*.md`"),
+        "{}",
+        out.step_error("spec")
+    );
     assert_eq!(ws.read("docs/spec.md"), "the spec\n");
 }
 
@@ -295,7 +303,10 @@ fn bad_oracle_settings_are_usage_errors_that_name_the_problem() {
     let inside = ws.path().join("held").to_string_lossy().into_owned();
     for (args, wanted) in [
         (vec!["--hidden-check", "true", "--hidden-tests", inside.as_str()], "inside the workspace"),
-        (vec!["--hidden-check", "true", "--hidden-tests", "/nonexistent/held"], "/nonexistent/held"),
+        (
+            vec!["--hidden-check", "true", "--hidden-tests", "/nonexistent/held"],
+            "/nonexistent/held",
+        ),
         (vec!["--protect", "["], "is not valid"),
         (vec!["--no-oracle", "--protect", "x"], "cannot be used with"),
     ] {
