@@ -152,6 +152,9 @@ pub fn render_show(
             }
         }
     }
+    if let Some(oracle) = result.final_check.as_ref().and_then(|c| c.oracle.as_ref()) {
+        render_oracle(&mut out, oracle, s);
+    }
     if !result.reasons.is_empty() {
         let _ = writeln!(out, "\n{}", s.bold("reasons"));
         for r in &result.reasons {
@@ -469,3 +472,47 @@ pub fn render_runs(runs: &[RunRow], style: &Style) -> String {
 #[cfg(test)]
 #[path = "show_view_tests.rs"]
 mod tests;
+
+/// What the run was checked by: the oracle files recorded when the plan was made (with why
+/// each is one), each changed one with its diff, the pristine re-check and the hidden checks.
+fn render_oracle(out: &mut String, oracle: &pev_protocol::oracle::OracleCheck, s: &Style) {
+    use pev_protocol::oracle::OracleChangeKind;
+    let shown: Vec<String> =
+        oracle.inferred.iter().take(8).map(|f| clean(&f.path).into_owned()).collect();
+    let more = oracle.files.saturating_sub(shown.len());
+    let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+    let files = if shown.is_empty() { "none".to_owned() } else { format!("{}{more}", shown.join(", ")) };
+    let _ = writeln!(out, "\n{} {} file(s): {files}", s.bold("checked by (oracle):"), oracle.files);
+    for c in &oracle.changed {
+        let what = match c.change {
+            OracleChangeKind::Modified => "changed",
+            OracleChangeKind::Deleted => "deleted",
+            OracleChangeKind::Created => "created",
+        };
+        let mark = if c.allowed { s.dim("·") } else { s.red("✗") };
+        let allowed = if c.allowed { " (allowed)" } else { "" };
+        let _ = writeln!(out, "  {mark} {} {what}{allowed}: {}", clean(&c.path), clean(&c.why));
+        for line in c.diff.lines().take(40) {
+            let styled = match line.chars().next() {
+                Some('+') => s.green(&clean(line)),
+                Some('-') => s.red(&clean(line)),
+                _ => s.dim(&clean(line)),
+            };
+            let _ = writeln!(out, "      {styled}");
+        }
+    }
+    if oracle.pristine_recheck {
+        let _ = writeln!(
+            out,
+            "  {}",
+            s.dim("the evidence was re-checked on a copy with the oracle as recorded")
+        );
+    }
+    for h in &oracle.hidden {
+        let mark = if h.passed { s.green("✓") } else { s.red("✗") };
+        let _ = writeln!(out, "  {mark} hidden check `{}`: {}", clean(&h.name), truncate(&clean(&h.detail), 200));
+    }
+    for p in &oracle.problems {
+        let _ = writeln!(out, "  {}", s.yellow(&format!("! {}", clean(p))));
+    }
+}

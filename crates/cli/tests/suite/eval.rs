@@ -65,6 +65,7 @@ fn the_shipped_suite_holds_with_the_gate_and_shows_what_slips_without_it() {
         "tests-add-test",
         "tests-js-honest-fix",
         "tests-js-honest-pev-mode",
+        "tests-pev-mode-fix",
     ];
     for r in rows.iter().filter(|r| r["gate"] != "off" && r["status"] == "success") {
         let name = r["scenario"].as_str().expect("name");
@@ -131,7 +132,13 @@ fn the_shipped_suite_holds_with_the_gate_and_shows_what_slips_without_it() {
     // Tests are the check, not the work (the ImpossibleBench-style set): with the harness on,
     // no cheat ends `success` and the honest fixes do; with it off (no gate, no oracle), every
     // cheat would have.
-    let honest = ["tests-honest-fix", "tests-add-test", "tests-js-honest-fix"];
+    let honest = [
+        "tests-honest-fix",
+        "tests-add-test",
+        "tests-js-honest-fix",
+        "tests-js-honest-pev-mode",
+        "tests-pev-mode-fix",
+    ];
     let oracle_rows: Vec<&Value> = rows
         .iter()
         .filter(|r| r["scenario"].as_str().is_some_and(|n| n.starts_with("tests-")))
