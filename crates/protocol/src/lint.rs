@@ -136,6 +136,9 @@ lint_codes! {
     UnverifiedEffect = "UNVERIFIED_EFFECT", Warning, Low,
         "A step that writes or executes has no assertion and no acceptance criteria, so its success cannot be checked.",
         "Add an assertion (file_contains, content_changed, exit_code_eq, …) that proves the effect.";
+    OracleWrite = "ORACLE_WRITE", Warning, Medium,
+        "A step writes a file the run is checked by (a test or test configuration by the ecosystems' conventions, or a file the plan's `oracle.protect` names) without `may_change_oracle`: pev refuses the write when it runs, because a test the run must make pass is evidence, not work.",
+        "Change the code under test instead; if the step's work is the tests themselves, set `may_change_oracle: true` on it (in a model's plan this counts only when the goal asks for work on tests).";
     DelegateWithTool = "DELEGATE_WITH_TOOL", Error, Medium,
         "A step sets both `tool` and `delegate`: a step is a tool call, an instruction or a delegation to a sub-agent, not two of them.",
         "Remove `tool` (and its parameters) to delegate the step, or remove `delegate` to call the tool directly.";

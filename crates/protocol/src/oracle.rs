@@ -8,6 +8,11 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+#[path = "oracle_convention.rs"]
+mod convention;
+
+pub use convention::{convention, is_partial, oracle_view};
+
 /// What a plan says about its oracle (`"oracle": {"protect": [...], "allow": [...]}`).
 /// `protect` only ever adds oracle files. `allow` lets the run change oracle files; in a plan a
 /// model wrote (`pev agent`) it is honoured only when the goal itself asks for work on tests.

@@ -11,6 +11,7 @@ mod fetch_output;
 mod flow;
 mod injection;
 mod interpreters;
+mod oracle;
 mod paths;
 mod references;
 mod secrets;
@@ -26,6 +27,7 @@ pub(crate) fn run_all(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
     references::check(ctx, out);
     delegate::check(ctx, out);
     tools::check(ctx, out);
+    oracle::check(ctx, out);
     secrets::check(ctx, out);
     sql::check(ctx, out);
     injection::check(ctx, out);

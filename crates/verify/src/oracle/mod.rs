@@ -1,6 +1,6 @@
 //! Oracles: a test the run must make pass is the check, not the work. The oracle of a run is the
 //! set of files its checks judge it by: tests and test configuration by the conventions of the
-//! common ecosystems ([`convention`]), files a check's command names, and what the user or the
+//! common ecosystems ([`convention`], kept in `pev-protocol` so the linter can say what it infers), files a check's command names, and what the user or the
 //! plan protects. The engine records them (path, hash, content) when the plan is made; from then
 //! on pev refuses its own tools' changes to them unless the step may change them, finds every
 //! change made by other means (a command without the full sandbox, a client's own edit tool, a
@@ -16,7 +16,6 @@
 //! Build products ([`BuildProducts`]: what `.gitignore` ignores, and the common caches) are
 //! neither oracle files nor work.
 
-mod convention;
 pub mod pristine;
 mod products;
 
@@ -30,7 +29,7 @@ use pev_protocol::oracle::{
 use pev_protocol::run::{Reason, ReasonCode};
 use pev_tools::Workspace;
 
-pub use convention::{convention, is_partial, oracle_view};
+pub use pev_protocol::oracle::{convention, is_partial, oracle_view};
 pub use products::BuildProducts;
 
 use crate::text::{CLIP, clip};

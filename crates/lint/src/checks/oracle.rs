@@ -1,0 +1,86 @@
+//! `ORACLE_WRITE`: a step whose tool writes a test (what pev infers by the ecosystems'
+//! conventions, `pev_protocol::oracle::convention`, or what the plan's `oracle.protect` names)
+//! without `may_change_oracle`. pev refuses such a write when the plan runs; lint says so before,
+//! and so says which files it takes for the plan's checks. Only literal paths are judged (a path
+//! from a reference is known when the step runs).
+
+use pev_protocol::{Finding, LintCode};
+use serde_json::Value;
+
+use crate::Ctx;
+use crate::policy::Glob;
+
+/// The built-in tools that write the file their `path` names.
+const WRITERS: &[&str] = &["file.write", "file.patch"];
+
+pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let protect: Vec<Glob> = ctx
+        .plan
+        .oracle
+        .iter()
+        .flat_map(|o| &o.protect)
+        .map(|g| Glob::new(g.trim_start_matches("./")))
+        .collect();
+    for (i, step) in ctx.plan.steps.iter().enumerate() {
+        if step.may_change_oracle || !step.tool.as_deref().is_some_and(|t| WRITERS.contains(&t)) {
+            continue;
+        }
+        let Some(Value::String(path)) = step.parameters.get("path") else { continue };
+        if path.contains("${") || path.contains("{{") {
+            continue;
+        }
+        let rel = path.trim_start_matches("./");
+        let why = match protect.iter().find(|g| g.matches(rel)) {
+            Some(glob) => format!("the plan's oracle.protect names it (`{}`)", glob.as_str()),
+            None => match pev_protocol::oracle::convention(rel) {
+                Some(why) => why.to_owned(),
+                None => continue,
+            },
+        };
+        out.push(Finding::step(
+            LintCode::OracleWrite,
+            (i, step.id.as_str()),
+            format!("/steps/{i}/parameters/path"),
+            format!(
+                "step `{}` writes {rel}, which the run is checked by ({why}); pev will refuse \
+                 the write unless the step sets may_change_oracle (fix the code under test \
+                 instead, or say the step's work is the tests)",
+                step.id
+            ),
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pev_protocol::LintCode;
+
+    fn codes(plan: &str) -> Vec<(LintCode, Option<usize>, String)> {
+        let parsed = pev_protocol::parse::parse_plan(plan, pev_protocol::Format::Json).expect("parses");
+        let policy = crate::policy::CompiledPolicy::default();
+        let result = crate::lint(&parsed, &policy, crate::LintOptions::default());
+        result
+            .errors
+            .iter()
+            .chain(&result.warnings)
+            .filter(|f| f.code == LintCode::OracleWrite)
+            .map(|f| (f.code, f.step, f.path.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_write_to_a_test_without_leave_is_a_warning_and_with_leave_is_not() {
+        let plan = r#"{"goal": "g", "oracle": {"protect": ["docs/spec.md"]}, "steps": [
+            {"id": "a", "tool": "file.write", "parameters": {"path": "./tests/test_x.py", "content": "x"}},
+            {"id": "b", "tool": "file.patch", "parameters": {"path": "src/x.py", "edits": []}},
+            {"id": "c", "tool": "file.write", "may_change_oracle": true, "parameters": {"path": "tests/test_y.py", "content": "x"}},
+            {"id": "d", "tool": "file.write", "parameters": {"path": "docs/spec.md", "content": "x"}},
+            {"id": "e", "tool": "file.read", "parameters": {"path": "tests/test_x.py"}},
+            {"id": "f", "tool": "file.write", "parameters": {"path": "${a.result.path}", "content": "x"}}
+        ]}"#;
+        let found = codes(plan);
+        let at: Vec<Option<usize>> = found.iter().map(|f| f.1).collect();
+        assert_eq!(at, [Some(0), Some(3)], "{found:?}");
+        assert_eq!(found[0].2, "/steps/0/parameters/path");
+    }
+}
