@@ -481,7 +481,8 @@ fn render_oracle(out: &mut String, oracle: &pev_protocol::oracle::OracleCheck, s
         oracle.inferred.iter().take(8).map(|f| clean(&f.path).into_owned()).collect();
     let more = oracle.files.saturating_sub(shown.len());
     let more = if more > 0 { format!(" and {more} more") } else { String::new() };
-    let files = if shown.is_empty() { "none".to_owned() } else { format!("{}{more}", shown.join(", ")) };
+    let files =
+        if shown.is_empty() { "none".to_owned() } else { format!("{}{more}", shown.join(", ")) };
     let _ = writeln!(out, "\n{} {} file(s): {files}", s.bold("checked by (oracle):"), oracle.files);
     for c in &oracle.changed {
         let what = match c.change {
@@ -510,7 +511,12 @@ fn render_oracle(out: &mut String, oracle: &pev_protocol::oracle::OracleCheck, s
     }
     for h in &oracle.hidden {
         let mark = if h.passed { s.green("✓") } else { s.red("✗") };
-        let _ = writeln!(out, "  {mark} hidden check `{}`: {}", clean(&h.name), truncate(&clean(&h.detail), 200));
+        let _ = writeln!(
+            out,
+            "  {mark} hidden check `{}`: {}",
+            clean(&h.name),
+            truncate(&clean(&h.detail), 200)
+        );
     }
     for p in &oracle.problems {
         let _ = writeln!(out, "  {}", s.yellow(&format!("! {}", clean(p))));

@@ -166,9 +166,9 @@ impl StepGate<'_> {
         }
         // A test the step must make pass is the check, not the work: pev's own tools do not
         // change it for a step that may not (the model is told why, and what to do instead).
-        if let Some(refused) = target_path(implementation.effect(), &args)
-            .and_then(|t| shared.oracle.refusal(&shared.engine.ctx.workspace, self.step, &t))
-        {
+        if let Some(refused) = target_path(implementation.effect(), &args).and_then(|t| {
+            shared.oracle.refusal(&shared.engine.ctx.workspace, self.step, (tool, &t, &args))
+        }) {
             shared.recorder.emit(EventBody::Warning {
                 step: Some(self.step.id.as_str().to_owned()),
                 message: format!("step `{}`: a {wire} call was {refused}", self.step.id),

@@ -108,10 +108,12 @@ impl RunOracle {
             return;
         }
         let root = engine.ctx.workspace.root();
+        // A file only partly an oracle stays writable (a dependency or a version is work);
+        // a change of its test settings is found at the end.
         let files = self
             .files
             .iter()
-            .filter(|f| !self.rules.allowed(&f.path))
+            .filter(|f| !self.rules.allowed(&f.path) && !pev_verify::oracle::is_partial(&f.path))
             .map(|f| root.join(&f.path))
             .collect();
         engine.ctx.sandbox.freeze(files);
@@ -170,20 +172,34 @@ impl RunOracle {
                 || step.description.as_deref().is_some_and(asks_for_test_work))
     }
 
-    /// Why `path` (as a tool got it) is an oracle file `step` may not change, if it is.
-    pub(crate) fn refusal(&self, ws: &Workspace, step: &Step, path: &str) -> Option<String> {
+    /// Why the write `tool` with `args` would change an oracle file `step` may not change, if
+    /// it would. A file only partly an oracle (`package.json`, `pyproject.toml`) is refused only
+    /// when the write changes its test settings.
+    pub(crate) fn refusal(
+        &self,
+        ws: &Workspace,
+        step: &Step,
+        (tool, path, args): (&str, &str, &serde_json::Value),
+    ) -> Option<String> {
         let rel = normalise(ws, path)?;
         let why = self.rules.why(&rel)?;
         if self.rules.allowed(&rel) || self.may_change(step) {
+            return None;
+        }
+        if pev_verify::oracle::is_partial(&rel) && !changes_test_settings(ws, &rel, tool, args) {
             return None;
         }
         Some(pev_verify::oracle::refusal(&rel, &why))
     }
 
     /// Whether `path` (a normalised workspace path) is an oracle file `step` may not change:
-    /// it is what the step must make pass, not its target.
+    /// it is what the step must make pass, not its target. A file only partly an oracle
+    /// (`package.json`) may well be a step's target.
     pub(crate) fn protects(&self, step: &Step, path: &str) -> bool {
-        self.rules.why(path).is_some() && !self.rules.allowed(path) && !self.may_change(step)
+        self.rules.why(path).is_some()
+            && !pev_verify::oracle::is_partial(path)
+            && !self.rules.allowed(path)
+            && !self.may_change(step)
     }
 
     /// How the oracle differs now from when it was recorded.
@@ -358,6 +374,33 @@ pub(crate) fn created_warning(changes: &[OracleChange]) -> Option<String> {
             if created.len() == 1 { "it" } else { "them" }
         )
     })
+}
+
+/// Whether the write `tool` with `args` changes the test settings of the partly-oracle file
+/// `rel` (what `oracle_view` keeps of it). A write whose result cannot be computed counts as one.
+fn changes_test_settings(ws: &Workspace, rel: &str, tool: &str, args: &serde_json::Value) -> bool {
+    let before = ws.read(rel).unwrap_or_default();
+    let after = match tool {
+        "file.write" => match args.get("content").and_then(serde_json::Value::as_str) {
+            Some(content) => content.as_bytes().to_vec(),
+            None => return true,
+        },
+        "file.patch" => {
+            let edits: Vec<pev_tools::builtin::file_patch::Edit> =
+                match args.get("edits").cloned().map(serde_json::from_value) {
+                    Some(Ok(edits)) => edits,
+                    _ => return true,
+                };
+            let text = String::from_utf8_lossy(&before).into_owned();
+            match pev_tools::builtin::file_patch::apply(&text, &edits, rel) {
+                Ok((patched, _)) => patched.into_bytes(),
+                // The patch fails anyway; the tool says why.
+                Err(_) => return false,
+            }
+        }
+        _ => return true,
+    };
+    pev_verify::oracle::oracle_view(rel, &before) != pev_verify::oracle::oracle_view(rel, &after)
 }
 
 /// `path` as a normalised workspace path, when it is one.

@@ -333,8 +333,9 @@ async fn drive(
     }
 
     let target = target_path(effect, &args);
-    if let Some(refused) =
-        target.as_deref().and_then(|t| shared.oracle.refusal(&engine.ctx.workspace, step, t))
+    if let Some(refused) = target
+        .as_deref()
+        .and_then(|t| shared.oracle.refusal(&engine.ctx.workspace, step, (tool_name, t, &args)))
     {
         report.slot.attempts += 1;
         fail(&mut report.slot, &refused);

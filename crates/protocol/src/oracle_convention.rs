@@ -27,6 +27,9 @@ const CONFIG_FILES: &[(&str, &str)] = &[
     (".coveragerc", "coverage configuration (.coveragerc)"),
     ("phpunit.xml", "PHPUnit configuration"),
     (".rspec", "RSpec configuration (.rspec)"),
+    (".npmrc", "npm configuration (.npmrc: node-options changes how `npm test` runs)"),
+    (".nycrc", "nyc configuration"),
+    (".nycrc.json", "nyc configuration"),
     ("karma.conf.js", "Karma configuration"),
     ("cypress.config.js", "Cypress configuration"),
     ("cypress.config.ts", "Cypress configuration"),
@@ -98,6 +101,16 @@ pub fn convention(path: &str) -> Option<&'static str> {
         let inner = stem.rsplit_once('.').map(|(_, k)| k);
         if matches!(inner, Some("test" | "spec")) {
             return Some("a JavaScript/TypeScript test file (*.test.*, *.spec.*)");
+        }
+        // What `node --test` runs by default besides those.
+        if stem == "test"
+            || stem.ends_with("-test")
+            || stem.ends_with("_test")
+            || stem.starts_with("test-")
+        {
+            return Some(
+                "a test file `node --test` runs (test.js, *-test.js, *_test.js, test-*.js)",
+            );
         }
     }
     None
@@ -199,6 +212,11 @@ mod tests {
             "src/test/java/CalcTest.java",
             "spec/calc_spec.rb",
             "CalcTest.java",
+            "src/test.js",
+            "sum_test.js",
+            "sum-test.mjs",
+            "test-sum.cjs",
+            ".npmrc",
         ] {
             assert!(convention(path).is_some(), "{path} should be an oracle");
         }
@@ -213,8 +231,10 @@ mod tests {
             "src/contest.py",
             "latest_results.py",
             "src/sum.js",
-            "src/test.js",
             "src/attest/x.js",
+            "src/latest.js",
+            "src/testing.js",
+            "src/contest-entry.js",
             "main.go",
             "README.md",
             "Cargo.toml",

@@ -56,7 +56,8 @@ mod tests {
     use pev_protocol::LintCode;
 
     fn codes(plan: &str) -> Vec<(LintCode, Option<usize>, String)> {
-        let parsed = pev_protocol::parse::parse_plan(plan, pev_protocol::Format::Json).expect("parses");
+        let parsed =
+            pev_protocol::parse::parse_plan(plan, pev_protocol::Format::Json).expect("parses");
         let policy = crate::policy::CompiledPolicy::default();
         let result = crate::lint(&parsed, &policy, crate::LintOptions::default());
         result

@@ -150,10 +150,41 @@ impl Tool for ShellExec {
             let timeout =
                 timeout_from_secs(self.name(), args.timeout_s, ctx.policy.default_timeout)?;
             let spec = CommandSpec { program, timeout, env: args.env.unwrap_or_default() };
-            let out = run_command(ctx, &spec).await?;
+            let mut out = run_command(ctx, &spec).await?;
+            explain_frozen(ctx, &mut out);
             output(&out)
         })
     }
+}
+
+/// A command that failed on a frozen file (the run's tests, read-only to commands) sees only
+/// "Device or resource busy" or "Read-only file system": say what the file is.
+fn explain_frozen(ctx: &ToolContext, out: &mut CommandOutput) {
+    let failed = out.exit_code != Some(0);
+    let busy = out.stderr.contains("Device or resource busy")
+        || out.stderr.contains("Read-only file system");
+    if !failed || !busy {
+        return;
+    }
+    let root = ctx.workspace.root();
+    let frozen: Vec<String> = ctx
+        .sandbox
+        .frozen()
+        .iter()
+        .filter_map(|p| p.strip_prefix(root).ok())
+        .map(|p| p.display().to_string())
+        .filter(|p| out.stderr.contains(p.as_str()))
+        .collect();
+    if frozen.is_empty() {
+        return;
+    }
+    out.stderr.push_str(&format!(
+        "\npev: {} {} one of the checks this work is judged by (tests and test configuration are \
+         read-only to commands): make the check pass by fixing the code under test; if the test \
+         itself is wrong, say so instead of changing it.\n",
+        frozen.join(", "),
+        if frozen.len() == 1 { "is" } else { "are" }
+    ));
 }
 
 /// Run `spec` in the workspace under `ctx`'s policy.
