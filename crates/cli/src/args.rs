@@ -650,8 +650,8 @@ pub(crate) struct OracleArgs {
     /// name) for the hidden checks; hidden from the models' tools and from commands
     #[arg(long = "hidden-tests", value_name = "DIR", requires = "hidden_check")]
     pub(crate) hidden_tests: Option<PathBuf>,
-    /// Infer and protect no checks and run no hidden check: tests count as work, as before pev
-    /// knew better (for comparison; `pev eval` uses it for its gate-off runs)
+    /// No oracle: record and protect no tests, run no pristine re-check and no hidden check, so
+    /// a changed test goes unnoticed (for comparison; `pev eval` uses it for its gate-off runs)
     #[arg(long = "no-oracle", conflicts_with_all = ["protect", "allow_oracle", "hidden_check"])]
     pub(crate) no_oracle: bool,
 }

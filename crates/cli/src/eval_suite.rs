@@ -311,7 +311,8 @@ pub fn load_scenario(dir: &Path) -> Result<Scenario, String> {
                     }
                     if full.starts_with(&workspace) {
                         return Err(format!(
-                            "{shown}: hidden_tests: `{rel}` is inside {WORKSPACE_DIR}/, where the                              model can read it"
+                            "{shown}: hidden_tests: `{rel}` is inside {WORKSPACE_DIR}/, where the \
+                             model can read it"
                         ));
                     }
                     Some(full.canonicalize().unwrap_or(full))

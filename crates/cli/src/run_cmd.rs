@@ -659,7 +659,8 @@ fn oracle_settings(
         }
         if path.starts_with(&ws) {
             return Err(Fail::input(format!(
-                "the hidden check `{}`: {dir} is inside the workspace, where the models can read                  it; keep held-out tests outside the workspace",
+                "the hidden check `{}`: {dir} is inside the workspace, where the models can read \
+                 it; keep held-out tests outside the workspace",
                 check.label()
             )));
         }

@@ -66,6 +66,16 @@ impl RunOracle {
         Ok(rules)
     }
 
+    /// Whether the plan's oracle globs (and the settings') compile.
+    pub(crate) fn check(engine: &Engine, plan: &Plan) -> Result<(), EngineError> {
+        match &engine.config.oracle {
+            Some(settings) => Oracle::new(settings, plan.oracle.as_ref(), true)
+                .map(|_| ())
+                .map_err(|e| EngineError::Plan(format!("the plan's oracle: {e}"))),
+            None => Ok(()),
+        }
+    }
+
     /// Records the oracle of a new run: the files, journaled with their contents.
     pub(crate) fn start(
         engine: &Engine,
@@ -235,44 +245,18 @@ impl RunOracle {
         changes: &[OracleChange],
         problems: &mut Vec<String>,
     ) -> Vec<HiddenResult> {
-        let mut out = Vec::new();
-        for check in &self.settings.hidden {
-            let name = check.label().to_owned();
-            let copy = self.pristine(ctx, &undone(changes));
-            let (scratch, copy) = match copy {
-                Ok(made) => made,
-                Err(why) => {
-                    problems.push(format!("the hidden check `{name}` could not run: {why}"));
-                    out.push(HiddenResult { name, passed: false, detail: why });
-                    continue;
-                }
-            };
-            if let Some(dir) = &check.dir {
-                let from = std::path::Path::new(dir);
-                let at = check.at.clone().unwrap_or_else(|| {
-                    from.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-                });
-                if let Err(why) = scratch.add_dir(from, &at) {
-                    problems.push(format!("the hidden check `{name}` could not run: {why}"));
-                    out.push(HiddenResult { name, passed: false, detail: why });
-                    continue;
-                }
-            }
-            let assertion = Assertion::CommandSucceeds {
-                command: check.command.clone(),
-                timeout_s: Some(check.timeout_s.unwrap_or(300) as f64),
-                repeatable: true,
-                recovery: None,
-            };
-            let outputs = HashMap::new();
-            let before = HashMap::new();
-            let env =
-                pev_verify::CheckEnv { ctx: &copy, step: None, outputs: &outputs, before: &before };
-            let result = pev_verify::check(&assertion, &env).await;
-            drop(scratch);
-            out.push(HiddenResult { name, passed: result.passed, detail: result.detail });
-        }
-        out
+        let prepared = {
+            let pristine = |sha: &str| self.contents.get(sha).cloned();
+            let undone = undone(changes);
+            let found = (self.files.as_slice(), undone.as_slice());
+            pev_verify::oracle::hidden::prepare(
+                &self.settings.hidden,
+                &ctx.workspace,
+                found,
+                &pristine,
+            )
+        };
+        pev_verify::oracle::hidden::run(prepared, ctx, problems).await
     }
 
     /// The report for the result, with the changes and hidden results given.

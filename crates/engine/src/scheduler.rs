@@ -89,6 +89,8 @@ impl Engine {
     /// Runs a new plan to its end (or to a point where it waits for approval).
     pub async fn run(&self, input: RunInput) -> Result<RunResult, EngineError> {
         self.check_plan(&input.plan)?;
+        // A bad glob in the plan's oracle is refused before anything is journaled.
+        crate::oracle::RunOracle::check(self, &input.plan)?;
         let mut plan = input.plan;
         for step in &mut plan.steps {
             if step.refs.is_empty() {

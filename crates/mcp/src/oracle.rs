@@ -26,8 +26,14 @@ pub(crate) async fn settle(
     check: &mut FinalCheck,
     warnings: &mut Vec<String>,
 ) -> Vec<Reason> {
-    let settings = OracleSettings::default();
-    let Ok(mut rules) = Oracle::new(&settings, None, false) else { return Vec::new() };
+    let settings = settings(ctx, warnings);
+    let mut rules = match Oracle::new(&settings, None, false) {
+        Ok(rules) => rules,
+        Err(why) => {
+            warnings.push(format!("[oracle]: {why}; the conventions alone apply"));
+            Oracle::new(&OracleSettings::default(), None, false).unwrap_or_default()
+        }
+    };
     let commands = report.plan.iter().flat_map(|p| {
         p.steps
             .iter()
@@ -100,6 +106,49 @@ pub(crate) async fn settle(
             ));
         }
     }
+    if !settings.hidden.is_empty() {
+        let undone: Vec<_> = changes.iter().filter(|c| !c.allowed).cloned().collect();
+        let found = (files.as_slice(), undone.as_slice());
+        let prepared =
+            pev_verify::oracle::hidden::prepare(&settings.hidden, &ctx.workspace, found, &pristine);
+        oracle.hidden = pev_verify::oracle::hidden::run(prepared, ctx, &mut oracle.problems).await;
+    }
+    let report = pev_protocol::run::FinalCheck { oracle: Some(oracle), ..Default::default() };
+    let oracle = report.oracle.unwrap_or_default();
+    reasons.extend(hidden_reasons(&oracle));
     check.oracle = Some(oracle);
     reasons
+}
+
+/// `[oracle]` of the user's and the workspace's pev.toml (a workspace's file may only add
+/// checks); the defaults, with a warning, when they cannot be read.
+fn settings(ctx: &ToolContext, warnings: &mut Vec<String>) -> OracleSettings {
+    let vars = |name: &str| {
+        matches!(name, "XDG_CONFIG_HOME" | "HOME").then(|| std::env::var(name).ok()).flatten()
+    };
+    match pev_providers::config::Config::load(ctx.workspace.root(), &vars) {
+        Ok(config) => config.oracle().clone(),
+        Err(e) => {
+            warnings.push(format!("pev.toml: {e}; the oracle's conventions alone apply"));
+            OracleSettings::default()
+        }
+    }
+}
+
+/// `hidden_check_failed` for each failed hidden check (its output stays in the result).
+fn hidden_reasons(oracle: &pev_protocol::oracle::OracleCheck) -> Vec<Reason> {
+    oracle
+        .hidden
+        .iter()
+        .filter(|h| !h.passed)
+        .map(|h| Reason {
+            code: pev_protocol::run::ReasonCode::HiddenCheckFailed,
+            step: None,
+            message: format!(
+                "the hidden check `{}` failed on the workspace as it is now (its output is in \
+                 the run's result, never shown to the client)",
+                h.name
+            ),
+        })
+        .collect()
 }

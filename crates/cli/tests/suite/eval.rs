@@ -458,6 +458,10 @@ fn comparable(doc: &Value) -> Vec<Value> {
             let obj = r.as_object_mut().expect("row");
             obj.remove("wall_ms");
             obj.remove("run_id");
+            // A failed check's note quotes its output, and a test runner prints its time.
+            if let Some(Value::String(note)) = obj.get_mut("note") {
+                *note = note.chars().map(|c| if c.is_ascii_digit() { '0' } else { c }).collect();
+            }
             r
         })
         .collect()

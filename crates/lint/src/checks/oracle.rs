@@ -8,19 +8,35 @@ use pev_protocol::{Finding, LintCode};
 use serde_json::Value;
 
 use crate::Ctx;
-use crate::policy::Glob;
+
+/// How the engine matches oracle globs (`pev_verify::oracle`): `*` crosses `/`.
+const GLOB: glob::MatchOptions = glob::MatchOptions {
+    case_sensitive: true,
+    require_literal_separator: false,
+    require_literal_leading_dot: false,
+};
 
 /// The built-in tools that write the file their `path` names.
 const WRITERS: &[&str] = &["file.write", "file.patch"];
 
 pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
-    let protect: Vec<Glob> = ctx
-        .plan
-        .oracle
-        .iter()
-        .flat_map(|o| &o.protect)
-        .map(|g| Glob::new(g.trim_start_matches("./")))
-        .collect();
+    let mut protect = Vec::new();
+    if let Some(oracle) = &ctx.plan.oracle {
+        for (field, globs) in [("protect", &oracle.protect), ("allow", &oracle.allow)] {
+            for (i, g) in globs.iter().enumerate() {
+                let g = g.trim().trim_start_matches("./");
+                match glob::Pattern::new(g) {
+                    Ok(p) if field == "protect" => protect.push((g.to_owned(), p)),
+                    Ok(_) => {}
+                    Err(e) => out.push(Finding::plan(
+                        LintCode::SchemaInvalid,
+                        format!("/oracle/{field}/{i}"),
+                        format!("oracle.{field}: `{g}` is not a valid glob: {e}"),
+                    )),
+                }
+            }
+        }
+    }
     for (i, step) in ctx.plan.steps.iter().enumerate() {
         if step.may_change_oracle || !step.tool.as_deref().is_some_and(|t| WRITERS.contains(&t)) {
             continue;
@@ -30,8 +46,8 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
             continue;
         }
         let rel = path.trim_start_matches("./");
-        let why = match protect.iter().find(|g| g.matches(rel)) {
-            Some(glob) => format!("the plan's oracle.protect names it (`{}`)", glob.as_str()),
+        let why = match protect.iter().find(|(_, p)| p.matches_with(rel, GLOB)) {
+            Some((glob, _)) => format!("the plan's oracle.protect names it (`{glob}`)"),
             None => match pev_protocol::oracle::convention(rel) {
                 Some(why) => why.to_owned(),
                 None => continue,
@@ -83,5 +99,26 @@ mod tests {
         let at: Vec<Option<usize>> = found.iter().map(|f| f.1).collect();
         assert_eq!(at, [Some(0), Some(3)], "{found:?}");
         assert_eq!(found[0].2, "/steps/0/parameters/path");
+    }
+
+    #[test]
+    fn a_bad_oracle_glob_is_schema_invalid_and_classes_match_as_the_engine_matches() {
+        let plan = r#"{"goal": "g", "oracle": {"protect": ["golden/[ab].txt", "["]}, "steps": [
+            {"id": "a", "tool": "file.write", "parameters": {"path": "golden/a.txt", "content": "x"}},
+            {"id": "b", "tool": "file.write", "parameters": {"path": "golden/c.txt", "content": "x"}}
+        ]}"#;
+        let parsed =
+            pev_protocol::parse::parse_plan(plan, pev_protocol::Format::Json).expect("parses");
+        let policy = crate::policy::CompiledPolicy::default();
+        let result = crate::lint(&parsed, &policy, crate::LintOptions::default());
+        let bad: Vec<&str> = result
+            .errors
+            .iter()
+            .filter(|f| f.code == LintCode::SchemaInvalid)
+            .map(|f| f.path.as_str())
+            .collect();
+        assert_eq!(bad, ["/oracle/protect/1"]);
+        let at: Vec<Option<usize>> = codes(plan).iter().map(|f| f.1).collect();
+        assert_eq!(at, [Some(0)]);
     }
 }

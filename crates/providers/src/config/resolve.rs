@@ -256,7 +256,9 @@ fn oracle_of(layers: &[Layer]) -> Result<pev_protocol::oracle::OracleSettings, C
         {
             return Err(ConfigError::Refused {
                 path: path.clone(),
-                message: "[oracle] `allow` and `conventions = false` are read from your own                           pev.toml only (~/.config/pev/pev.toml) or --allow-oracle: a workspace's                           file comes with the code, and may only add checks (`protect`, `hidden`)"
+                message: "[oracle] `allow` and `conventions = false` are read from your own \
+                          pev.toml only (~/.config/pev/pev.toml) or --allow-oracle: a workspace's \
+                          file comes with the code, and may only add checks (`protect`, `hidden`)"
                     .to_owned(),
             });
         }

@@ -16,6 +16,7 @@
 //! Build products ([`BuildProducts`]: what `.gitignore` ignores, and the common caches) are
 //! neither oracle files nor work.
 
+pub mod hidden;
 pub mod pristine;
 mod products;
 

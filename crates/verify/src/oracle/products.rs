@@ -1,9 +1,10 @@
 //! Build products are not work: files a test run, a compiler or a package manager leaves
 //! (`__pycache__/*.pyc`, `node_modules/.cache`, `target/`) are neither a step's effects nor
-//! changes the mismatch rule or a report counts. They are what the workspace's `.gitignore`
-//! files ignore (the root's, each directory's on the way to a path, and `.git/info/exclude`),
-//! and, whether or not there is a `.gitignore`, the common caches below. The journal still holds
-//! them; `pev show` lists them on request.
+//! changes the mismatch rule or a report counts, and never oracle files. They are what the
+//! workspace's `.gitignore` files ignore (the root's, each directory's on the way to a path, and
+//! `.git/info/exclude`), the caches no project keeps as source (`CACHE_DIRS`, `*.pyc`) always,
+//! and the usual output directories (`target/`, `coverage/`) when there is no `.gitignore`.
+//! A command's changes to them are not recorded as the step's changes.
 //!
 //! The `.gitignore` reading follows git's rules for what projects write in practice: `#`
 //! comments, `!` negation (the last matching line wins), a leading or inner `/` anchors a
@@ -16,8 +17,8 @@ use std::sync::Mutex;
 
 use glob::{MatchOptions, Pattern};
 
-/// Caches and build outputs ignored in every workspace (a directory name anywhere, or a file
-/// suffix).
+/// Caches no project keeps as source: build products in every workspace (a directory of this
+/// name anywhere).
 const CACHE_DIRS: &[&str] = &[
     "__pycache__",
     ".pytest_cache",
@@ -27,22 +28,19 @@ const CACHE_DIRS: &[&str] = &[
     ".tox",
     ".nox",
     ".venv",
-    "venv",
     "node_modules",
     ".npm",
     ".pnpm-store",
     ".yarn",
-    ".next",
-    ".nuxt",
-    ".turbo",
     ".parcel-cache",
-    ".gradle",
-    ".cache",
-    "coverage",
+    ".turbo",
     ".nyc_output",
-    "target",
     ".eggs",
+    ".gradle",
 ];
+/// Build outputs by name, which a project might also use for sources (a package called
+/// `coverage`): products only in a workspace without a `.gitignore` to say so.
+const OUTPUT_DIRS: &[&str] = &["target", "coverage", "venv", ".cache", ".next", ".nuxt"];
 const CACHE_SUFFIXES: &[&str] = &[".pyc", ".pyo", ".class", ".o", ".DS_Store", ".coverage"];
 
 const OPTIONS: MatchOptions = MatchOptions {
@@ -74,6 +72,8 @@ pub struct BuildProducts {
     /// Directory (relative, `""` for the root) → its `.gitignore` rules, read on first need.
     sets: Mutex<HashMap<String, RuleSet>>,
     exclude: RuleSet,
+    /// The workspace has a `.gitignore` at its root: it says what its outputs are.
+    has_gitignore: bool,
 }
 
 impl BuildProducts {
@@ -82,12 +82,18 @@ impl BuildProducts {
         let exclude = std::fs::read_to_string(root.join(".git/info/exclude"))
             .map(|t| parse(&t))
             .unwrap_or_default();
-        Self { root: root.to_path_buf(), sets: Mutex::new(HashMap::new()), exclude }
+        let has_gitignore = root.join(".gitignore").is_file();
+        Self { root: root.to_path_buf(), sets: Mutex::new(HashMap::new()), exclude, has_gitignore }
     }
 
     /// No `.gitignore` at all: only the common caches.
     pub fn defaults() -> Self {
-        Self { root: PathBuf::new(), sets: Mutex::new(HashMap::new()), exclude: RuleSet::default() }
+        Self {
+            root: PathBuf::new(),
+            sets: Mutex::new(HashMap::new()),
+            exclude: RuleSet::default(),
+            has_gitignore: false,
+        }
     }
 
     /// Whether the file at `path` (a normalised workspace path) is a build product.
@@ -97,6 +103,9 @@ impl BuildProducts {
         if dirs.iter().any(|d| CACHE_DIRS.contains(d))
             || CACHE_SUFFIXES.iter().any(|s| name.ends_with(s))
         {
+            return true;
+        }
+        if !self.has_gitignore && dirs.iter().any(|d| OUTPUT_DIRS.contains(d)) {
             return true;
         }
         if self.root.as_os_str().is_empty() {
@@ -116,7 +125,9 @@ impl BuildProducts {
     /// ignores.
     pub fn skips_dir(&self, path: &str) -> bool {
         let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
-        if parts.iter().any(|d| CACHE_DIRS.contains(d)) {
+        if parts.iter().any(|d| CACHE_DIRS.contains(d))
+            || (!self.has_gitignore && parts.iter().any(|d| OUTPUT_DIRS.contains(d)))
+        {
             return true;
         }
         !self.root.as_os_str().is_empty()
@@ -245,6 +256,10 @@ mod tests {
         assert!(p.is_product("src/gen/a.js"));
         assert!(!p.is_product("src/gen/sub/a.js"), "* does not cross /");
         assert!(p.is_product("deep/er/snap/file"));
+        // With a .gitignore, it says what the outputs are: a `coverage` package is source.
+        assert!(!p.is_product("src/coverage/report.py"));
+        assert!(p.is_product("src/__pycache__/m.pyc"));
+        assert!(BuildProducts::defaults().is_product("src/coverage/report.py"));
         assert!(p.is_product("pkg/local.txt"), "a nested .gitignore");
         assert!(!p.is_product("local.txt"), "a nested .gitignore applies below its directory only");
         assert!(!p.is_product("src/calc.py"));
