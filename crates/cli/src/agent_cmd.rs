@@ -413,6 +413,7 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
                 "allowed_tools": models.hooks.allowed_tools,
                 "scratch": req.scratch,
                 "sandbox": session.sandbox_options(),
+                "oracle": session.engine.config.oracle,
             }),
             created_at: now_rfc3339(),
         })
@@ -747,6 +748,7 @@ fn run_loop(
                 "approve_tools": policy.policy.approve_tools,
                 "allow_hosts": policy.policy.allow_hosts,
                 "sandbox": session.sandbox_options(),
+                "oracle": session.engine.config.oracle,
                 "budget": {
                     "max_usd": req.budget.max_usd,
                     "max_tokens": req.budget.max_tokens,

@@ -654,6 +654,9 @@ pub(crate) struct OracleArgs {
     /// a changed test goes unnoticed (for comparison; `pev eval` uses it for its gate-off runs)
     #[arg(long = "no-oracle", conflicts_with_all = ["protect", "allow_oracle", "hidden_check"])]
     pub(crate) no_oracle: bool,
+    /// More directories to hide from commands: a resumed run's held-out tests.
+    #[arg(skip)]
+    pub(crate) also_hide: Vec<PathBuf>,
 }
 
 /// Where the journal is, and how to print.

@@ -254,6 +254,7 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         "allow_hosts": allow_hosts,
         "scratch": req.scratch,
         "sandbox": session.sandbox_options(),
+        "oracle": session.engine.config.oracle,
     });
     store
         .create_run(&NewRun {
@@ -435,6 +436,18 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
         hooks
     });
     let sandbox = SandboxPolicy::from_options(&record.options, file_config(&workspace)?.sandbox());
+    // The held-out tests the run started with stay hidden from its commands.
+    let mut common = common.clone();
+    let stored_hidden = record.options.get("oracle").and_then(|o| o.get("hidden"));
+    common.oracle.also_hide.extend(
+        stored_hidden
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|h| h.get("dir").and_then(Value::as_str))
+            .map(PathBuf::from),
+    );
+    let common = &common;
     let mut session = Session::open(
         common,
         &workspace,
@@ -443,7 +456,11 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
         hooks,
     )?;
     // A run `pev agent` started has a model's plan, on resume too.
-    session.engine.config.plan_from_user = models.is_none();
+    let agent = record.options.get("agent").and_then(Value::as_bool).unwrap_or(false);
+    session.engine.config.plan_from_user = !agent && models.is_none();
+    // The oracle the run started with, never loosened by the resume's own flags.
+    session.engine.config.oracle =
+        resumed_oracle(record.options.get("oracle"), session.engine.config.oracle.take());
     if let Some(models) = &models {
         // Delegated steps: their children are continued (or their verdicts read) in the tree.
         let max_replans = record
@@ -674,6 +691,41 @@ fn oracle_settings(
     Ok(Some(settings))
 }
 
+/// The oracle settings of a resumed run: what it started with (`options.oracle`), with the
+/// checks the resume adds (`protect`, hidden checks). What loosens them (`allow`, no
+/// conventions, `--no-oracle`) counts only from the start: a resume cannot loosen a run's checks.
+/// A run journaled before pev had oracles takes the resume's settings.
+fn resumed_oracle(
+    stored: Option<&Value>,
+    now: Option<pev_protocol::oracle::OracleSettings>,
+) -> Option<pev_protocol::oracle::OracleSettings> {
+    let stored = match stored {
+        None => return now,
+        Some(Value::Null) => return None,
+        Some(v) => {
+            match serde_json::from_value::<pev_protocol::oracle::OracleSettings>(v.clone()) {
+                Ok(s) => s,
+                // Unreadable: the resume's, which are at least the defaults' conventions.
+                Err(_) => return now.or_else(|| Some(Default::default())),
+            }
+        }
+    };
+    let mut merged = stored;
+    if let Some(now) = now {
+        for glob in now.protect {
+            if !merged.protect.contains(&glob) {
+                merged.protect.push(glob);
+            }
+        }
+        for check in now.hidden {
+            if !merged.hidden.contains(&check) {
+                merged.hidden.push(check);
+            }
+        }
+    }
+    Some(merged)
+}
+
 /// The `[hooks]` of the files, if any (see `pev_engine::hooks` for which run confined).
 fn hooks_for(
     config: &pev_providers::config::Config,
@@ -707,6 +759,7 @@ impl Session {
         let mut hide = db.local_sockets();
         let dirs = oracle.iter().flat_map(|o| &o.hidden).filter_map(|h| h.dir.as_ref());
         hide.extend(dirs.map(PathBuf::from));
+        hide.extend(common.oracle.also_hide.iter().cloned());
         let sandbox = sandbox_setup::build(
             sandbox.resolve(config.sandbox()),
             db.file().map(|db| (workspace, db)),

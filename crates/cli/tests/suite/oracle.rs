@@ -335,3 +335,25 @@ fn full_sandbox() -> bool {
     eprintln!("skipped: no full sandbox here: {}", report["sandbox"]["enforced"]["gaps"]);
     false
 }
+
+/// A run keeps the checks it started with: a resume without the flags (or with --no-oracle)
+/// still runs its hidden check and still protects its tests.
+#[test]
+fn a_resumed_run_keeps_its_hidden_check_and_its_oracle() {
+    let ws = Ws::new();
+    ws.file("tests/test_a.py", "x\n");
+    let plan = json!({
+        "goal": "Write the notes",
+        "steps": [{"id": "write", "tool": "file.write", "requires_approval": true,
+                   "parameters": {"path": "notes.txt", "content": "v1\n"},
+                   "assertions": [{"type": "file_exists", "path": "notes.txt"}]}]
+    });
+    let out = ws.run(&plan, &["--hidden-check", "test -f never-there"]);
+    assert_eq!(out.status(), "awaiting_approval", "{}", out.stderr);
+    let run_id = out.run_id();
+    assert_eq!(ws.pev(&["approve", &run_id]).code, 0);
+    let resumed = ws.resume(&run_id, &["--no-oracle"]);
+    assert_eq!(resumed.status(), "partial", "{}", resumed.stdout);
+    assert!(resumed.codes().contains(&"hidden_check_failed".to_owned()), "{:?}", resumed.codes());
+    assert_eq!(oracle(resumed.result())["files"], 1, "the test is still recorded");
+}
