@@ -333,12 +333,15 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         approve_tools: policy.policy.approve_tools.clone(),
         allow_hosts: policy.policy.allow_hosts.clone(),
         sandbox: crate::sandbox_setup::SandboxPolicy::from_policy(&policy.policy),
+        oracle: policy.policy.oracle.clone(),
     };
     let mut session =
         Session::open(&req.common, &workspace, &db, run_policy, Some(models.hooks.clone()))?;
     session.engine.registry = Arc::clone(&registry);
-    // The plan is the planner's: it grants no leave to change the checks by itself.
+    // The plan is the planner's: it grants no leave to change the checks by itself; only the
+    // user's goal can (and the child runs inherit that goal, not the one they are given).
     session.engine.config.plan_from_user = false;
+    session.engine.config.permit_goal = Some(req.goal.clone());
     models.attach_delegator(&mut session.engine, &db, (&policy, req.max_replans));
     notices.attach(session.live());
 
@@ -707,6 +710,7 @@ fn run_loop(
         approve_tools: policy.policy.approve_tools.clone(),
         allow_hosts: policy.policy.allow_hosts.clone(),
         sandbox: crate::sandbox_setup::SandboxPolicy::from_policy(&policy.policy),
+        oracle: policy.policy.oracle.clone(),
     };
     let allowed: Vec<String> = registry
         .iter()
@@ -721,13 +725,15 @@ fn run_loop(
         reminder_every: req.reminder_every,
     };
     let recorded = req.replay.as_ref().map_or(Recorded::Nothing, Recorded::Replay);
-    let LoopParts { session, executor, verifier, calls } = loop_parts(
+    let LoopParts { mut session, executor, verifier, calls } = loop_parts(
         &req.common,
         (run_policy, allowed.clone(), registry),
         (config_dir, workspace),
         (budget, &settings, &run_id),
         recorded,
     )?;
+    // Only the user's goal grants leave to change tests (children inherit it).
+    session.engine.config.permit_goal = Some(req.goal.clone());
     let db = store_path(&req.common, workspace)?;
     let plan = loop_plan(&req.goal);
     let store = Store::open(&db).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
@@ -815,13 +821,19 @@ pub(crate) fn resume_loop(
     let workspace = std::path::PathBuf::from(&record.workspace);
     let workspace = common.workspace.clone().unwrap_or(workspace);
     let recorded = recording.as_ref().map_or(Recorded::Nothing, Recorded::Resume);
-    let LoopParts { session, executor, verifier, calls } = loop_parts(
+    let common = &crate::run_cmd::with_stored_hidden(common, &record.options);
+    let LoopParts { mut session, executor, verifier, calls } = loop_parts(
         common,
         (run_policy, allowed, &registry),
         (&workspace, &workspace),
         (budget, &settings, &record.run_id),
         recorded,
     )?;
+    session.engine.config.permit_goal = Some(record.goal.clone());
+    session.engine.config.oracle = crate::run_cmd::resumed_oracle(
+        record.options.get("oracle"),
+        session.engine.config.oracle.take(),
+    );
     let db = store_path(common, &workspace)?;
     attach_calls(&calls, &db, &record.run_id, err);
     session.trace(&record.run_id, true);

@@ -241,6 +241,7 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
             approve_tools: approve_tools.clone(),
             allow_hosts: allow_hosts.clone(),
             sandbox: SandboxPolicy::from_policy(&policy.policy),
+            oracle: policy.policy.oracle.clone(),
         },
         None,
     )?;
@@ -399,7 +400,7 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
             warnings,
             prior_usage,
             budget,
-            run_policy: RunPolicy { approve_tools, allow_hosts, sandbox },
+            run_policy: RunPolicy { approve_tools, allow_hosts, sandbox, oracle: None },
             recording,
         };
         let common = Common {
@@ -437,27 +438,20 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     });
     let sandbox = SandboxPolicy::from_options(&record.options, file_config(&workspace)?.sandbox());
     // The held-out tests the run started with stay hidden from its commands.
-    let mut common = common.clone();
-    let stored_hidden = record.options.get("oracle").and_then(|o| o.get("hidden"));
-    common.oracle.also_hide.extend(
-        stored_hidden
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|h| h.get("dir").and_then(Value::as_str))
-            .map(PathBuf::from),
-    );
-    let common = &common;
+    let common = &with_stored_hidden(common, &record.options);
     let mut session = Session::open(
         common,
         &workspace,
         &db,
-        RunPolicy { approve_tools, allow_hosts, sandbox },
+        RunPolicy { approve_tools, allow_hosts, sandbox, oracle: None },
         hooks,
     )?;
     // A run `pev agent` started has a model's plan, on resume too.
     let agent = record.options.get("agent").and_then(Value::as_bool).unwrap_or(false);
     session.engine.config.plan_from_user = !agent && models.is_none();
+    if agent {
+        session.engine.config.permit_goal = Some(record.goal.clone());
+    }
     // The oracle the run started with, never loosened by the resume's own flags.
     session.engine.config.oracle =
         resumed_oracle(record.options.get("oracle"), session.engine.config.oracle.take());
@@ -644,12 +638,17 @@ pub(crate) fn file_config(workspace: &Path) -> Result<pev_providers::config::Con
 fn oracle_settings(
     config: &pev_providers::config::Config,
     args: &crate::args::OracleArgs,
+    policy: Option<&pev_protocol::oracle::PlanOracle>,
     workspace: &Path,
 ) -> Result<Option<pev_protocol::oracle::OracleSettings>, Fail> {
     if args.no_oracle {
         return Ok(None);
     }
     let mut settings = config.oracle().clone();
+    if let Some(policy) = policy {
+        settings.protect.extend(policy.protect.iter().cloned());
+        settings.allow.extend(policy.allow.iter().cloned());
+    }
     settings.protect.extend(args.protect.iter().cloned());
     settings.allow.extend(args.allow_oracle.iter().cloned());
     let dir = args.hidden_tests.as_ref().map(|d| d.display().to_string());
@@ -695,7 +694,7 @@ fn oracle_settings(
 /// checks the resume adds (`protect`, hidden checks). What loosens them (`allow`, no
 /// conventions, `--no-oracle`) counts only from the start: a resume cannot loosen a run's checks.
 /// A run journaled before pev had oracles takes the resume's settings.
-fn resumed_oracle(
+pub(crate) fn resumed_oracle(
     stored: Option<&Value>,
     now: Option<pev_protocol::oracle::OracleSettings>,
 ) -> Option<pev_protocol::oracle::OracleSettings> {
@@ -726,6 +725,21 @@ fn resumed_oracle(
     Some(merged)
 }
 
+/// `common` with the held-out test directories a stored run started with added to what its
+/// commands may not see.
+pub(crate) fn with_stored_hidden(common: &Common, options: &Value) -> Common {
+    let mut common = common.clone();
+    let stored = options.get("oracle").and_then(|o| o.get("hidden")).and_then(Value::as_array);
+    common.oracle.also_hide.extend(
+        stored
+            .into_iter()
+            .flatten()
+            .filter_map(|h| h.get("dir").and_then(Value::as_str))
+            .map(PathBuf::from),
+    );
+    common
+}
+
 /// The `[hooks]` of the files, if any (see `pev_engine::hooks` for which run confined).
 fn hooks_for(
     config: &pev_providers::config::Config,
@@ -741,6 +755,8 @@ pub(crate) struct RunPolicy {
     pub approve_tools: Vec<String>,
     pub allow_hosts: Vec<String>,
     pub sandbox: SandboxPolicy,
+    /// The policy's `oracle` (a resumed run has its settings in its options instead).
+    pub oracle: Option<pev_protocol::oracle::PlanOracle>,
 }
 
 impl Session {
@@ -748,12 +764,12 @@ impl Session {
         common: &Common,
         workspace: &Path,
         db: &pev_store::Location,
-        RunPolicy { approve_tools, allow_hosts, sandbox }: RunPolicy,
+        RunPolicy { approve_tools, allow_hosts, sandbox, oracle: policy_oracle }: RunPolicy,
         models: Option<pev_engine::ModelHooks>,
     ) -> Result<Self, Fail> {
         let ws = Workspace::open(workspace).map_err(|e| Fail::input(e.to_string()))?;
         let config = file_config(workspace)?;
-        let oracle = oracle_settings(&config, &common.oracle, workspace)?;
+        let oracle = oracle_settings(&config, &common.oracle, policy_oracle.as_ref(), workspace)?;
         // Held-out tests are hidden from every command (under bubblewrap); the models' tools
         // cannot leave the workspace anyway.
         let mut hide = db.local_sockets();
@@ -833,6 +849,7 @@ impl Session {
                 oracle,
                 // `pev agent` says otherwise: its plans are a model's.
                 plan_from_user: true,
+                permit_goal: None,
             },
         };
         Ok(Self {

@@ -199,6 +199,10 @@ pub struct EngineConfig {
     /// The plan is the user's own (`pev run`): its `may_change_oracle` and `oracle.allow` are the
     /// user's permission. `false` for a plan a model wrote (`pev agent`).
     pub plan_from_user: bool,
+    /// The goal in the user's own words, which alone decides whether a model's plan may change
+    /// tests (`pev agent` sets it; child runs inherit it, so a parent model cannot grant its
+    /// child leave by the goal it delegates). `None`: the plan's goal.
+    pub permit_goal: Option<String>,
 }
 
 impl Default for EngineConfig {
@@ -215,6 +219,7 @@ impl Default for EngineConfig {
             activity: None,
             oracle: Some(pev_protocol::oracle::OracleSettings::default()),
             plan_from_user: true,
+            permit_goal: None,
         }
     }
 }

@@ -43,7 +43,7 @@ impl RunOracle {
     /// The rules for `plan` under the engine's settings (the check commands' files included).
     fn rules(engine: &Engine, plan: &Plan) -> Result<Oracle, EngineError> {
         let Some(settings) = &engine.config.oracle else { return Ok(Oracle::default()) };
-        let goal_permits = asks_for_test_work(&plan.goal);
+        let goal_permits = asks_for_test_work(permit_goal(engine, plan));
         let plan_allow = engine.config.plan_from_user || goal_permits;
         let mut rules =
             Oracle::new(settings, plan.oracle.as_ref(), plan_allow).map_err(EngineError::Plan)?;
@@ -102,7 +102,7 @@ impl RunOracle {
             files: recorded.files,
             contents: recorded.contents.into_iter().collect(),
             truncated: recorded.truncated,
-            goal_permits: asks_for_test_work(&plan.goal),
+            goal_permits: asks_for_test_work(permit_goal(engine, plan)),
             user_plan: engine.config.plan_from_user,
             settings: engine.config.oracle.clone().unwrap_or_default(),
         };
@@ -162,7 +162,7 @@ impl RunOracle {
             files,
             contents,
             truncated,
-            goal_permits: asks_for_test_work(&plan.goal),
+            goal_permits: asks_for_test_work(permit_goal(engine, plan)),
             user_plan: engine.config.plan_from_user,
             settings: engine.config.oracle.clone().unwrap_or_default(),
         };
@@ -385,6 +385,12 @@ fn changes_test_settings(ws: &Workspace, rel: &str, tool: &str, args: &serde_jso
         _ => return true,
     };
     pev_verify::oracle::oracle_view(rel, &before) != pev_verify::oracle::oracle_view(rel, &after)
+}
+
+/// The goal whose words decide whether the run may change tests: the user's, when the engine
+/// knows it, else the plan's.
+fn permit_goal<'a>(engine: &'a Engine, plan: &'a Plan) -> &'a str {
+    engine.config.permit_goal.as_deref().unwrap_or(&plan.goal)
 }
 
 /// `path` as a normalised workspace path, when it is one.

@@ -230,6 +230,20 @@ impl CompiledPolicy {
             bounds.push(Bound { key: key.clone(), min: *min, max: *max });
         }
 
+        for (field, globs) in
+            policy.oracle.iter().flat_map(|o| [("protect", &o.protect), ("allow", &o.allow)])
+        {
+            for glob in globs {
+                if let Err(e) = glob::Pattern::new(glob) {
+                    return Err(PolicyError::InvalidValue {
+                        path: path.to_owned(),
+                        field: format!("oracle.{field}"),
+                        reason: format!("`{glob}` is not a valid glob: {e}"),
+                    });
+                }
+            }
+        }
+
         let threshold = policy.fail_risk_threshold;
         if !(0.0..=1.0).contains(&threshold) || threshold.is_nan() {
             return Err(PolicyError::InvalidValue {

@@ -120,6 +120,24 @@ pub(crate) async fn settle(
     reasons
 }
 
+/// Makes the oracle files of `snapshot` read-only to the commands pev runs for the client (the
+/// plan tools' `command_succeeds` checks, under bubblewrap): a check must not be able to change
+/// what it checks. Files only partly an oracle and what the user allows stay writable.
+pub(crate) fn freeze(snapshot: &Snapshot, ctx: &ToolContext) {
+    let mut ignored = Vec::new();
+    let settings = settings(ctx, &mut ignored);
+    let Ok(rules) = Oracle::new(&settings, None, false) else { return };
+    let root = ctx.workspace.root();
+    let files = snapshot
+        .files
+        .keys()
+        .filter(|p| rules.why(p).is_some())
+        .filter(|p| !rules.allowed(p) && !pev_verify::oracle::is_partial(p))
+        .map(|p| root.join(p))
+        .collect();
+    ctx.sandbox.freeze(files);
+}
+
 /// `[oracle]` of the user's and the workspace's pev.toml (a workspace's file may only add
 /// checks); the defaults, with a warning, when they cannot be read.
 fn settings(ctx: &ToolContext, warnings: &mut Vec<String>) -> OracleSettings {

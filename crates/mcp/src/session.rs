@@ -387,6 +387,8 @@ impl Sessions {
             }
             journal.close()?;
         }
+        // The plan tools' checks run in pev's sandbox: there, the tests are read-only.
+        crate::oracle::freeze(&taken.snapshot, &self.ctx);
         let files =
             serde_json::to_value(&taken.snapshot.files).map_err(|e| McpError(e.to_string()))?;
         store.append_event(

@@ -90,6 +90,10 @@ pub struct Policy {
     /// The most processes a (non-root) user's commands may have at once (default 4096).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox_max_processes: Option<u64>,
+    /// Files a run is checked by beyond the inferred tests (`protect`), and those its runs may
+    /// change (`allow`): globs, as `[oracle]` in `pev.toml`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oracle: Option<crate::oracle::PlanOracle>,
 }
 
 /// The `sandbox` key of a policy or `pev.toml`.
@@ -133,6 +137,7 @@ impl Default for Policy {
             sandbox_network: None,
             sandbox_max_file_bytes: None,
             sandbox_max_processes: None,
+            oracle: None,
         }
     }
 }

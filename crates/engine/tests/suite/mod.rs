@@ -8,6 +8,7 @@ mod hooks;
 mod journal;
 mod judged;
 mod judged_loop;
+mod oracle;
 mod references;
 mod resume;
 mod schedule;

@@ -285,6 +285,7 @@ pub fn config(jobs: usize) -> EngineConfig {
         activity: None,
         oracle: Some(pev_protocol::oracle::OracleSettings::default()),
         plan_from_user: true,
+        permit_goal: None,
     }
 }
 
