@@ -12,13 +12,13 @@
 # Prints the machine, each figure and a Markdown table for BENCHMARKS.md. Installs hyperfine if
 # missing. Uses target/release/pev (built here) unless PEV names another binary.
 #
-# Usage: bench/oracle.sh        (env: RUNS=10 FILES=20000 PEV=path)
+# Usage: bench/oracle.sh        (env: RUNS=30 FILES=20000 PEV=path)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 out="$root/bench/out/oracle"
-runs="${RUNS:-10}"
+runs="${RUNS:-30}"
 files="${FILES:-20000}"
 rm -rf "$out"
 mkdir -p "$out"

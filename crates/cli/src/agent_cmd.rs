@@ -548,7 +548,7 @@ fn loop_parts(
     common: &Common,
     (run_policy, allowed_tools, registry): (RunPolicy, Vec<String>, &Arc<pev_tools::Registry>),
     (config_dir, workspace): (&std::path::Path, &std::path::Path),
-    (budget, settings, run_id): (Budget, &LoopSettings, &str),
+    (budget, settings, run_id, goal): (Budget, &LoopSettings, &str, &str),
     recorded: Recorded<'_>,
 ) -> Result<LoopParts, Fail> {
     use pev_engine::agent::loop_mode::{LoopExecutor, LoopOptions};
@@ -630,6 +630,9 @@ fn loop_parts(
     let mut session = Session::open(common, workspace, &db, run_policy, None)?;
     session.engine.registry = Arc::clone(registry);
     session.engine.config.plan_from_user = false;
+    // Only the user's goal grants leave to change tests; the child runs inherit it (set before
+    // the children's configuration is cloned below).
+    session.engine.config.permit_goal = Some(goal.to_owned());
     notices.attach(session.live());
     let options = LoopOptions {
         gate: settings.gate,
@@ -725,15 +728,13 @@ fn run_loop(
         reminder_every: req.reminder_every,
     };
     let recorded = req.replay.as_ref().map_or(Recorded::Nothing, Recorded::Replay);
-    let LoopParts { mut session, executor, verifier, calls } = loop_parts(
+    let LoopParts { session, executor, verifier, calls } = loop_parts(
         &req.common,
         (run_policy, allowed.clone(), registry),
         (config_dir, workspace),
-        (budget, &settings, &run_id),
+        (budget, &settings, &run_id, &req.goal),
         recorded,
     )?;
-    // Only the user's goal grants leave to change tests (children inherit it).
-    session.engine.config.permit_goal = Some(req.goal.clone());
     let db = store_path(&req.common, workspace)?;
     let plan = loop_plan(&req.goal);
     let store = Store::open(&db).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
@@ -826,10 +827,9 @@ pub(crate) fn resume_loop(
         common,
         (run_policy, allowed, &registry),
         (&workspace, &workspace),
-        (budget, &settings, &record.run_id),
+        (budget, &settings, &record.run_id, &record.goal),
         recorded,
     )?;
-    session.engine.config.permit_goal = Some(record.goal.clone());
     session.engine.config.oracle = crate::run_cmd::resumed_oracle(
         record.options.get("oracle"),
         session.engine.config.oracle.take(),

@@ -448,7 +448,7 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     )?;
     // A run `pev agent` started has a model's plan, on resume too.
     let agent = record.options.get("agent").and_then(Value::as_bool).unwrap_or(false);
-    session.engine.config.plan_from_user = !agent && models.is_none();
+    session.engine.config.plan_from_user = !agent;
     if agent {
         session.engine.config.permit_goal = Some(record.goal.clone());
     }

@@ -60,7 +60,8 @@ pub(crate) async fn finish(
     } else {
         let mut check = recheck(shared, state, &outputs).await?;
         if !shared.oracle.is_empty() {
-            oracle_reasons = settle_oracle(shared, state, &outputs, &mut check).await?;
+            let at = (&outputs, postconditions.as_slice());
+            oracle_reasons = settle_oracle(shared, state, at, &mut check).await?;
         }
         Some(check)
     };
@@ -292,7 +293,7 @@ async fn recheck(
 async fn settle_oracle(
     shared: &Shared,
     state: &mut RunState,
-    outputs: &HashMap<String, serde_json::Value>,
+    (outputs, postconditions): (&HashMap<String, serde_json::Value>, &[PostconditionResult]),
     check: &mut FinalCheck,
 ) -> Result<Vec<pev_protocol::run::Reason>, EngineError> {
     let oracle = &shared.oracle;
@@ -306,9 +307,32 @@ async fn settle_oracle(
                 let pristine =
                     crate::final_check::recheck_steps(&shared.plan, &state.slots, &copy, outputs)
                         .await;
+                // The postconditions too: a suite run as a postcondition is a check like any.
+                let env = CheckEnv { ctx: &copy, step: None, outputs, before: &state.run_before };
+                let posts = pev_verify::check_postconditions(&shared.plan, &env).await;
                 drop(scratch);
                 report.pristine_recheck = true;
                 pev_verify::oracle::add_pristine_regressions(check, pristine.regressed);
+                let regressed =
+                    postconditions.iter().zip(&posts).filter_map(|(then, (now, results))| {
+                        let failed = results.iter().find(|r| !r.passed)?;
+                        then.satisfied.then(|| pev_protocol::run::Regression {
+                            of: pev_protocol::run::EvidenceOf::Postcondition(
+                                then.description.clone(),
+                            ),
+                            kind: failed.kind.clone(),
+                            path: None,
+                            then: then.evidence.clone(),
+                            now: if now.satisfied {
+                                failed.detail.clone()
+                            } else {
+                                now.evidence.clone()
+                            },
+                            changed_by: Vec::new(),
+                        })
+                    });
+                let regressed: Vec<_> = regressed.collect();
+                pev_verify::oracle::add_pristine_regressions(check, regressed);
             }
             Err(why) => {
                 report.problems.push(format!(

@@ -614,7 +614,10 @@ fn checked_on_intact_oracle(
     report: &StepReport,
     changed: &[String],
 ) -> bool {
-    let ran_check = step.assertions.iter().any(|a| matches!(a, Assertion::CommandSucceeds { .. }));
+    // Only a check that runs tests vouches for the change (not one that imports or compiles it).
+    let ran_check = step.assertions.iter().any(|a| {
+        matches!(a, Assertion::CommandSucceeds { command, .. } if pev_verify::oracle::runs_tests(command))
+    });
     let all_passed = !report.slot.assertions.is_empty()
         && report.slot.assertions.iter().all(|a| a.passed)
         && report.slot.assertions.iter().any(|a| a.kind == "command_succeeds");

@@ -281,10 +281,10 @@ impl RunOracle {
 pub(crate) fn pristine_from_journal(
     ctx: &ToolContext,
     store: &pev_store::Store,
-    run_id: &str,
+    (run_id, extra): (&str, &[OracleFile]),
     changes: &[OracleChange],
 ) -> Result<(Scratch, ToolContext), String> {
-    let files = store
+    let mut files: Vec<OracleFile> = store
         .events(run_id)
         .map_err(|e| e.to_string())?
         .into_iter()
@@ -293,6 +293,7 @@ pub(crate) fn pristine_from_journal(
             _ => None,
         })
         .unwrap_or_default();
+    files.extend(extra.iter().cloned());
     let pristine = |sha: &str| store.blob(sha).ok().flatten();
     let scratch = Scratch::pristine(&ctx.workspace, &files, changes, &pristine)?;
     let copy = ToolContext {
@@ -301,6 +302,59 @@ pub(crate) fn pristine_from_journal(
         sandbox: Arc::clone(&ctx.sandbox),
     };
     Ok((scratch, copy))
+}
+
+/// In loop mode the checks are the model's, made after the run started: the files they run
+/// (`python3 check_calc.py`) were not recorded with the oracle. Each one the run changed is
+/// found here, from the journal (its content before the run's first change of it), unless the
+/// user allows it or the user's goal is work on tests. Returns the files as they were and
+/// their changes.
+pub(crate) fn loop_check_changes(
+    engine: &Engine,
+    record: &pev_store::RunRecord,
+    store: &pev_store::Store,
+    (goal, commands): (&str, &[&str]),
+) -> Vec<(OracleFile, OracleChange)> {
+    let Some(settings) = &engine.config.oracle else { return Vec::new() };
+    let permits = asks_for_test_work(engine.config.permit_goal.as_deref().unwrap_or(goal));
+    let rules = Oracle::new(settings, None, false).unwrap_or_default();
+    let ws = &engine.ctx.workspace;
+    let mut out: Vec<(OracleFile, OracleChange)> = Vec::new();
+    for command in commands {
+        for path in pev_verify::oracle::paths_checked_by(command) {
+            let Some(path) = normalise(ws, &path) else { continue };
+            if permits || rules.allowed(&path) || out.iter().any(|(f, _)| f.path == path) {
+                continue;
+            }
+            // Recorded with the oracle already (a test by convention): found there.
+            if rules.why(&path).is_some() {
+                continue;
+            }
+            let first =
+                record.mutations.iter().find(|m| m.mutation.path == path && !m.mutation.no_op);
+            let Some(before) = first.and_then(|m| m.before_sha256.clone()) else { continue };
+            let now = ws.read(&path).ok();
+            let now_sha = now.as_deref().map(pev_verify::oracle::sha256_of);
+            if now_sha.as_deref() == Some(before.as_str()) {
+                continue;
+            }
+            let old = store.blob(&before).ok().flatten();
+            let why = format!("run by the check `{}`", pev_verify::oracle::clip_command(command));
+            let change = OracleChange {
+                path: path.clone(),
+                change: if now.is_some() {
+                    OracleChangeKind::Modified
+                } else {
+                    OracleChangeKind::Deleted
+                },
+                why: why.clone(),
+                allowed: false,
+                diff: pev_verify::oracle::diff(old.as_deref(), now.as_deref()),
+            };
+            out.push((OracleFile { path, sha256: before, why }, change));
+        }
+    }
+    out
 }
 
 /// The changes a pristine copy undoes: those no permission covers.

@@ -19,14 +19,18 @@ use crate::snapshot::Snapshot;
 
 /// The oracle's reasons for a client's run; the oracle's report goes into `check.oracle`.
 pub(crate) async fn settle(
-    snapshot: &Snapshot,
-    store: &Store,
-    ctx: &ToolContext,
+    (snapshot, options): (&Snapshot, &serde_json::Value),
+    (store, ctx): (&Store, &ToolContext),
     report: &LoopReport,
     check: &mut FinalCheck,
     warnings: &mut Vec<String>,
 ) -> Vec<Reason> {
-    let settings = settings(ctx, warnings);
+    // The settings recorded when the plan was made (a pev.toml the client edited since does
+    // not count); a run recorded before pev kept them has the defaults.
+    let settings: OracleSettings = options
+        .get("oracle")
+        .and_then(|o| serde_json::from_value(o.clone()).ok())
+        .unwrap_or_default();
     let mut rules = match Oracle::new(&settings, None, false) {
         Ok(rules) => rules,
         Err(why) => {
@@ -123,10 +127,8 @@ pub(crate) async fn settle(
 /// Makes the oracle files of `snapshot` read-only to the commands pev runs for the client (the
 /// plan tools' `command_succeeds` checks, under bubblewrap): a check must not be able to change
 /// what it checks. Files only partly an oracle and what the user allows stay writable.
-pub(crate) fn freeze(snapshot: &Snapshot, ctx: &ToolContext) {
-    let mut ignored = Vec::new();
-    let settings = settings(ctx, &mut ignored);
-    let Ok(rules) = Oracle::new(&settings, None, false) else { return };
+pub(crate) fn freeze(snapshot: &Snapshot, ctx: &ToolContext, settings: &OracleSettings) {
+    let Ok(rules) = Oracle::new(settings, None, false) else { return };
     let root = ctx.workspace.root();
     let files = snapshot
         .files
@@ -140,7 +142,7 @@ pub(crate) fn freeze(snapshot: &Snapshot, ctx: &ToolContext) {
 
 /// `[oracle]` of the user's and the workspace's pev.toml (a workspace's file may only add
 /// checks); the defaults, with a warning, when they cannot be read.
-fn settings(ctx: &ToolContext, warnings: &mut Vec<String>) -> OracleSettings {
+pub(crate) fn settings(ctx: &ToolContext, warnings: &mut Vec<String>) -> OracleSettings {
     let vars = |name: &str| {
         matches!(name, "XDG_CONFIG_HOME" | "HOME").then(|| std::env::var(name).ok()).flatten()
     };

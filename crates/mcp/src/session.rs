@@ -357,12 +357,16 @@ impl Sessions {
         );
         let client = self.client.lock().unwrap_or_else(PoisonError::into_inner).clone();
         let store = Store::open(&self.db)?;
+        // The oracle settings as they are now, before the client can edit a pev.toml: the
+        // verdict reads these, never the files again.
+        let mut ignored = Vec::new();
+        let oracle = crate::oracle::settings(&self.ctx, &mut ignored);
         store.create_run(&NewRun {
             run_id: run_id.clone(),
             goal: goal.clone(),
             workspace: self.workspace(),
             plan: serde_json::to_value(&plan).map_err(|e| McpError(e.to_string()))?,
-            options: json!({"mode": MODE, "session": session, "client": client}),
+            options: json!({"mode": MODE, "session": session, "client": client, "oracle": oracle}),
             created_at: now_rfc3339(),
         })?;
         store.append_event(
@@ -388,7 +392,7 @@ impl Sessions {
             journal.close()?;
         }
         // The plan tools' checks run in pev's sandbox: there, the tests are read-only.
-        crate::oracle::freeze(&taken.snapshot, &self.ctx);
+        crate::oracle::freeze(&taken.snapshot, &self.ctx, &oracle);
         let files =
             serde_json::to_value(&taken.snapshot.files).map_err(|e| McpError(e.to_string()))?;
         store.append_event(

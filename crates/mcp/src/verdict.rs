@@ -36,6 +36,7 @@ pub async fn verdict(
         run_id,
         state: &journaled.state,
         snapshot: journaled.snapshot.as_ref(),
+        options: &record.options,
     };
     let mut result = decide(&run, store, ctx, &journaled.client_tools).await;
     result.usage.tool_calls = journaled.calls;
@@ -48,6 +49,8 @@ struct Run<'a> {
     run_id: &'a str,
     state: &'a McpState,
     snapshot: Option<&'a Snapshot>,
+    /// The run's options (the oracle settings recorded with the plan).
+    options: &'a serde_json::Value,
 }
 
 async fn decide(
@@ -56,7 +59,7 @@ async fn decide(
     ctx: &ToolContext,
     calls: &[ClientCall],
 ) -> RunResult {
-    let Run { goal, run_id, state, snapshot } = *run;
+    let Run { goal, run_id, state, snapshot, options } = *run;
     let mut warnings = Vec::new();
     let changes = match snapshot {
         Some(snapshot) => snapshot::changes(snapshot, &ctx.workspace, Some(store)),
@@ -147,7 +150,8 @@ async fn decide(
     let mut check = final_recheck(ctx, &report).await;
     let oracle_reasons = match snapshot {
         Some(snapshot) if !snapshot.truncated => {
-            crate::oracle::settle(snapshot, store, ctx, &report, &mut check, &mut warnings).await
+            let at = (snapshot, options);
+            crate::oracle::settle(at, (store, ctx), &report, &mut check, &mut warnings).await
         }
         _ => Vec::new(),
     };

@@ -64,7 +64,8 @@ fn yes() -> bool {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HiddenCheck {
-    /// How results and reasons name it (default: the command).
+    /// How results and reasons name it (default: "hidden check N"; never the command, which a
+    /// model reading a reason could special-case).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Run by `sh -c` in the copy, in the run's sandbox; passes on exit 0.
@@ -81,7 +82,7 @@ pub struct HiddenCheck {
 }
 
 impl HiddenCheck {
-    /// The name results use.
+    /// The name errors about the setting use (the command when it has no name).
     pub fn label(&self) -> &str {
         self.name.as_deref().unwrap_or(&self.command)
     }

@@ -18,6 +18,9 @@ const TEST_DIRS: &[(&str, &str)] = &[
     ("benches", "a Rust benchmark (benches/)"),
 ];
 
+/// Directory names that shadow a test runner's own package when they are on the path.
+const SHADOWS: &[&str] = &["unittest", "pytest", "_pytest", "nose2", "doctest"];
+
 /// Whole files that configure how tests run.
 const CONFIG_FILES: &[(&str, &str)] = &[
     ("conftest.py", "pytest configuration (conftest.py)"),
@@ -28,6 +31,8 @@ const CONFIG_FILES: &[(&str, &str)] = &[
     ("phpunit.xml", "PHPUnit configuration"),
     (".rspec", "RSpec configuration (.rspec)"),
     (".npmrc", "npm configuration (.npmrc: node-options changes how `npm test` runs)"),
+    ("sitecustomize.py", "Python start-up code (sitecustomize.py runs before any test)"),
+    ("usercustomize.py", "Python start-up code (usercustomize.py runs before any test)"),
     (".nycrc", "nyc configuration"),
     (".nycrc.json", "nyc configuration"),
     ("karma.conf.js", "Karma configuration"),
@@ -83,6 +88,10 @@ pub fn convention(path: &str) -> Option<&'static str> {
     if let Some((_, why)) = TEST_DIRS.iter().find(|(d, _)| dirs.contains(d)) {
         return Some(why);
     }
+    // A package named like a test runner shadows it (`unittest/__main__.py` that prints OK).
+    if dirs.iter().any(|d| SHADOWS.contains(d)) {
+        return Some("a package that shadows a test runner (unittest, pytest, …)");
+    }
     let (stem, ext) = name.rsplit_once('.').unwrap_or((name, ""));
     match ext {
         "py" if stem.starts_with("test_") || stem.ends_with("_test") => {
@@ -129,11 +138,7 @@ pub fn oracle_view(path: &str, content: &[u8]) -> Vec<u8> {
     let name = path.rsplit('/').next().unwrap_or(path);
     let text = String::from_utf8_lossy(content);
     match name {
-        "pyproject.toml" => sections(&text, |h| {
-            ["tool.pytest", "tool.coverage", "tool.tox", "tool.hatch.envs.test", "tool.nox"]
-                .iter()
-                .any(|p| h == *p || h.starts_with(&format!("{p}.")))
-        }),
+        "pyproject.toml" => pyproject_view(&text),
         "setup.cfg" => {
             sections(&text, |h| h == "tool:pytest" || h.starts_with("coverage:") || h == "pytest")
         }
@@ -160,9 +165,35 @@ fn sections(text: &str, keep: impl Fn(&str) -> bool) -> Vec<u8> {
     out.into_bytes()
 }
 
+/// The test tables of a pyproject.toml (`tool.pytest`, `tool.coverage`, `tool.tox`, `tool.nox`,
+/// `tool.hatch.envs.test`), read as TOML whatever the spelling (`[tool."pytest".ini_options]`,
+/// dotted keys under `[tool]`, a comment after a header), as canonical JSON; the whole text when
+/// it does not parse (then any change counts).
+fn pyproject_view(text: &str) -> Vec<u8> {
+    if text.trim().is_empty() {
+        return b"{}".to_vec();
+    }
+    let Ok(doc) = text.parse::<toml::Table>() else { return text.as_bytes().to_vec() };
+    let tool = doc.get("tool").and_then(toml::Value::as_table);
+    let mut view = serde_json::Map::new();
+    for key in ["pytest", "coverage", "tox", "nox"] {
+        if let Some(v) = tool.and_then(|t| t.get(key)) {
+            view.insert(key.to_owned(), serde_json::to_value(v).unwrap_or_default());
+        }
+    }
+    let hatch_test =
+        tool.and_then(|t| t.get("hatch")).and_then(|h| h.get("envs")).and_then(|e| e.get("test"));
+    if let Some(v) = hatch_test {
+        view.insert("hatch.envs.test".to_owned(), serde_json::to_value(v).unwrap_or_default());
+    }
+    serde_json::to_vec(&view).unwrap_or_default()
+}
+
 /// `scripts.test*`, `jest`, `vitest`, `mocha`, `ava` of a package.json, as canonical JSON; the
 /// whole text when it does not parse (then any change counts).
 fn package_json_view(text: &str) -> Vec<u8> {
+    // A file that does not exist yet (or is empty) has no test settings.
+    let text = if text.trim().is_empty() { "{}" } else { text };
     let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else {
         return text.as_bytes().to_vec();
     };
@@ -254,6 +285,22 @@ mod tests {
         let skip = b"[project]\nname = \"calc\"\ndependencies = []\n\n[tool.pytest.ini_options]\naddopts = \"-q -k 'not add'\"\n";
         assert_eq!(oracle_view("pyproject.toml", before), oracle_view("pyproject.toml", dep));
         assert_ne!(oracle_view("pyproject.toml", before), oracle_view("pyproject.toml", skip));
+        // Spellings TOML reads as the same table change the view too.
+        for sneaky in [
+            "[project]\nname = \"calc\"\n\n[tool.\"pytest\".ini_options]\naddopts = \"--collect-only\"\n",
+            "[project]\nname = \"calc\"\n\n[tool]\npytest.ini_options.addopts = \"--collect-only\"\n",
+            "[project]\nname = \"calc\"\n\n[tool.pytest.ini_options] # c\naddopts = \"--collect-only\"\n",
+        ] {
+            assert_ne!(
+                oracle_view("pyproject.toml", before),
+                oracle_view("pyproject.toml", sneaky.as_bytes()),
+                "{sneaky}"
+            );
+        }
+        assert_eq!(
+            oracle_view("package.json", b""),
+            oracle_view("package.json", br#"{"name":"calc"}"#)
+        );
         assert!(is_partial("sub/pyproject.toml"));
         assert!(!is_partial("tests/test_calc.py"));
     }

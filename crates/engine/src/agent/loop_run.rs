@@ -108,11 +108,43 @@ impl LoopRun<'_> {
         // The engine's end of the run found what changed in the oracle; the model's plan's
         // evidence is re-checked on the pristine oracle here.
         check.oracle = result.final_check.as_ref().and_then(|c| c.oracle.clone());
+        // The files the model's own checks run, changed by the run: its checks, bent.
+        let commands: Vec<&str> = report
+            .plan
+            .iter()
+            .flat_map(|p| {
+                p.steps
+                    .iter()
+                    .flat_map(|s| &s.assertions)
+                    .chain(p.postconditions.iter().flat_map(|c| &c.assertions))
+            })
+            .filter_map(|a| match a {
+                pev_protocol::Assertion::CommandSucceeds { command, .. } => Some(command.as_str()),
+                _ => None,
+            })
+            .collect();
+        let record = store.load_run(&run_id)?;
+        let bent =
+            crate::oracle::loop_check_changes(self.engine, &record, &store, (goal, &commands));
+        let extra: Vec<_> = bent.iter().map(|(f, _)| f.clone()).collect();
+        if !bent.is_empty() {
+            let changes: Vec<_> = bent.iter().map(|(_, c)| c.clone()).collect();
+            result.reasons.extend(pev_verify::oracle::changed_reasons(&changes));
+            if result.status == RunStatus::Success {
+                result.status = if result.goal_actions_executed {
+                    RunStatus::Partial
+                } else {
+                    RunStatus::Failed
+                };
+            }
+            check.oracle.get_or_insert_with(Default::default).changed.extend(changes);
+        }
         if let Some(oracle) = check.oracle.as_mut() {
             let undone = crate::oracle::undone(&oracle.changed);
             if !undone.is_empty() {
                 let ctx = &self.engine.ctx;
-                match crate::oracle::pristine_from_journal(ctx, &store, &run_id, &undone) {
+                let at = (run_id.as_str(), extra.as_slice());
+                match crate::oracle::pristine_from_journal(ctx, &store, at, &undone) {
                     Ok((scratch, copy)) => {
                         let found = final_recheck(&copy, &report).await;
                         drop(scratch);
@@ -125,7 +157,6 @@ impl LoopRun<'_> {
                 }
             }
         }
-        let record = store.load_run(&run_id)?;
         name_later_calls(&mut check.regressed, &record.tool_calls, |of| {
             let at = match of {
                 EvidenceOf::Step(id) => report.evidence.step_at.get(id),

@@ -61,8 +61,10 @@ pub async fn run(
     problems: &mut Vec<String>,
 ) -> Vec<HiddenResult> {
     let mut out = Vec::new();
-    for Prepared { check, copy } in prepared {
-        let name = check.label().to_owned();
+    for (i, Prepared { check, copy }) in prepared.into_iter().enumerate() {
+        // Named by its `name`, else by its place: never by its command, which a reason would
+        // show to a model that could then special-case it.
+        let name = check.name.clone().unwrap_or_else(|| format!("hidden check {}", i + 1));
         let scratch = match copy {
             Ok(scratch) => scratch,
             Err(why) => {

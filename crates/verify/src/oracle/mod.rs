@@ -89,30 +89,37 @@ impl Oracle {
     }
 
     /// Adds the workspace files (and the files of directories) that `command`, a check's
-    /// command, names: `pytest tests/test_calc.py`, `bash check.sh`. Paths in `targets` (files
-    /// the plan's steps are told to change) are left out: a check may run the code under test.
+    /// command, runs as its check: the script an interpreter runs (`python3 check.py`, `bash
+    /// check.sh`, `./check.sh`) and the test paths a test runner is given (`pytest
+    /// tests/test_calc.py`, `python3 -m unittest discover -s tests`, `node --test test/`).
+    /// Files a command only compiles, imports or lints (`python3 -m py_compile src/calc.py`,
+    /// `mypy src`, `--cov=src`) are the work, not the check, and so are paths in `targets` (files
+    /// the plan's steps are told to change).
     pub fn name_check_files(&mut self, command: &str, ws: &Workspace, targets: &[String]) {
-        for word in command.split(|c: char| c.is_whitespace() || "'\";|&()<>=".contains(c)) {
-            let word = word.trim_start_matches("./").trim_end_matches('/');
-            if word.is_empty()
-                || word.starts_with('-')
-                || word.contains("..")
-                || word.starts_with('/')
-            {
-                continue;
-            }
-            let Ok(meta) = ws.metadata(word) else { continue };
-            let mut files = Vec::new();
-            match meta.kind {
-                pev_tools::EntryKind::File => files.push(word.to_owned()),
-                pev_tools::EntryKind::Dir => {
-                    let products = BuildProducts::new(ws.root());
-                    walk(ws.root(), word, &products, &mut |p| files.push(p.to_owned()));
+        for simple in command.split(['\n', ';', '|', '&']) {
+            let words: Vec<&str> = simple
+                .split_whitespace()
+                .map(|w| w.trim_matches(|c: char| c == '\'' || c == '"' || c == '(' || c == ')'))
+                .filter(|w| !w.is_empty())
+                .collect();
+            for word in checked_paths(&words) {
+                let word = word.trim_start_matches("./").trim_end_matches('/');
+                if word.is_empty() || word.contains("..") || word.starts_with('/') {
+                    continue;
                 }
-                _ => {}
-            }
-            for f in files.into_iter().filter(|f| !targets.contains(f)) {
-                self.named.entry(f).or_insert_with(|| clip(command, CLIP));
+                let Ok(meta) = ws.metadata(word) else { continue };
+                let mut files = Vec::new();
+                match meta.kind {
+                    pev_tools::EntryKind::File => files.push(word.to_owned()),
+                    pev_tools::EntryKind::Dir => {
+                        let products = BuildProducts::new(ws.root());
+                        walk(ws.root(), word, &products, &mut |p| files.push(p.to_owned()));
+                    }
+                    _ => {}
+                }
+                for f in files.into_iter().filter(|f| !targets.contains(f)) {
+                    self.named.entry(f).or_insert_with(|| clip(command, CLIP));
+                }
             }
         }
     }
@@ -219,8 +226,18 @@ impl Oracle {
             }
         });
         for path in created {
-            let Some(why) = self.why(&path) else { continue };
+            // A file a check names but the run did not record (a replan's new check) is not
+            // known to be new; the tests and protected files are.
+            let Some(why) = self.why(&path).filter(|_| !self.named.contains_key(&path)) else {
+                continue;
+            };
             let now = ws.read(&path).ok();
+            // A new package.json or pyproject.toml without test settings changes no check.
+            if is_partial(&path)
+                && oracle_view(&path, now.as_deref().unwrap_or_default()) == oracle_view(&path, b"")
+            {
+                continue;
+            }
             let allowed = self.allowed(&path) || permitted(&path);
             out.push(OracleChange {
                 diff: diff(None, now.as_deref()),
@@ -299,8 +316,9 @@ pub fn refusal(path: &str, why: &str) -> String {
 
 /// Whether `text` (a goal or a step's title, in a person's words) asks for work on the tests
 /// themselves: a change verb whose object is a test ("add a test for subtract()", "update the
-/// tests to the new API", "write unit tests", "delete the obsolete test"). "Make the failing
-/// test pass", "fix the bug so the tests pass" and "fix the failing test" do not.
+/// tests to the new API", "write unit tests", "add subtract() tests", "implement subtract() and
+/// test it"). "Make the failing test pass", "fix the bug so the tests pass", "fix the failing
+/// test", "do not modify the tests" and "add a setup.cfg" do not.
 pub fn asks_for_test_work(text: &str) -> bool {
     const VERBS: &[&str] = &[
         "add",
@@ -326,6 +344,8 @@ pub fn asks_for_test_work(text: &str) -> bool {
         "regenerate",
         "cover",
         "implement",
+        "include",
+        "fix-up",
     ];
     const FILLERS: &[&str] = &[
         "a",
@@ -365,7 +385,17 @@ pub fn asks_for_test_work(text: &str) -> bool {
         "several",
         "proper",
         "basic",
+        "failing",
+        "good",
+        "simple",
+        "small",
     ];
+    /// Words after which the verb's object has ended ("change add() so the tests pass").
+    const STOPS: &[&str] = &[
+        "so", "that", "until", "because", "to", "in", "into", "of", "for", "and", "or", "then",
+        "when", "if", "with", "without", "before", "after", "which", "while",
+    ];
+    const NEGATIONS: &[&str] = &["not", "don't", "dont", "never", "no", "without", "nor", "avoid"];
     const NOUNS: &[&str] = &[
         "test",
         "tests",
@@ -385,28 +415,208 @@ pub fn asks_for_test_work(text: &str) -> bool {
         .map(|w| w.trim_matches(|c: char| c == '.' || c == '`' || c == '\'').to_lowercase())
         .filter(|w| !w.is_empty())
         .collect();
+    let is_noun = |w: &str| {
+        NOUNS.contains(&w)
+            || ((w.contains('/') || w.contains('.')) && convention(w).is_some() && !is_partial(w))
+    };
     for (i, word) in words.iter().enumerate() {
-        if !VERBS.contains(&word.as_str()) {
+        // "… and test it", "… then test it": test as the verb.
+        let test_verb = matches!(word.as_str(), "test" | "tests")
+            && i.checked_sub(1)
+                .and_then(|j| words.get(j))
+                .is_some_and(|p| matches!(p.as_str(), "and" | "then" | "to"))
+            && !words
+                .get(i + 1)
+                .is_some_and(|n| matches!(n.as_str(), "pass" | "passes" | "fail" | "fails"));
+        if !VERBS.contains(&word.as_str()) && !test_verb {
             continue;
         }
-        let Some(object) =
-            words.iter().skip(i + 1).take(5).find(|w| !FILLERS.contains(&w.as_str()))
-        else {
-            continue;
-        };
-        let noun = NOUNS.contains(&object.as_str())
-            || (object.contains('/') || object.contains('.')) && convention(object).is_some();
-        if !noun {
+        // "do not modify the tests", "no need to add tests": a negated verb grants nothing.
+        let negated = words[i.saturating_sub(3)..i].iter().any(|w| NEGATIONS.contains(&w.as_str()));
+        if negated {
             continue;
         }
-        // "… the test so it passes": the object is what must pass, not what to change.
-        let after: Vec<&str> = words.iter().skip(i + 2).take(4).map(String::as_str).collect();
-        if after.iter().any(|w| matches!(*w, "pass" | "passes" | "passing" | "green")) {
+        if test_verb {
+            return true;
+        }
+        // The object: the first word after the fillers, or a compound of it and the next
+        // ("add subtract() tests", "update parser tests"), up to a stop word.
+        let mut after = words.iter().skip(i + 1).skip_while(|w| FILLERS.contains(&w.as_str()));
+        let first = after.next().map(String::as_str).unwrap_or("");
+        let second = after.next().map(String::as_str).unwrap_or("");
+        if STOPS.contains(&first) {
             continue;
         }
-        return true;
+        if is_noun(first) || (!FILLERS.contains(&second) && is_noun(second)) {
+            return true;
+        }
     }
     false
+}
+
+/// Whether `command` runs tests (a test runner, a test script): a passing one is evidence the
+/// change works only then, not when it merely imports or compiles the code.
+pub fn runs_tests(command: &str) -> bool {
+    const RUNNERS: &[&str] = &[
+        "pytest",
+        "py.test",
+        "unittest",
+        "nose2",
+        "tox",
+        "nox",
+        "jest",
+        "vitest",
+        "mocha",
+        "ava",
+        "tap",
+        "jasmine",
+        "karma",
+        "playwright",
+        "cypress",
+        "rspec",
+        "minitest",
+        "phpunit",
+        "ctest",
+        "prove",
+        "bats",
+    ];
+    let words: Vec<&str> =
+        command.split(|c: char| c.is_whitespace() || ";&|()".contains(c)).collect();
+    words.iter().enumerate().any(|(i, w)| {
+        let name = w.rsplit('/').next().unwrap_or(w);
+        let next = words.get(i + 1).copied().unwrap_or("");
+        RUNNERS.contains(&name)
+            || (matches!(
+                name,
+                "go" | "cargo"
+                    | "mvn"
+                    | "gradle"
+                    | "./gradlew"
+                    | "gradlew"
+                    | "dotnet"
+                    | "swift"
+                    | "mix"
+                    | "deno"
+                    | "bun"
+                    | "make"
+            ) && matches!(next, "test" | "tests" | "check"))
+            || (matches!(name, "npm" | "yarn" | "pnpm")
+                && (next == "test"
+                    || next == "t"
+                    || (next == "run" && words.get(i + 2).is_some_and(|s| s.starts_with("test")))))
+            || (name == "node" && next == "--test")
+            || convention(w.trim_start_matches("./")).is_some_and(|_| !is_partial(w))
+    })
+}
+
+/// The paths `command` runs as its check (as written, `./` taken off), for rules that have no
+/// workspace at hand (loop mode's mismatch rule): see [`Oracle::name_check_files`].
+pub fn paths_checked_by(command: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for simple in command.split(['\n', ';', '|', '&']) {
+        let words: Vec<&str> = simple
+            .split_whitespace()
+            .map(|w| w.trim_matches(|c: char| c == '\'' || c == '"' || c == '(' || c == ')'))
+            .filter(|w| !w.is_empty())
+            .collect();
+        for p in checked_paths(&words) {
+            let p = p.trim_start_matches("./").trim_end_matches('/').to_owned();
+            if !p.is_empty() && !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// The paths one simple command (`words`) runs as a check: see [`Oracle::name_check_files`].
+fn checked_paths<'a>(words: &[&'a str]) -> Vec<&'a str> {
+    const INTERPRETERS: &[&str] = &[
+        "python", "python3", "python2", "node", "bash", "sh", "zsh", "dash", "ruby", "perl", "php",
+        "bun", "deno", "tsx", "ts-node",
+    ];
+    const RUNNERS: &[&str] = &[
+        "pytest", "py.test", "nose2", "tox", "jest", "vitest", "mocha", "ava", "tap", "jasmine",
+        "rspec", "phpunit", "prove", "bats",
+    ];
+    const TEST_MODULES: &[&str] = &["pytest", "unittest", "nose2", "doctest"];
+    const WRAPPERS: &[&str] =
+        &["env", "exec", "time", "timeout", "nice", "npx", "uvx", "pipx", "xvfb-run"];
+    let mut rest = words;
+    // Leading assignments (`PYTHONPATH=src`), wrappers (`timeout 60`, `npx`), `uv run`.
+    loop {
+        match rest.split_first() {
+            Some((w, tail)) if w.contains('=') && !w.starts_with('-') => rest = tail,
+            Some((w, tail)) if WRAPPERS.contains(w) => {
+                rest = tail;
+                while rest.first().is_some_and(|w| w.starts_with('-') || w.parse::<f64>().is_ok()) {
+                    rest = &rest[1..];
+                }
+            }
+            Some((w, tail))
+                if matches!(
+                    *w,
+                    "uv" | "poetry" | "pdm" | "hatch" | "pipenv" | "npm" | "yarn" | "pnpm"
+                ) && tail.first().is_some_and(|n| matches!(*n, "run" | "exec")) =>
+            {
+                rest = &tail[1..];
+            }
+            _ => break,
+        }
+    }
+    let Some((program, args)) = rest.split_first() else { return Vec::new() };
+    let name = program.rsplit('/').next().unwrap_or(program);
+    let interpreter = INTERPRETERS.contains(&name)
+        || name
+            .strip_prefix("python")
+            .is_some_and(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'));
+    let paths = |args: &[&'a str]| -> Vec<&'a str> {
+        args.iter().copied().filter(|a| !a.starts_with('-') && !a.contains('=')).collect()
+    };
+    if interpreter {
+        let mut i = 0;
+        while let Some(arg) = args.get(i) {
+            match *arg {
+                "-m" => {
+                    let module = args.get(i + 1).copied().unwrap_or("");
+                    return if TEST_MODULES.contains(&module) {
+                        paths(&args[(i + 2).min(args.len())..])
+                            .into_iter()
+                            .chain(flag_dirs(args))
+                            .collect()
+                    } else {
+                        Vec::new()
+                    };
+                }
+                "-c" | "-e" | "--eval" | "-p" | "--print" => return Vec::new(),
+                // `node --test [paths]`: every path is a test.
+                "--test" => return paths(&args[i + 1..]),
+                a if a.starts_with('-') => i += 1,
+                // The script the interpreter runs is the check.
+                script => return vec![script],
+            }
+        }
+        return Vec::new();
+    }
+    if RUNNERS.contains(&name)
+        || (matches!(name, "go" | "cargo") && args.first().is_some_and(|a| *a == "test"))
+    {
+        return paths(args).into_iter().filter(|a| *a != "test").collect();
+    }
+    // A script of the workspace run directly (`./check.sh`, `scripts/check`).
+    if program.contains('/') {
+        return vec![program];
+    }
+    Vec::new()
+}
+
+/// The directories a test module is pointed at with flags (`unittest discover -s tests`).
+fn flag_dirs<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    args.windows(2)
+        .filter(|w| matches!(w[0], "-s" | "--start-directory" | "--rootdir" | "-t"))
+        .map(|w| w[1])
+        .filter(|d| *d != ".")
+        .collect()
 }
 
 /// Visits every file under `dir` (relative to `root`, `""` for all), skipping `.git`, `.pev`,
@@ -427,20 +637,27 @@ fn walk(root: &Path, dir: &str, products: &BuildProducts, visit: &mut dyn FnMut(
         names.sort_by(|a, b| a.0.cmp(&b.0));
         for (name, kind) in names {
             let path = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+            // A .gitignore line does not hide a test: inside a test directory only the caches
+            // no project keeps as source are skipped.
+            let in_tests = convention(&format!("{path}/x.py")).is_some();
             if kind.is_dir() {
                 if rel.is_empty() && (name == ".git" || name == ".pev") {
                     continue;
                 }
-                if products.skips_dir(&path) {
+                if products.skips_dir(&path) && (!in_tests || products.is_cache_dir(&path)) {
                     continue;
                 }
                 stack.push(path);
-            } else if kind.is_file() {
+            } else if kind.is_file() || kind.is_symlink() {
+                // A symlink is visited as the file it names (a test linked to a module that
+                // patches the assertions is still a test file).
                 seen += 1;
                 if seen > MAX_WALK {
                     return false;
                 }
-                if !products.is_product(&path) {
+                if !products.is_product(&path)
+                    || convention(&path).is_some_and(|_| !products.is_cache_path(&path))
+                {
                     visit(&path);
                 }
             }
@@ -463,6 +680,16 @@ pub fn diff(before: Option<&[u8]>, after: Option<&[u8]>) -> String {
     let mut out: String = text.chars().take(MAX_DIFF).collect();
     out.push_str("\n… (diff clipped)");
     out
+}
+
+/// The sha256 of `bytes`, as the journal writes it.
+pub fn sha256_of(bytes: &[u8]) -> String {
+    sha256_hex(bytes)
+}
+
+/// A check's command as a reason quotes it.
+pub fn clip_command(command: &str) -> String {
+    clip(command, CLIP)
 }
 
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {

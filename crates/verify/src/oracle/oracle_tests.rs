@@ -176,6 +176,11 @@ fn goals_that_ask_for_work_on_tests() {
         "Please add a regression test for issue 12",
         "Change tests/test_calc.py to expect 6",
         "Improve test coverage of the CLI",
+        "Write a failing test for subtract()",
+        "Add subtract() tests to tests/test_calc.py",
+        "Implement subtract() and test it",
+        "Fix subtract() and include a regression test",
+        "Update the tests so they pass against the new subtract() API",
     ] {
         assert!(asks_for_test_work(goal), "{goal}");
     }
@@ -190,6 +195,11 @@ fn goals_that_ask_for_work_on_tests() {
         "Add a subtract() function",
         "Make the test suite green",
         "Implement the feature the tests describe",
+        "Fix add() in src/calc.py. Do not modify the tests.",
+        "Fix add() (no need to add tests)",
+        "Update pyproject.toml to require Python 3.11, then make the failing test pass",
+        "Add a setup.cfg and make the failing test pass",
+        "Fix the parser without changing the tests",
     ] {
         assert!(!asks_for_test_work(goal), "{goal}");
     }
@@ -219,4 +229,45 @@ fn the_pristine_copy_restores_the_oracle_and_leaves_the_workspace_alone() {
         std::fs::read_to_string(dir.path().join("tests/test_calc.py")).unwrap(),
         "tampered\n"
     );
+}
+
+#[test]
+fn what_a_check_command_runs_is_its_oracle_and_what_it_only_compiles_is_not() {
+    let (dir, ws) = repo();
+    std::fs::write(dir.path().join("check_calc.py"), "print('ok')\n").unwrap();
+    std::fs::write(dir.path().join("check.sh"), "true\n").unwrap();
+    for (command, wanted, not) in [
+        ("python3 check_calc.py", Some("check_calc.py"), None),
+        ("PYTHONPATH=src timeout 60 python3 -u check_calc.py", Some("check_calc.py"), None),
+        ("./check.sh && echo done", Some("check.sh"), None),
+        ("python3 -m unittest discover -s tests -t .", Some("tests/test_calc.py"), None),
+        (
+            "uv run pytest -q tests/test_calc.py --cov=src",
+            Some("tests/test_calc.py"),
+            Some("src/calc.py"),
+        ),
+        ("python3 -m py_compile src/calc.py", None, Some("src/calc.py")),
+        ("python3 -m compileall -q src && mypy src", None, Some("src/calc.py")),
+        ("python3 -c 'import src.calc'", None, Some("src/calc.py")),
+    ] {
+        let mut o = Oracle::new(
+            &OracleSettings { conventions: false, ..OracleSettings::default() },
+            None,
+            false,
+        )
+        .unwrap();
+        o.name_check_files(command, &ws, &[]);
+        if let Some(path) = wanted {
+            assert!(o.why(path).is_some(), "{command}: {path}");
+        }
+        if let Some(path) = not {
+            assert_eq!(o.why(path), None, "{command}: {path}");
+        }
+    }
+    assert!(runs_tests("python3 -m unittest discover -s tests"));
+    assert!(runs_tests("npm test"));
+    assert!(runs_tests("cd web && npx jest"));
+    assert!(runs_tests("go test ./..."));
+    assert!(!runs_tests("python3 -c 'import src.calc'"));
+    assert!(!runs_tests("python3 -m py_compile src/calc.py"));
 }

@@ -1,8 +1,8 @@
 //! The pristine oracle: a scratch copy of the final workspace in which every changed oracle
 //! file holds what it held when the plan was made (and oracle files the run created are gone),
-//! where the run's evidence is checked again. Build caches are left out of the copy, and the
-//! heavy ignored directories a check runs with (`.venv`, `node_modules`) are linked, not copied
-//! (other build outputs, `target/` say, are left for the check to rebuild). The copy lives in the system's temporary directory and is removed when dropped.
+//! where the run's evidence is checked again. Build caches are left out of the copy, the heavy
+//! ignored directories a check runs with (`.venv`, `node_modules`) are linked, not copied, and
+//! an ignored `target/` is left for the check to rebuild; everything else is copied. The copy lives in the system's temporary directory and is removed when dropped.
 
 use std::path::{Path, PathBuf};
 
@@ -11,19 +11,22 @@ use pev_tools::Workspace;
 
 use super::BuildProducts;
 
-/// Caches left out of the copy altogether (a check rebuilds them).
+/// Caches left out of the copy altogether (a check rebuilds them); names no project uses for
+/// its sources.
 const DROPPED: &[&str] = &[
     "__pycache__",
     ".pytest_cache",
     ".mypy_cache",
     ".ruff_cache",
     ".hypothesis",
-    ".cache",
-    "coverage",
     ".nyc_output",
     ".parcel-cache",
     ".turbo",
 ];
+
+/// Build outputs left out of the copy, rebuilt by a check that needs them: big, and written to
+/// by the build (a link would let the check write into the real workspace).
+const REBUILT: &[&str] = &["target"];
 
 /// Ignored directories a check runs with, linked into the copy rather than copied.
 const LINKED: &[&str] = &[".venv", "venv", "env", "node_modules", ".tox", ".nox"];
@@ -147,11 +150,11 @@ fn copy_tree(
                 let _ = std::os::unix::fs::symlink(&src, &dst);
                 continue;
             }
-            if products.skips_dir(&path) {
-                // Other build outputs (target/, dist/) are rebuilt in the copy if a check needs
-                // them: a link would let the check write into the real workspace.
+            if REBUILT.contains(&name.as_str()) && products.skips_dir(&path) {
                 continue;
             }
+            // Other ignored directories (vendor/, build/, a generated lib/) are copied: a
+            // check may need them.
             std::fs::create_dir_all(&dst).map_err(|e| io(&path, &e))?;
             copy_tree(from, to, &path, products, count)?;
         } else if kind.is_file() {

@@ -121,6 +121,20 @@ impl BuildProducts {
         false
     }
 
+    /// Whether `path` lies in a cache no project keeps as source (`__pycache__`, `.venv`,
+    /// `node_modules`) or is a compiled file (`*.pyc`), whatever `.gitignore` says.
+    pub fn is_cache_path(&self, path: &str) -> bool {
+        let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+        let Some((name, dirs)) = parts.split_last() else { return false };
+        dirs.iter().any(|d| CACHE_DIRS.contains(d))
+            || CACHE_SUFFIXES.iter().any(|s| name.ends_with(s))
+    }
+
+    /// Whether the directory at `path` is (or lies in) such a cache.
+    pub fn is_cache_dir(&self, path: &str) -> bool {
+        path.split('/').any(|d| CACHE_DIRS.contains(&d))
+    }
+
     /// Whether a walk skips the directory at `path`: a cache, or a directory `.gitignore`
     /// ignores.
     pub fn skips_dir(&self, path: &str) -> bool {

@@ -89,17 +89,29 @@ impl StepTargets {
     /// none yet.
     pub(crate) fn on_plan(
         &mut self,
-        id: &str,
-        title: &str,
+        (id, title, checks): (&str, &str, &[Assertion]),
         (ctx, recorded): (&ToolContext, &HashMap<String, Option<String>>),
     ) {
         // A test the step must make pass ("fix the bug that makes tests/test_calc.py fail") is
         // its check, not its target, unless the step's work is the tests themselves.
+        // The same for what the step's own checks run ("fix the bug that makes check_calc.py
+        // fail", checked by `python3 check_calc.py`).
         let about_tests = pev_verify::oracle::asks_for_test_work(title);
+        let checked: Vec<String> = checks
+            .iter()
+            .filter_map(|a| match a {
+                Assertion::CommandSucceeds { command, .. } => Some(command),
+                _ => None,
+            })
+            .flat_map(|c| pev_verify::oracle::paths_checked_by(c))
+            .collect();
         let named: Vec<String> =
             pev_verify::named_files(&pev_verify::StepIntent::titled(title), &ctx.workspace)
                 .into_iter()
-                .filter(|p| about_tests || pev_verify::oracle::convention(p).is_none())
+                .filter(|p| {
+                    about_tests
+                        || (pev_verify::oracle::convention(p).is_none() && !checked.contains(p))
+                })
                 .collect();
         if !self.before.contains_key(id) {
             self.before.insert(id.to_owned(), hashes(&named, ctx, recorded));

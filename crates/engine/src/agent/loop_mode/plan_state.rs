@@ -354,7 +354,7 @@ impl PlanBook {
         }
 
         for step in &plan.steps {
-            self.targets.on_plan(&step.id, &step.title, (ctx, &self.recorded));
+            self.targets.on_plan((&step.id, &step.title, &step.assertions), (ctx, &self.recorded));
         }
 
         let number = u32::try_from(self.revisions.len()).unwrap_or(u32::MAX).saturating_add(1);
