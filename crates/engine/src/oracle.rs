@@ -134,33 +134,22 @@ impl RunOracle {
     pub(crate) fn resume(
         engine: &Engine,
         plan: &Plan,
-        store: &pev_store::Store,
-        run_id: &str,
+        journaled: Journaled,
     ) -> Result<Self, EngineError> {
         if engine.config.oracle.is_none() {
             return Ok(Self::default());
         }
         let rules = Self::rules(engine, plan)?;
-        let recorded = store.events(run_id)?.into_iter().find_map(|e| match e.body {
-            EventBody::OracleRecorded { files, truncated } => Some((files, truncated)),
-            _ => None,
-        });
-        let Some((files, truncated)) = recorded else {
+        let Some((files, truncated)) = journaled.oracle else {
             return Ok(Self {
                 settings: engine.config.oracle.clone().unwrap_or_default(),
                 ..Self::default()
             });
         };
-        let mut contents = HashMap::new();
-        for f in &files {
-            if let Some(bytes) = store.blob(&f.sha256)? {
-                contents.insert(f.sha256.clone(), bytes);
-            }
-        }
         let oracle = Self {
             rules,
             files,
-            contents,
+            contents: journaled.blobs,
             truncated,
             goal_permits: asks_for_test_work(permit_goal(engine, plan)),
             user_plan: engine.config.plan_from_user,
@@ -192,6 +181,8 @@ impl RunOracle {
         (tool, path, args): (&str, &str, &serde_json::Value),
     ) -> Option<String> {
         let rel = normalise(ws, path)?;
+        // Through a symlink (`link.py -> tests/test_calc.py`) the write lands on its target.
+        let rel = resolved(ws, &rel).unwrap_or(rel);
         let why = self.rules.why(&rel)?;
         if self.rules.allowed(&rel) || self.may_change(step) {
             return None;
@@ -275,26 +266,63 @@ impl RunOracle {
     }
 }
 
-/// A copy of the final workspace with the oracle a journaled run recorded (its
-/// `oracle.recorded` event and blobs) and `changes` undone, and a tool context on it: for the
-/// re-checks that run after the engine's own end of the run (loop mode's model plan).
+/// What the journal holds of a run's oracle, read off the async runtime (the Postgres client
+/// blocks): the `oracle.recorded` files, the blobs of their contents and of what the run's
+/// changes replaced, and, when asked for, the run's record.
+#[derive(Debug, Default)]
+pub(crate) struct Journaled {
+    pub oracle: Option<(Vec<OracleFile>, bool)>,
+    pub blobs: HashMap<String, Vec<u8>>,
+    pub record: Option<pev_store::RunRecord>,
+}
+
+/// Reads [`Journaled`] for `run_id` from the journal at `location`, on a blocking thread.
+pub(crate) async fn load(
+    location: pev_store::Location,
+    run_id: String,
+    with_record: bool,
+) -> Result<Journaled, EngineError> {
+    let read = move || -> Result<Journaled, pev_store::StoreError> {
+        let store = pev_store::Store::open_existing(&location)?;
+        let oracle = store.events(&run_id)?.into_iter().find_map(|e| match e.body {
+            EventBody::OracleRecorded { files, truncated } => Some((files, truncated)),
+            _ => None,
+        });
+        let record = if with_record { Some(store.load_run(&run_id)?) } else { None };
+        let mut wanted: Vec<String> =
+            oracle.iter().flat_map(|(files, _)| files.iter().map(|f| f.sha256.clone())).collect();
+        wanted.extend(
+            record.iter().flat_map(|r| &r.mutations).filter_map(|m| m.before_sha256.clone()),
+        );
+        let mut blobs = HashMap::new();
+        for sha in wanted {
+            if !blobs.contains_key(&sha)
+                && let Some(bytes) = store.blob(&sha)?
+            {
+                blobs.insert(sha, bytes);
+            }
+        }
+        Ok(Journaled { oracle, blobs, record })
+    };
+    match tokio::task::spawn_blocking(read).await {
+        Ok(read) => Ok(read?),
+        Err(e) => Err(EngineError::Resume(format!("reading the run's oracle failed: {e}"))),
+    }
+}
+
+/// A copy of the final workspace with the oracle a journaled run recorded (and `extra`, files
+/// found since) and `changes` undone, and a tool context on it: for the re-checks that run after
+/// the engine's own end of the run (loop mode's model plan).
 pub(crate) fn pristine_from_journal(
     ctx: &ToolContext,
-    store: &pev_store::Store,
-    (run_id, extra): (&str, &[OracleFile]),
+    journaled: &Journaled,
+    extra: &[OracleFile],
     changes: &[OracleChange],
 ) -> Result<(Scratch, ToolContext), String> {
-    let mut files: Vec<OracleFile> = store
-        .events(run_id)
-        .map_err(|e| e.to_string())?
-        .into_iter()
-        .find_map(|e| match e.body {
-            EventBody::OracleRecorded { files, .. } => Some(files),
-            _ => None,
-        })
-        .unwrap_or_default();
+    let mut files: Vec<OracleFile> =
+        journaled.oracle.iter().flat_map(|(files, _)| files.iter().cloned()).collect();
     files.extend(extra.iter().cloned());
-    let pristine = |sha: &str| store.blob(sha).ok().flatten();
+    let pristine = |sha: &str| journaled.blobs.get(sha).cloned();
     let scratch = Scratch::pristine(&ctx.workspace, &files, changes, &pristine)?;
     let copy = ToolContext {
         workspace: scratch.workspace().clone(),
@@ -311,10 +339,10 @@ pub(crate) fn pristine_from_journal(
 /// their changes.
 pub(crate) fn loop_check_changes(
     engine: &Engine,
-    record: &pev_store::RunRecord,
-    store: &pev_store::Store,
+    journaled: &Journaled,
     (goal, commands): (&str, &[&str]),
 ) -> Vec<(OracleFile, OracleChange)> {
+    let Some(record) = &journaled.record else { return Vec::new() };
     let Some(settings) = &engine.config.oracle else { return Vec::new() };
     let permits = asks_for_test_work(engine.config.permit_goal.as_deref().unwrap_or(goal));
     let rules = Oracle::new(settings, None, false).unwrap_or_default();
@@ -338,7 +366,7 @@ pub(crate) fn loop_check_changes(
             if now_sha.as_deref() == Some(before.as_str()) {
                 continue;
             }
-            let old = store.blob(&before).ok().flatten();
+            let old = journaled.blobs.get(&before).cloned();
             let why = format!("run by the check `{}`", pev_verify::oracle::clip_command(command));
             let change = OracleChange {
                 path: path.clone(),
@@ -445,6 +473,17 @@ fn changes_test_settings(ws: &Workspace, rel: &str, tool: &str, args: &serde_jso
 /// knows it, else the plan's.
 fn permit_goal<'a>(engine: &'a Engine, plan: &'a Plan) -> &'a str {
     engine.config.permit_goal.as_deref().unwrap_or(&plan.goal)
+}
+
+/// Where the workspace path `rel` leads through symlinks, as a workspace path; `None` when it
+/// does not exist or leads out (the tool refuses that itself).
+fn resolved(ws: &Workspace, rel: &str) -> Option<String> {
+    let root = ws.root().canonicalize().ok()?;
+    let full = ws.root().join(rel).canonicalize().ok()?;
+    let inside = full.strip_prefix(&root).ok()?;
+    let parts: Vec<String> =
+        inside.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    (!parts.is_empty()).then(|| parts.join("/"))
 }
 
 /// `path` as a normalised workspace path, when it is one.

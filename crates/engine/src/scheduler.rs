@@ -285,10 +285,9 @@ impl Engine {
             judge_rejected: Vec::new(),
             budget_exhausted: None,
         };
-        let oracle = {
-            let store = pev_store::Store::open_existing(recorder.journal().location())?;
-            crate::oracle::RunOracle::resume(self, &plan, &store, &record.run_id)?
-        };
+        let location = recorder.journal().location().clone();
+        let journaled = crate::oracle::load(location, record.run_id.clone(), false).await?;
+        let oracle = crate::oracle::RunOracle::resume(self, &plan, journaled)?;
         self.execute(Arc::new(plan), recorder, state, (record.next_seq, oracle)).await
     }
 

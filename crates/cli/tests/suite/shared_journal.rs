@@ -395,3 +395,35 @@ fn gc_collects_old_runs_and_their_blobs_on_the_shared_journal() {
     assert!(doc["report"]["blobs_skipped"].is_null(), "{doc}");
     assert!(runs(ws.path(), &db).is_empty());
 }
+
+/// A run's oracle on a shared journal: recorded (its contents as blobs on the server) when the
+/// run starts, read back by a resume (off the async runtime: the Postgres client blocks), and a
+/// test changed while the run was down is `oracle_changed`, never `success`.
+#[test]
+fn a_resumed_run_reads_its_oracle_back_from_the_shared_journal() {
+    let Some(db) = database() else { return };
+    let ws = workspace();
+    std::fs::create_dir_all(ws.path().join("tests")).expect("mkdir");
+    std::fs::write(ws.path().join("tests/test_a.py"), "assert True\n").expect("write");
+    let mut driver = spawn_run(ws.path(), &db);
+    let run_id = running(ws.path(), &db);
+    driver.kill().expect("kill -9");
+    driver.wait().expect("reaped");
+    std::fs::write(ws.path().join("tests/test_a.py"), "pass\n").expect("tamper");
+    let resumed = resume(ws.path(), &db, &run_id, ws.path(), &["--yes"]);
+    assert_ne!(resumed.code, 0, "{resumed:?}");
+    let result = status_of(ws.path(), &db, &run_id);
+    assert_ne!(result["status"], "success", "{result}");
+    let codes: Vec<&str> = result["reasons"]
+        .as_array()
+        .expect("reasons")
+        .iter()
+        .filter_map(|r| r["code"].as_str())
+        .collect();
+    assert!(codes.contains(&"oracle_changed"), "{codes:?}");
+    let diff = result["final_check"]["oracle"]["changed"][0]["diff"].as_str().unwrap_or_default();
+    assert!(
+        diff.contains("-assert True"),
+        "the recorded content came back from the server: {diff}"
+    );
+}

@@ -104,7 +104,8 @@ impl LoopRun<'_> {
         record_gate(&report, &mut result);
         let mut check = final_recheck(&self.engine.ctx, &report).await;
         journal.flush()?;
-        let store = Store::open_existing(self.db)?;
+        // Read off the runtime: the Postgres client blocks.
+        let journaled = crate::oracle::load(self.db.clone(), run_id.clone(), true).await?;
         // The engine's end of the run found what changed in the oracle; the model's plan's
         // evidence is re-checked on the pristine oracle here.
         check.oracle = result.final_check.as_ref().and_then(|c| c.oracle.clone());
@@ -123,9 +124,7 @@ impl LoopRun<'_> {
                 _ => None,
             })
             .collect();
-        let record = store.load_run(&run_id)?;
-        let bent =
-            crate::oracle::loop_check_changes(self.engine, &record, &store, (goal, &commands));
+        let bent = crate::oracle::loop_check_changes(self.engine, &journaled, (goal, &commands));
         let extra: Vec<_> = bent.iter().map(|(f, _)| f.clone()).collect();
         if !bent.is_empty() {
             let changes: Vec<_> = bent.iter().map(|(_, c)| c.clone()).collect();
@@ -143,8 +142,7 @@ impl LoopRun<'_> {
             let undone = crate::oracle::undone(&oracle.changed);
             if !undone.is_empty() {
                 let ctx = &self.engine.ctx;
-                let at = (run_id.as_str(), extra.as_slice());
-                match crate::oracle::pristine_from_journal(ctx, &store, at, &undone) {
+                match crate::oracle::pristine_from_journal(ctx, &journaled, &extra, &undone) {
                     Ok((scratch, copy)) => {
                         let found = final_recheck(&copy, &report).await;
                         drop(scratch);
@@ -157,6 +155,9 @@ impl LoopRun<'_> {
                 }
             }
         }
+        let Some(record) = journaled.record else {
+            return Err(EngineError::Resume(format!("run {run_id} is not in the journal")));
+        };
         name_later_calls(&mut check.regressed, &record.tool_calls, |of| {
             let at = match of {
                 EvidenceOf::Step(id) => report.evidence.step_at.get(id),

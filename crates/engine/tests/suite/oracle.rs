@@ -58,3 +58,21 @@ async fn the_users_own_plan_may_say_so_and_without_an_oracle_nothing_is_refused(
     assert_eq!(result.status, RunStatus::Success, "{result:#?}");
     assert!(result.final_check.as_ref().is_some_and(|c| c.oracle.is_none()));
 }
+
+#[tokio::test]
+async fn a_write_through_a_symlink_to_a_test_is_refused() {
+    let h = Harness::new();
+    h.write("tests/test_old.py", "def test_old():\n    assert 1 == 1\n");
+    std::os::unix::fs::symlink("tests/test_old.py", h.root.join("link.py")).unwrap();
+    let plan = json!({
+        "goal": "Fix the bug",
+        "steps": [{"id": "t", "tool": "file.write",
+                   "parameters": {"path": "link.py", "content": "def test_old():\n    pass\n"}}]
+    });
+    let mut cfg = config(1);
+    cfg.plan_from_user = false;
+    let result = h.run(plan, cfg).await;
+    let error = step(&result, "t").error.clone().unwrap_or_default();
+    assert!(error.contains("tests/test_old.py is one of the checks"), "{error}");
+    assert_eq!(h.read("tests/test_old.py"), "def test_old():\n    assert 1 == 1\n");
+}
