@@ -104,7 +104,7 @@ impl Oracle {
                 .collect();
             for word in checked_paths(&words) {
                 let word = word.trim_start_matches("./").trim_end_matches('/');
-                if word.is_empty() || word.contains("..") || word.starts_with('/') {
+                if word.is_empty() || word == "." || word.contains("..") || word.starts_with('/') {
                     continue;
                 }
                 let Ok(meta) = ws.metadata(word) else { continue };
@@ -570,8 +570,12 @@ fn checked_paths<'a>(words: &[&'a str]) -> Vec<&'a str> {
         || name
             .strip_prefix("python")
             .is_some_and(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'));
+    // `.` is the whole workspace: a check run from it (`-t .`) names no file of it.
     let paths = |args: &[&'a str]| -> Vec<&'a str> {
-        args.iter().copied().filter(|a| !a.starts_with('-') && !a.contains('=')).collect()
+        args.iter()
+            .copied()
+            .filter(|a| !a.starts_with('-') && !a.contains('=') && *a != ".")
+            .collect()
     };
     if interpreter {
         let mut i = 0;

@@ -271,3 +271,207 @@ fn what_a_check_command_runs_is_its_oracle_and_what_it_only_compiles_is_not() {
     assert!(!runs_tests("python3 -c 'import src.calc'"));
     assert!(!runs_tests("python3 -m py_compile src/calc.py"));
 }
+
+#[test]
+fn what_each_kind_of_command_runs_as_its_check() {
+    for (command, wanted) in [
+        ("python3 check.py --fast", vec!["check.py"]),
+        ("python3.11 -u check.py", vec!["check.py"]),
+        ("bash -x ./scripts/check.sh", vec!["scripts/check.sh"]),
+        ("timeout 60 python3 check.py", vec!["check.py"]),
+        ("env A=1 B=2 python check.py", vec!["check.py"]),
+        (
+            "PYTHONPATH=src python3 -m pytest -q tests/test_a.py tests/b",
+            vec!["tests/test_a.py", "tests/b"],
+        ),
+        ("python3 -m unittest discover -s tests -t .", vec!["discover", "tests"]),
+        ("uv run pytest tests/", vec!["tests"]),
+        ("poetry run pytest", vec![]),
+        ("npx jest web/__tests__", vec!["web/__tests__"]),
+        ("node --test test/", vec!["test"]),
+        ("node --test", vec![]),
+        ("node -e 'require(\"./x\")'", vec![]),
+        ("python3 -c 'import src.calc'", vec![]),
+        ("python3 -m py_compile src/calc.py", vec![]),
+        ("go test ./pkg/...", vec!["pkg/..."]),
+        ("cargo test --release", vec![]),
+        ("mypy src && ./check.sh", vec!["check.sh"]),
+        ("make build", vec![]),
+        ("echo hi > out.txt; diff out.txt golden.txt", vec![]),
+    ] {
+        assert_eq!(paths_checked_by(command), wanted, "{command}");
+    }
+}
+
+#[test]
+fn which_commands_run_tests() {
+    for yes in [
+        "pytest -q",
+        "python3 -m pytest",
+        "npm test",
+        "npm run test:unit",
+        "yarn test",
+        "pnpm t",
+        "go test ./...",
+        "cargo test",
+        "make test",
+        "mvn test",
+        "node --test",
+        "npx vitest run",
+        "bash tests/test_cli.sh",
+    ] {
+        assert!(runs_tests(yes), "{yes}");
+    }
+    for no in [
+        "npm run build",
+        "npm install",
+        "go build ./...",
+        "cargo build",
+        "make",
+        "node index.js",
+        "python3 -c 'import src.calc'",
+        "ls tests",
+        "cat package.json",
+    ] {
+        assert!(!runs_tests(no), "{no}");
+    }
+}
+
+#[test]
+fn check_files_out_of_the_workspace_and_flags_are_never_named() {
+    let (dir, ws) = repo();
+    std::fs::write(dir.path().join("check.py"), "x").unwrap();
+    let mut o = Oracle::new(
+        &OracleSettings { conventions: false, ..OracleSettings::default() },
+        None,
+        false,
+    )
+    .unwrap();
+    o.name_check_files("python3 ../check.py; python3 /etc/passwd; python3 ./check.py", &ws, &[]);
+    assert!(o.why("check.py").is_some_and(|w| w.contains("python3")), "{:?}", o.why("check.py"));
+    assert_eq!(o.why("../check.py"), None);
+    let mut o = Oracle::new(
+        &OracleSettings { conventions: false, ..OracleSettings::default() },
+        None,
+        false,
+    )
+    .unwrap();
+    o.name_check_files("python3 check.py", &ws, &["check.py".to_owned()]);
+    assert_eq!(o.why("check.py"), None, "a step's target is not its check");
+    assert_eq!(o.why(".pev/pev.db"), None);
+    assert_eq!(oracle().why(".git/config"), None);
+    assert_eq!(oracle().why(".pev/tests/x.py"), None);
+}
+
+#[test]
+fn contents_are_kept_up_to_the_limits() {
+    let (dir, ws) = repo();
+    let kept = vec![b'a'; 1_500_000];
+    let too_big = vec![b'b'; 3_000_000];
+    std::fs::write(dir.path().join("tests/fixture_kept.bin"), &kept).unwrap();
+    std::fs::write(dir.path().join("tests/fixture_big.bin"), &too_big).unwrap();
+    let recorded = oracle().record(&ws);
+    let kept_sha = sha256_of(&kept);
+    assert!(recorded.contents.iter().any(|(sha, _)| *sha == kept_sha), "1.5 MB is kept");
+    assert!(!recorded.contents.iter().any(|(sha, _)| *sha == sha256_of(&too_big)), "3 MB is not");
+    assert!(recorded.files.iter().any(|f| f.path == "tests/fixture_big.bin"), "but it is recorded");
+}
+
+#[test]
+fn a_test_replaced_by_a_directory_is_changed_and_new_config_files_count_by_their_settings() {
+    let (dir, ws) = repo();
+    let o = oracle();
+    let recorded = o.record(&ws);
+    let blobs: std::collections::HashMap<String, Vec<u8>> =
+        recorded.contents.iter().cloned().collect();
+    std::fs::remove_file(dir.path().join("tests/test_calc.py")).unwrap();
+    std::fs::create_dir(dir.path().join("tests/test_calc.py")).unwrap();
+    std::fs::write(dir.path().join("package.json"), r#"{"name": "calc"}"#).unwrap();
+    let changes = o.changes(&recorded.files, &|s| blobs.get(s).cloned(), &ws, &|_| false);
+    let kinds: Vec<(&str, OracleChangeKind)> =
+        changes.iter().map(|c| (c.path.as_str(), c.change)).collect();
+    assert_eq!(
+        kinds,
+        [("tests/test_calc.py", OracleChangeKind::Modified)],
+        "a package.json without test settings is no change"
+    );
+    std::fs::write(
+        dir.path().join("package.json"),
+        r#"{"name": "calc", "scripts": {"test": "true"}}"#,
+    )
+    .unwrap();
+    let changes = o.changes(&recorded.files, &|s| blobs.get(s).cloned(), &ws, &|_| false);
+    assert!(
+        changes.iter().any(|c| c.path == "package.json" && c.change == OracleChangeKind::Created)
+    );
+}
+
+#[test]
+fn hidden_and_linked_tests_are_walked() {
+    let (dir, ws) = repo();
+    let o = oracle();
+    let recorded = o.record(&ws);
+    std::fs::write(dir.path().join(".gitignore"), ".venv/\ntests/sneaky/\ntests/test_zz.py\n")
+        .unwrap();
+    std::fs::create_dir_all(dir.path().join("tests/sneaky")).unwrap();
+    std::fs::write(dir.path().join("tests/sneaky/test_s.py"), "x").unwrap();
+    std::fs::write(dir.path().join("tests/test_zz.py"), "x").unwrap();
+    std::fs::write(dir.path().join("src/helpers.py"), "x").unwrap();
+    std::os::unix::fs::symlink("../src/helpers.py", dir.path().join("tests/test_link.py")).unwrap();
+    std::fs::create_dir_all(dir.path().join("tests/__pycache__")).unwrap();
+    std::fs::write(dir.path().join("tests/__pycache__/test_x.py"), "x").unwrap();
+    let changes = o.changes(&recorded.files, &|_| None, &ws, &|_| false);
+    let mut created: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+    created.sort_unstable();
+    assert_eq!(created, ["tests/sneaky/test_s.py", "tests/test_link.py", "tests/test_zz.py"]);
+}
+
+#[test]
+fn pristine_regressions_are_said_as_such_and_not_twice() {
+    use pev_protocol::run::{EvidenceOf, FinalCheck, Regression};
+    let regression = |step: &str, now: &str| Regression {
+        of: EvidenceOf::Step(step.to_owned()),
+        kind: "command_succeeds".to_owned(),
+        path: None,
+        then: "passed".to_owned(),
+        now: now.to_owned(),
+        changed_by: Vec::new(),
+    };
+    let mut check =
+        FinalCheck { regressed: vec![regression("a", "failed here")], ..FinalCheck::default() };
+    add_pristine_regressions(
+        &mut check,
+        vec![regression("a", "failed there"), regression("b", "exit 1")],
+    );
+    assert_eq!(check.regressed.len(), 2);
+    assert_eq!(check.regressed[0].now, "failed here");
+    assert_eq!(
+        check.regressed[1].now,
+        "on the pristine oracle (the tests as they were recorded): exit 1"
+    );
+    let mut other_kind = regression("a", "x");
+    other_kind.kind = "file_contains".to_owned();
+    add_pristine_regressions(&mut check, vec![other_kind]);
+    assert_eq!(check.regressed.len(), 3, "another kind of the same step is another regression");
+}
+
+#[test]
+fn the_words_a_model_and_a_person_read() {
+    let refused = refusal("tests/test_calc.py", "a file under a tests/ directory");
+    assert!(refused.starts_with("refused: tests/test_calc.py is one of the checks"));
+    assert!(refused.contains("(a file under a tests/ directory)") && refused.contains("blocked"));
+    assert_eq!(
+        sha256_of(b"abc"),
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+    assert_eq!(clip_command("pytest -q"), "pytest -q");
+    let long = "x".repeat(500);
+    assert!(clip_command(&long).chars().count() < 200 && clip_command(&long).ends_with('…'));
+    let big: String = (0..3000).map(|i| format!("line {i}\n")).collect();
+    let d = diff(None, Some(big.as_bytes()));
+    assert!(d.ends_with("… (diff clipped)") && d.chars().count() < MAX_DIFF + 40, "{}", d.len());
+    assert!(diff(Some(b"a\n"), Some(b"b\n")).contains("-a\n+b"));
+    assert!(!asks_for_test_work("Make sure the code compiles and tests pass"));
+    assert!(asks_for_test_work("Edit test/sum.test.js to use the new API"));
+    assert!(!asks_for_test_work("Never change the tests; fix the code"));
+}
