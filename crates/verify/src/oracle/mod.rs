@@ -583,11 +583,9 @@ fn checked_paths<'a>(words: &[&'a str]) -> Vec<&'a str> {
             match *arg {
                 "-m" => {
                     let module = args.get(i + 1).copied().unwrap_or("");
+                    // `-s tests` gives its directory as a path like any other.
                     return if TEST_MODULES.contains(&module) {
                         paths(&args[(i + 2).min(args.len())..])
-                            .into_iter()
-                            .chain(flag_dirs(args))
-                            .collect()
                     } else {
                         Vec::new()
                     };
@@ -612,15 +610,6 @@ fn checked_paths<'a>(words: &[&'a str]) -> Vec<&'a str> {
         return vec![program];
     }
     Vec::new()
-}
-
-/// The directories a test module is pointed at with flags (`unittest discover -s tests`).
-fn flag_dirs<'a>(args: &[&'a str]) -> Vec<&'a str> {
-    args.windows(2)
-        .filter(|w| matches!(w[0], "-s" | "--start-directory" | "--rootdir" | "-t"))
-        .map(|w| w[1])
-        .filter(|d| *d != ".")
-        .collect()
 }
 
 /// Visits every file under `dir` (relative to `root`, `""` for all), skipping `.git`, `.pev`,

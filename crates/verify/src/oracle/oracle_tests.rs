@@ -475,3 +475,42 @@ fn the_words_a_model_and_a_person_read() {
     assert!(asks_for_test_work("Edit test/sum.test.js to use the new API"));
     assert!(!asks_for_test_work("Never change the tests; fix the code"));
 }
+
+#[test]
+fn quoting_grouping_and_directories_of_checks() {
+    let (dir, ws) = repo();
+    std::fs::create_dir_all(dir.path().join("checks")).unwrap();
+    std::fs::write(dir.path().join("checks/sums.py"), "x").unwrap();
+    std::fs::write(dir.path().join("check.sh"), "x").unwrap();
+    let mut o = Oracle::new(
+        &OracleSettings { conventions: false, ..OracleSettings::default() },
+        None,
+        false,
+    )
+    .unwrap();
+    o.name_check_files("(cd . && \"./check.sh\") | tee log; python3 -m pytest 'checks'", &ws, &[]);
+    assert!(o.why("check.sh").is_some(), "quotes and parentheses are not part of a path");
+    assert!(o.why("checks/sums.py").is_some(), "a directory's files");
+    assert_eq!(paths_checked_by("python3 'check.py'"), ["check.py"]);
+    assert_eq!(paths_checked_by("(bash \"check.sh\")"), ["check.sh"]);
+}
+
+#[test]
+fn the_journal_git_and_ignored_build_outputs_are_not_walked() {
+    let (dir, ws) = repo();
+    for rel in [
+        ".pev/tests/test_x.py",
+        ".git/tests/test_y.py",
+        "build/tests/test_z.py",
+        "tests/kept/test_k.py",
+    ] {
+        std::fs::create_dir_all(dir.path().join(rel).parent().unwrap()).unwrap();
+        std::fs::write(dir.path().join(rel), "x").unwrap();
+    }
+    std::fs::write(dir.path().join(".gitignore"), ".venv/\nbuild/\ntests/kept/\n").unwrap();
+    let paths: Vec<String> = oracle().record(&ws).files.into_iter().map(|f| f.path).collect();
+    assert!(paths.contains(&"tests/kept/test_k.py".to_owned()), "{paths:?}");
+    for gone in [".pev/tests/test_x.py", ".git/tests/test_y.py", "build/tests/test_z.py"] {
+        assert!(!paths.contains(&gone.to_owned()), "{gone}: {paths:?}");
+    }
+}
