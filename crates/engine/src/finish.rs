@@ -257,8 +257,9 @@ async fn recheck(
             .await;
     if !check.regressed.is_empty() {
         shared.recorder.flush().await?;
-        let record = pev_store::Store::open_existing(shared.recorder.journal().location())?
-            .load_run(shared.recorder.run_id())?;
+        let id = shared.recorder.run_id().to_owned();
+        let location = shared.recorder.journal().location();
+        let record = crate::journal_read::read(location, move |s| s.load_run(&id)).await?;
         let calls = &record.tool_calls;
         crate::final_check::name_later_calls(&mut check.regressed, calls, |of| {
             of.step().and_then(|id| crate::final_check::after_last_call_of(calls, id))
@@ -388,10 +389,14 @@ async fn judge_request(
 ) -> Result<PostconditionRequest, EngineError> {
     let plan = &shared.plan;
     shared.recorder.flush().await?;
-    let store = pev_store::Store::open_existing(shared.recorder.journal().location())?;
-    let record = store.load_run(shared.recorder.run_id())?;
+    let id = shared.recorder.run_id().to_owned();
+    let workspace = shared.engine.ctx.workspace.clone();
     let (diffs, calls) =
-        crate::unasserted::journal_evidence(&store, &record, &shared.engine.ctx.workspace);
+        crate::journal_read::read(shared.recorder.journal().location(), move |s| {
+            let record = s.load_run(&id)?;
+            Ok(crate::unasserted::journal_evidence(s, &record, &workspace))
+        })
+        .await?;
     let mut claims = Vec::new();
     let steps = plan
         .steps

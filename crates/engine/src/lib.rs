@@ -31,6 +31,7 @@ pub mod hooks;
 pub mod instruct;
 mod instruction;
 pub mod inventory;
+mod journal_read;
 pub mod model_scope;
 mod oracle;
 mod recorder;

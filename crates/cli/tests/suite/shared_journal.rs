@@ -427,3 +427,32 @@ fn a_resumed_run_reads_its_oracle_back_from_the_shared_journal() {
         "the recorded content came back from the server: {diff}"
     );
 }
+
+/// `pev agent` in pev mode (planner, executor, judge) on a shared journal: the engine reads the
+/// journal while the run is under way (the replan loop's record, the final sequence number), and
+/// those reads run off the async runtime, since the Postgres client blocks (they aborted the
+/// process before).
+#[test]
+fn a_pev_mode_agent_run_finishes_on_the_shared_journal() {
+    let Some(db) = database() else { return };
+    let ws = tempfile::tempdir().expect("tmp");
+    let scenario = super::support::repo_root().join("evals/tests-pev-mode-fix");
+    for rel in ["src/__init__.py", "src/calc.py", "tests/__init__.py", "tests/test_calc.py"] {
+        let target = ws.path().join(rel);
+        std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
+        std::fs::copy(scenario.join("workspace").join(rel), &target).expect("copy");
+    }
+    let script = |role: &str| format!("script:{}", scenario.join(format!("{role}.json")).display());
+    let out =
+        pev_cmd(ws.path(), &db, &["agent", "Make the failing test in tests/test_calc.py pass"])
+            .env("PEV_PLANNER_PROVIDER", script("planner"))
+            .env("PEV_EXECUTOR_PROVIDER", script("executor"))
+            .env("PEV_VERIFIER_PROVIDER", script("verifier"))
+            .env("XDG_CONFIG_HOME", ws.path().join(".config"))
+            .output()
+            .expect("pev agent runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let run_id = runs(ws.path(), &db)[0]["run_id"].as_str().expect("id").to_owned();
+    assert_eq!(status_of(ws.path(), &db, &run_id)["status"], "success");
+}

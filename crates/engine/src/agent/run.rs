@@ -9,7 +9,7 @@ use pev_lint::CompiledPolicy;
 use pev_protocol::event::now_rfc3339;
 use pev_protocol::run::{Reason, ReasonCode, RunResult, RunStatus, StepResult, StepStatus};
 use pev_protocol::{Plan, Step, StepId};
-use pev_store::{Journal, Record, Store};
+use pev_store::{Journal, Record};
 
 use crate::agent::planner::{DoneStep, Failure, PlanContext, PlanError, Planner, WorkspaceSummary};
 use crate::{Engine, EngineError, ResumeInput, RunInput};
@@ -68,7 +68,8 @@ impl AgentLoop<'_> {
                             "step `{}` still fails and the {} replan(s) allowed are spent",
                             failed.id, self.max_replans
                         ),
-                    )?;
+                    )
+                    .await?;
                 }
                 break;
             }
@@ -98,7 +99,7 @@ impl AgentLoop<'_> {
                     message: "stopped by a person while the planner was rewriting the plan"
                         .to_owned(),
                 };
-                self.annotate(&mut result, Some(reason), String::new())?;
+                self.annotate(&mut result, Some(reason), String::new()).await?;
                 break;
             };
             let remaining = match outcome {
@@ -109,11 +110,11 @@ impl AgentLoop<'_> {
                         step: None,
                         message: format!("the budget ran out while replanning: {why}"),
                     };
-                    self.annotate(&mut result, Some(reason), String::new())?;
+                    self.annotate(&mut result, Some(reason), String::new()).await?;
                     break;
                 }
                 Err(e) => {
-                    self.annotate(&mut result, None, format!("replanning failed: {e}"))?;
+                    self.annotate(&mut result, None, format!("replanning failed: {e}")).await?;
                     break;
                 }
             };
@@ -134,7 +135,8 @@ impl AgentLoop<'_> {
                 reason: reason.clone(),
                 created_at: now_rfc3339(),
             })?;
-            let record = Store::open_existing(self.db)?.load_run(&run_id)?;
+            let id = run_id.clone();
+            let record = crate::journal_read::read(self.db, move |s| s.load_run(&id)).await?;
             let changed_before = changed_files(&result);
             result = engine
                 .resume(ResumeInput {
@@ -158,7 +160,7 @@ impl AgentLoop<'_> {
                     step: None,
                     message: "two replans in a row changed no file; the run stops".to_owned(),
                 };
-                self.annotate(&mut result, Some(reason), String::new())?;
+                self.annotate(&mut result, Some(reason), String::new()).await?;
                 break;
             }
         }
@@ -182,18 +184,20 @@ impl AgentLoop<'_> {
                         decision.reason_or_default(crate::hooks::HookKind::Stop)
                     ),
                 };
-                self.annotate(&mut result, Some(reason), String::new())?;
+                self.annotate(&mut result, Some(reason), String::new()).await?;
             }
         }
         journal.flush()?;
-        let next_seq = Store::open_existing(self.db)?.load_run(&run_id)?.next_seq;
+        let id = run_id.clone();
+        let next_seq =
+            crate::journal_read::read(self.db, move |s| Ok(s.load_run(&id)?.next_seq)).await?;
         self.engine.announce(journal.clone(), next_seq, &result).await?;
         journal.close()?;
         Ok(result)
     }
 
     /// Adds a reason or a warning to the final result and stores it.
-    fn annotate(
+    async fn annotate(
         &self,
         result: &mut RunResult,
         reason: Option<Reason>,
@@ -208,14 +212,13 @@ impl AgentLoop<'_> {
         if !warning.is_empty() {
             result.warnings.push(warning);
         }
-        let store = Store::open_existing(self.db)?;
-        store.write(&Record::RunStatus {
+        let record = Record::RunStatus {
             run_id: result.run_id.clone(),
             status: crate::status_name(result.status).to_owned(),
             result: Some(Box::new(result.clone())),
             updated_at: now_rfc3339(),
-        })?;
-        Ok(())
+        };
+        crate::journal_read::read(self.db, move |s| s.write(&record)).await
     }
 }
 
