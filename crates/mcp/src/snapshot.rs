@@ -20,7 +20,6 @@ use pev_store::Store;
 use pev_tools::Workspace;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 /// How long `git status` may take before the snapshot goes on without it.
 const GIT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -165,12 +164,7 @@ fn hashed(
 }
 
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
+    pev_verify::oracle::sha256_of(bytes)
 }
 
 /// The git HEAD (read from `.git`, no process) and `git status --porcelain` (a process with the

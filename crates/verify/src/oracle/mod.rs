@@ -96,30 +96,22 @@ impl Oracle {
     /// `mypy src`, `--cov=src`) are the work, not the check, and so are paths in `targets` (files
     /// the plan's steps are told to change).
     pub fn name_check_files(&mut self, command: &str, ws: &Workspace, targets: &[String]) {
-        for simple in command.split(['\n', ';', '|', '&']) {
-            let words: Vec<&str> = simple
-                .split_whitespace()
-                .map(|w| w.trim_matches(|c: char| c == '\'' || c == '"' || c == '(' || c == ')'))
-                .filter(|w| !w.is_empty())
-                .collect();
-            for word in checked_paths(&words) {
-                let word = word.trim_start_matches("./").trim_end_matches('/');
-                if word.is_empty() || word == "." || word.contains("..") || word.starts_with('/') {
-                    continue;
+        for word in paths_checked_by(command) {
+            if word == "." || word.contains("..") || word.starts_with('/') {
+                continue;
+            }
+            let Ok(meta) = ws.metadata(&word) else { continue };
+            let mut files = Vec::new();
+            match meta.kind {
+                pev_tools::EntryKind::File => files.push(word.clone()),
+                pev_tools::EntryKind::Dir => {
+                    let products = BuildProducts::new(ws.root());
+                    walk(ws.root(), &word, &products, &mut |p| files.push(p.to_owned()));
                 }
-                let Ok(meta) = ws.metadata(word) else { continue };
-                let mut files = Vec::new();
-                match meta.kind {
-                    pev_tools::EntryKind::File => files.push(word.to_owned()),
-                    pev_tools::EntryKind::Dir => {
-                        let products = BuildProducts::new(ws.root());
-                        walk(ws.root(), word, &products, &mut |p| files.push(p.to_owned()));
-                    }
-                    _ => {}
-                }
-                for f in files.into_iter().filter(|f| !targets.contains(f)) {
-                    self.named.entry(f).or_insert_with(|| clip(command, CLIP));
-                }
+                _ => {}
+            }
+            for f in files.into_iter().filter(|f| !targets.contains(f)) {
+                self.named.entry(f).or_insert_with(|| clip(command, CLIP));
             }
         }
     }
