@@ -20,7 +20,6 @@ use pev_store::{
 };
 use pev_tools::builtin::file_patch::{Edit, apply};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::approval::{approval_reason, ask_approval};
 use crate::recorder::Recorder;
@@ -100,13 +99,7 @@ pub(crate) fn target_path(effect: Effect, args: &Value) -> Option<String> {
 }
 
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest.iter() {
-        out.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
-        out.push(char::from(b"0123456789abcdef"[usize::from(b & 0xf)]));
-    }
-    out
+    pev_verify::oracle::sha256_of(bytes)
 }
 
 /// The hash a write or patch will leave, computed before it runs; `None` when it cannot be known.

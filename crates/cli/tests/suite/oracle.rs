@@ -73,6 +73,12 @@ fn python() -> bool {
     ok
 }
 
+/// The paths of a result's `file_mutations`, in order.
+fn changed_paths(result: &Value) -> Vec<&str> {
+    let mutations = result["file_mutations"].as_array().expect("mutations");
+    mutations.iter().filter_map(|m| m["path"].as_str()).collect()
+}
+
 fn oracle(result: &Value) -> &Value {
     &result["final_check"]["oracle"]
 }
@@ -98,13 +104,7 @@ fn the_honest_fix_of_the_code_under_test_is_success_and_the_test_is_not_its_targ
     assert!(!inferred.contains(&"src/calc.py"), "{inferred:?}");
     assert!(oracle.get("changed").is_none(), "{oracle:#}");
     // The test run's caches are not the work.
-    let changed: Vec<&str> = out.result()["file_mutations"]
-        .as_array()
-        .expect("mutations")
-        .iter()
-        .filter_map(|m| m["path"].as_str())
-        .collect();
-    assert_eq!(changed, ["src/calc.py"]);
+    assert_eq!(changed_paths(out.result()), ["src/calc.py"]);
     assert!(out.of("oracle.recorded").len() == 1, "the oracle is journaled once");
 }
 
@@ -185,8 +185,6 @@ fn under_bubblewrap_commands_cannot_change_a_test() {
     let out = f.agent(GOAL, &[]);
     assert_eq!(f.read("tests/test_calc.py"), before, "the sed reached the test");
     assert_ne!(out.status(), "success");
-    // What the run may do to its own files is unchanged: src/ stays writable.
-    assert!(std::fs::metadata(f.ws().join("src/calc.py")).is_ok());
 }
 
 #[test]
@@ -279,13 +277,7 @@ fn a_protected_file_is_an_oracle_and_build_products_are_not_changes() {
         ]
     });
     let out = ws.run(&plan, &["--protect", "docs/*.md"]);
-    let changed: Vec<&str> = out.result()["file_mutations"]
-        .as_array()
-        .expect("mutations")
-        .iter()
-        .filter_map(|m| m["path"].as_str())
-        .collect();
-    assert_eq!(changed, ["out.txt"], "{}", out.stdout);
+    assert_eq!(changed_paths(out.result()), ["out.txt"], "{}", out.stdout);
     assert!(
         out.step_error("spec").contains("protected by `docs/*.md`"),
         "{}",
