@@ -162,10 +162,25 @@ fn events(db: &Db, run_id: &str) -> i64 {
 fn eight_runs_share_one_journal_and_a_ninth_place_lists_them() {
     let Some(db) = database() else { return };
     let spaces: Vec<_> = (0..8).map(|_| workspace()).collect();
-    let children: Vec<Child> = spaces.iter().map(|w| spawn_run(w.path(), &db)).collect();
-    for (i, mut child) in children.into_iter().enumerate() {
-        let status = child.wait().expect("wait");
-        assert!(status.success(), "run {i}: {status}");
+    let children: Vec<Child> = spaces
+        .iter()
+        .map(|w| {
+            pev_cmd(w.path(), &db, &["run", "plan.json", "--yes", "--json"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("pev run starts")
+        })
+        .collect();
+    for (i, child) in children.into_iter().enumerate() {
+        let out = child.wait_with_output().expect("wait");
+        assert!(
+            out.status.success(),
+            "run {i}: {}\n{}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let elsewhere = tempfile::tempdir().expect("tmp");
     let listed = runs(elsewhere.path(), &db);
