@@ -35,6 +35,12 @@ struct Place {
     _dir: Option<tempfile::TempDir>,
 }
 
+/// The journal key the benches write with: a file of their own, never the home directory's.
+fn keying() -> pev_store::Keying {
+    let file = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-journal.key");
+    pev_store::Keying::from_file(&file, pev_store::CreateKey::Yes).unwrap()
+}
+
 /// The backend the benches run on: `sqlite`, or `postgres` with `PEV_BENCH_POSTGRES`.
 fn backend() -> &'static str {
     if std::env::var("PEV_BENCH_POSTGRES").is_ok_and(|v| !v.is_empty()) {
@@ -67,8 +73,14 @@ fn location() -> (Place, Location) {
 
 /// A fresh journal with one run created, and its writer.
 fn setup() -> (Place, Journal) {
+    let (place, _, journal) = setup_at();
+    (place, journal)
+}
+
+/// [`setup`], and where the journal is.
+fn setup_at() -> (Place, Location, Journal) {
     let (place, at) = location();
-    let store = Store::open(&at).unwrap();
+    let store = Store::open_keyed(&at, keying()).unwrap();
     store
         .create_run(&NewRun {
             run_id: RUN.into(),
@@ -79,7 +91,8 @@ fn setup() -> (Place, Journal) {
             created_at: AT.into(),
         })
         .unwrap();
-    (place, Journal::start(&at).unwrap())
+    let journal = Journal::start_keyed(&at, keying()).unwrap();
+    (place, at, journal)
 }
 
 fn event(seq: u64, body: EventBody) -> Record {
@@ -188,5 +201,28 @@ fn durable(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, queued, durable);
+/// Checking one run's journal (`Store::integrity`, what `pev show` and resume do): a run of
+/// 1,000 cheap steps (2,000 events, 1,000 tool calls and step states).
+fn integrity(c: &mut Criterion) {
+    let mut group = c.benchmark_group(format!("journal/integrity/{}", backend()));
+    group.sample_size(20);
+    let (_dir, at, journal) = setup_at();
+    for n in 0..1_000 {
+        for rec in step_records(n) {
+            journal.record(rec).unwrap();
+        }
+    }
+    journal.flush().unwrap();
+    let store = Store::open_keyed(&at, keying()).unwrap();
+    group.throughput(Throughput::Elements(5_000));
+    group.bench_function("run_of_1000_steps", |b| {
+        b.iter(|| {
+            let found = store.integrity(black_box(RUN)).unwrap();
+            assert!(!found.is_broken(), "{found:?}");
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, queued, durable, integrity);
 criterion_main!(benches);

@@ -49,6 +49,21 @@ pub enum StoreError {
     /// The writer thread failed earlier; nothing after that failure is written.
     #[error("journal writer stopped: {0}")]
     Stopped(Arc<StoreError>),
+    /// The journal key file exists but cannot be used (unreadable, wrong size, readable by
+    /// others): never replaced by a new key silently.
+    #[error(
+        "journal key {}: {problem} (the key is {} or its default, \
+         $XDG_CONFIG_HOME/pev/journal.key or ~/.config/pev/journal.key)",
+        file.display(),
+        crate::key::KEY_FILE_ENV
+    )]
+    Key { file: std::path::PathBuf, problem: String },
+    /// A run's journal was changed outside pev (see [`crate::Store::require_intact`]).
+    #[error(
+        "run {run_id}'s journal was changed outside pev: {problem}; pev will not act on a \
+         record that is not evidence"
+    )]
+    Tampered { run_id: String, problem: String },
     /// The writer thread is gone (it panicked or the journal was closed).
     #[error("journal {}: the writer thread is gone", path)]
     WriterGone { path: Location },

@@ -77,7 +77,7 @@ const REFERRING: [(&str, &str); 12] = [
 const SKIPPED: &str = "a run is being written, and its blobs may not have their rows yet";
 
 /// Every 64-hex-digit run of `text` (what a SHA-256 looks like), lower-cased.
-fn hashes_in(text: &str, out: &mut HashSet<String>) {
+pub(crate) fn hashes_in(text: &str, out: &mut HashSet<String>) {
     let bytes = text.as_bytes();
     let mut start = None;
     for (i, b) in bytes.iter().enumerate().chain(std::iter::once((bytes.len(), &b' '))) {

@@ -16,6 +16,7 @@ use std::thread::JoinHandle;
 
 use crate::db::{Begin, Conn, Location};
 use crate::error::StoreError;
+use crate::key::{CreateKey, Keying};
 use crate::records::Record;
 use crate::schema::{self, Create};
 use crate::write;
@@ -106,6 +107,8 @@ impl Journal {
     /// On a Postgres journal where this process holds a run's lease, the journal is the lease's
     /// writer (a clone of it): every commit goes through the session that holds the lease, so a
     /// process whose session was lost (its lease with it) can commit nothing more.
+    ///
+    /// The journal key is the environment's (`key.rs`), created if missing, loaded once here.
     pub fn start(db: impl Into<Location>) -> Result<Journal, StoreError> {
         let db = db.into();
         #[cfg(feature = "postgres")]
@@ -114,12 +117,23 @@ impl Journal {
         {
             return Ok(Journal { inner });
         }
-        Journal::start_new(&db)
+        Journal::start_new(&db, crate::key::load_key(CreateKey::Yes)?)
+    }
+
+    /// [`Journal::start`] with the journal key given (tests, benches).
+    pub fn start_keyed(db: impl Into<Location>, keying: Keying) -> Result<Journal, StoreError> {
+        let db = db.into();
+        #[cfg(feature = "postgres")]
+        if let Location::Postgres(target) = &db
+            && let Some(inner) = crate::lease::leased_writer(target)
+        {
+            return Ok(Journal { inner });
+        }
+        Journal::start_new(&db, keying)
     }
 
     /// A writer thread with a connection of its own.
-    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-    pub(crate) fn start_new(db: &Location) -> Result<Journal, StoreError> {
+    pub(crate) fn start_new(db: &Location, keying: Keying) -> Result<Journal, StoreError> {
         let conn = schema::connect(db, Create::Yes, true)?;
         let shared = Arc::new(Shared {
             path: db.clone(),
@@ -127,7 +141,7 @@ impl Journal {
             commits: AtomicU64::new(0),
         });
         let (tx, rx) = channel();
-        let writer = Writer { conn, shared: Arc::clone(&shared) };
+        let writer = Writer { conn, keying, shared: Arc::clone(&shared) };
         let thread = std::thread::Builder::new()
             .name("pev-journal".to_owned())
             .spawn(move || writer.run(&rx))
@@ -235,6 +249,8 @@ impl Journal {
 /// The writer thread's state.
 struct Writer {
     conn: Conn,
+    /// The journal key, loaded once when the journal started.
+    keying: Keying,
     shared: Arc<Shared>,
 }
 
@@ -313,7 +329,7 @@ impl Writer {
         if batch.is_empty() {
             return Ok(());
         }
-        match write_batch(&mut self.conn, &self.shared.path, batch) {
+        match write_batch(&mut self.conn, &self.shared.path, &self.keying, batch) {
             Ok(()) => {
                 self.shared.commits.fetch_add(1, Ordering::Relaxed);
                 Ok(())
@@ -349,13 +365,18 @@ fn take(msg: Msg, batch: &mut Vec<Record>, waiters: &mut Vec<SyncSender<Ack>>) -
 }
 
 /// One transaction for the whole batch; any failure rolls it all back (on drop).
-fn write_batch(conn: &mut Conn, path: &Location, batch: &[Record]) -> Result<(), StoreError> {
+fn write_batch(
+    conn: &mut Conn,
+    path: &Location,
+    keying: &Keying,
+    batch: &[Record],
+) -> Result<(), StoreError> {
     // SQLite's write transaction takes the file's lock up front, so a concurrent writer
     // (`pev approve`) makes this wait on the busy timeout instead of failing midway.
     let mut tx = conn
         .begin(Begin::Write)
         .map_err(|e| crate::db::db_err(path, "begin journal transaction", e))?;
-    let mut written = write::Batch::default();
+    let mut written = write::Batch::new(keying.clone());
     for rec in batch {
         written.apply(&mut tx, path, rec)?;
     }

@@ -115,7 +115,10 @@ fn session_lease(
             match writer.upgrade() {
                 Some(inner) => crate::Journal { inner },
                 None => {
-                    let journal = crate::Journal::start_new(at)?;
+                    let journal = crate::Journal::start_new(
+                        at,
+                        crate::key::load_key(crate::key::CreateKey::Yes)?,
+                    )?;
                     *writer = Arc::downgrade(&journal.inner);
                     journal
                 }

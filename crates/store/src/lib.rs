@@ -14,6 +14,7 @@ mod db;
 mod error;
 mod gc;
 mod journal;
+mod key;
 mod lease;
 #[cfg(feature = "postgres")]
 mod pg;
@@ -21,6 +22,7 @@ mod read;
 mod records;
 mod schema;
 mod store;
+mod verify;
 mod watch;
 mod write;
 
@@ -35,6 +37,7 @@ pub use db::{DbError, Location};
 pub use error::StoreError;
 pub use gc::{GcOptions, GcReport};
 pub use journal::{Journal, MAX_BATCH};
+pub use key::{CreateKey, JournalKey, KEY_FILE_ENV, Keying, key_file, load_key};
 pub use lease::{Lease, LeaseError};
 pub use records::{
     ApprovalRecord, FileHashRecord, HashPhase, ModelCallRecord, MutationRecord, NewRun, Record,

@@ -35,8 +35,9 @@ pub(crate) const SCHEMA: &str = "pev";
 /// The schema version this build writes to Postgres.
 pub(crate) const SCHEMA_VERSION: i64 = PG_MIGRATIONS.len() as i64;
 
-/// Entry `i` migrates version `i` to `i + 1`. Version 1 is SQLite's version 4 layout.
-const PG_MIGRATIONS: &[&str] = &[PG_V1];
+/// Entry `i` migrates version `i` to `i + 1`. Version 1 is SQLite's version 4 layout, version 2
+/// its version 5 (the journal key's MACs: the same statements).
+const PG_MIGRATIONS: &[&str] = &[PG_V1, crate::schema::V5];
 
 const PG_V1: &str = r#"
 CREATE TABLE runs (

@@ -23,10 +23,24 @@ const APPLICATION_ID: i64 = 0x7065_7631;
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
 
 /// One entry per schema version: entry `i` migrates version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The schema version this build writes.
 pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Version 5: the journal key (see `chain.rs`): each run's key id, and a MAC on every row a
+/// verdict or a resume reads. Rows of earlier versions keep NULL and read as not verifiable.
+pub(crate) const V5: &str = "
+ALTER TABLE runs ADD COLUMN key_id TEXT;
+ALTER TABLE runs ADD COLUMN mac TEXT;
+ALTER TABLE plan_versions ADD COLUMN mac TEXT;
+ALTER TABLE step_states ADD COLUMN mac TEXT;
+ALTER TABLE tool_calls ADD COLUMN mac TEXT;
+ALTER TABLE mutations ADD COLUMN mac TEXT;
+ALTER TABLE file_hashes ADD COLUMN mac TEXT;
+ALTER TABLE approvals ADD COLUMN mac TEXT;
+ALTER TABLE model_calls ADD COLUMN mac TEXT;
+";
 
 /// Version 4: a blob may be stored deflated (`encoding = 'deflate'`); its sha256 is still the
 /// raw content's.

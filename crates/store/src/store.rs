@@ -12,6 +12,7 @@ use pev_protocol::event::{Event, EventBody, now_rfc3339};
 use crate::chain::Integrity;
 use crate::db::{Begin, Conn, Dialect, Location, Row, params};
 use crate::error::{StoreError, db_err, json_err};
+use crate::key::{CreateKey, Keying};
 use crate::read;
 use crate::records::{
     ApprovalRecord, ModelCallRecord, NewRun, Record, RunOptions, RunRecord, RunSummary,
@@ -30,6 +31,8 @@ pub struct Guard<'a> {
 pub struct Store {
     conn: RefCell<Option<Conn>>,
     path: Location,
+    /// The journal key, loaded once when the store is opened.
+    keying: Keying,
 }
 
 impl std::fmt::Debug for Store {
@@ -52,18 +55,38 @@ impl Drop for Store {
 impl Store {
     /// Opens the journal at `db`, creating it (and its directory, or its Postgres schema) if
     /// missing, and migrates it.
+    /// The journal key is the environment's (`key.rs`), created if missing.
     pub fn open(db: impl Into<Location>) -> Result<Store, StoreError> {
+        Store::open_keyed(db, crate::key::load_key(CreateKey::Yes)?)
+    }
+
+    /// [`Store::open`] with the journal key given (tests, or a caller that loaded it already).
+    pub fn open_keyed(db: impl Into<Location>, keying: Keying) -> Result<Store, StoreError> {
         let path = db.into();
         let conn = schema::connect(&path, Create::Yes, false)?;
-        Ok(Store { conn: RefCell::new(Some(conn)), path })
+        Ok(Store { conn: RefCell::new(Some(conn)), path, keying })
     }
 
     /// Opens an existing journal; a missing file is [`StoreError::Missing`]. For commands that
-    /// only read (`pev runs`, `pev show`) and must not leave a `.pev/` behind.
+    /// only read (`pev runs`, `pev show`) and must not leave a `.pev/` behind (nor a journal
+    /// key: a missing one is no key, and what was keyed reads as not verifiable).
     pub fn open_existing(db: impl Into<Location>) -> Result<Store, StoreError> {
+        Store::open_existing_keyed(db, crate::key::load_key(CreateKey::No)?)
+    }
+
+    /// [`Store::open_existing`] with the journal key given.
+    pub fn open_existing_keyed(
+        db: impl Into<Location>,
+        keying: Keying,
+    ) -> Result<Store, StoreError> {
         let path = db.into();
         let conn = schema::connect(&path, Create::No, false)?;
-        Ok(Store { conn: RefCell::new(Some(conn)), path })
+        Ok(Store { conn: RefCell::new(Some(conn)), path, keying })
+    }
+
+    /// The journal key this store writes and checks with (or why there is none).
+    pub fn keying(&self) -> &Keying {
+        &self.keying
     }
 
     /// Where the journal is.
@@ -82,16 +105,34 @@ impl Store {
     /// Records a new run: its `runs` row with status `running`, and plan version 1.
     pub fn create_run(&self, run: &NewRun) -> Result<(), StoreError> {
         let run = run.clone();
+        let keying = self.keying.clone();
         self.writing(move |conn, at| {
             let op = format!("create run {}", run.run_id);
             let plan = serde_json::to_string(&run.plan).map_err(|e| json_err(at, &op, e))?;
             let options = serde_json::to_string(&run.options).map_err(|e| json_err(at, &op, e))?;
             let sql = |e| db_err(at, &op, e);
             let mut tx = conn.begin(Begin::Write).map_err(sql)?;
+            // `''`: journaled where no key could be made (not verifiable, but not from before
+            // keys either).
+            let key_id = keying.key().map_or("", |k| k.id());
+            let covered = params![
+                &run.run_id,
+                &run.goal,
+                &run.workspace,
+                "running",
+                &run.created_at,
+                &run.created_at,
+                &options,
+                crate::db::Param::Null,
+                crate::db::Param::Null,
+                key_id
+            ];
+            let mac = keying.key().map(|k| crate::chain::row_mac(k, "runs", covered));
             tx.exec(
-                "INSERT INTO runs (run_id, goal, workspace, status, created_at, updated_at, options)
-                 VALUES (?1, ?2, ?3, 'running', ?4, ?4, ?5)",
-                params![&run.run_id, &run.goal, &run.workspace, &run.created_at, &options],
+                "INSERT INTO runs (run_id, goal, workspace, status, created_at, updated_at, options,
+                     key_id, mac)
+                 VALUES (?1, ?2, ?3, 'running', ?4, ?4, ?5, ?6, ?7)",
+                params![&run.run_id, &run.goal, &run.workspace, &run.created_at, &options, key_id, &mac],
             )
             .map_err(sql)?;
             let row = PlanRow {
@@ -101,8 +142,9 @@ impl Store {
                 reason: "initial plan",
                 created_at: &run.created_at,
             };
-            let mut batch = write::Batch::default();
-            write::insert_plan_version(&mut tx, &mut batch, &row).map_err(sql)?;
+            let mut batch = write::Batch::new(keying);
+            write::insert_plan_version(&mut tx, &mut batch, &row)
+                .map_err(|e| e.into_store(at, &op))?;
             batch.finish(&mut tx, at)?;
             tx.commit().map_err(sql)
         })
@@ -128,10 +170,11 @@ impl Store {
     /// Writes one record in its own transaction (the [`crate::Journal`] batches; this does not).
     pub fn write(&self, rec: &Record) -> Result<(), StoreError> {
         let rec = rec.clone();
+        let keying = self.keying.clone();
         self.writing(move |conn, at| {
             let sql = |e| db_err(at, "write record", e);
             let mut tx = conn.begin(Begin::Write).map_err(sql)?;
-            write::apply(&mut tx, at, &rec)?;
+            write::apply(&mut tx, at, &keying, &rec)?;
             tx.commit().map_err(sql)
         })
     }
@@ -159,6 +202,7 @@ impl Store {
         let run_id = run_id.to_owned();
         let guard = guard.map(|g| (g.kind.to_owned(), g.last));
         let records = records.to_vec();
+        let keying = self.keying.clone();
         self.writing(move |conn, at| {
             let op = format!("append events to run {run_id}");
             let sql = |e| db_err(at, &op, e);
@@ -181,7 +225,7 @@ impl Store {
                 }
             }
             for record in &records {
-                write::apply(&mut tx, at, record)?;
+                write::apply(&mut tx, at, &keying, record)?;
             }
             let mut seq: u64 = tx
                 .query_value(
@@ -192,7 +236,7 @@ impl Store {
             let mut events = Vec::with_capacity(bodies.len());
             for body in bodies {
                 let event = Event { run_id: run_id.clone(), seq, at: now_rfc3339(), body };
-                write::apply(&mut tx, at, &Record::Event(event.clone()))?;
+                write::apply(&mut tx, at, &keying, &Record::Event(event.clone()))?;
                 events.push(event);
                 seq = seq.saturating_add(1);
             }
@@ -347,15 +391,31 @@ impl Store {
             .collect()
     }
 
-    /// Whether the run's events are as pev wrote them (see [`Integrity`]).
+    /// Whether the run's journal is as pev wrote it: its events, every row a verdict or a
+    /// resume reads and the blobs it names, checked with this store's journal key (see
+    /// [`Integrity`]; what is covered is in `chain.rs`).
     pub fn integrity(&self, run_id: &str) -> Result<Integrity, StoreError> {
-        let op = format!("check the hash chain of run {run_id}");
+        let op = format!("check the journal of run {run_id}");
         let mut conn = self.conn();
         let mut tx = conn.begin(Begin::Read).map_err(|e| db_err(&self.path, &op, e))?;
-        let found =
-            crate::chain::verify(&mut tx, run_id).map_err(|e| db_err(&self.path, &op, e))?;
+        let found = crate::verify::verify(&mut tx, &self.keying, run_id)
+            .map_err(|e| db_err(&self.path, &op, e))?;
         tx.commit().map_err(|e| db_err(&self.path, &op, e))?;
         Ok(found)
+    }
+
+    /// [`Store::integrity`], as a gate for acting on a run (resume, a gate's verdict): a run
+    /// changed outside pev is [`StoreError::Tampered`], naming the first bad row; otherwise
+    /// the integrity, which may still be [`Integrity::Unverifiable`] or
+    /// [`Integrity::Unchained`] (journaled without a key this machine can check): a caller
+    /// that needs evidence checks [`Integrity::is_verified`].
+    pub fn require_intact(&self, run_id: &str) -> Result<Integrity, StoreError> {
+        match self.integrity(run_id)? {
+            Integrity::Broken { problem, .. } => {
+                Err(StoreError::Tampered { run_id: run_id.to_owned(), problem })
+            }
+            other => Ok(other),
+        }
     }
 
     /// The run's events in sequence order.
@@ -422,11 +482,12 @@ impl Store {
             by: by.to_owned(),
             at: now_rfc3339(),
         };
+        let keying = self.keying.clone();
         self.writing(move |conn, at| {
             let op = format!("approve step {} of run {}", rec.step_id, rec.run_id);
             let mut tx = conn.begin(Begin::Write).map_err(|e| db_err(at, &op, e))?;
-            let mut batch = write::Batch::default();
-            write::approval(&mut tx, &mut batch, &rec).map_err(|e| db_err(at, &op, e))?;
+            let mut batch = write::Batch::new(keying);
+            write::approval(&mut tx, &mut batch, &rec).map_err(|e| e.into_store(at, &op))?;
             batch.finish(&mut tx, at)?;
             tx.commit().map_err(|e| db_err(at, &op, e))
         })

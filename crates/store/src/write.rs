@@ -7,32 +7,47 @@
 //! journal is what resume trusts.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::db::{Conn, DbError, Location, Param, params};
+use crate::chain::{cover_columns, row_mac, values_mac};
+use crate::db::{Conn, DbError, Location, Param, Value, params};
 use crate::error::{StoreError, db_err, json_err};
+use crate::key::{JournalKey, Keying};
 use crate::records::{
     ApprovalRecord, FileHashRecord, ModelCallRecord, MutationRecord, Record, StepState,
     ToolCallEnd, ToolCallStart, effect_str, step_status_str,
 };
 
 /// Writes `rec` (on its own: see [`Batch`] for many in one transaction).
-pub(crate) fn apply(conn: &mut Conn, path: &Location, rec: &Record) -> Result<(), StoreError> {
-    let mut batch = Batch::default();
+pub(crate) fn apply(
+    conn: &mut Conn,
+    path: &Location,
+    keying: &Keying,
+    rec: &Record,
+) -> Result<(), StoreError> {
+    let mut batch = Batch::new(keying.clone());
     batch.apply(conn, path, rec)?;
     batch.finish(conn, path)
 }
 
 /// What a transaction writing many records keeps between them, so that each costs as few
-/// statements as it can (a round trip each on a server): the chain head and the next model
-/// call and mutation numbers of each run, read once and then carried forward, and the events,
+/// statements as it can (a round trip each on a server): each run's row (its chain head, its
+/// key id, what its MAC covers) and next model call and mutation numbers, read once and then
+/// carried forward, the tool calls started in it (a call's end MACs the whole row), and the
+/// events,
 /// inserted many rows to a statement by [`Batch::finish`]. The transaction is the runs'
 /// only writer while it lasts (SQLite's write lock; the run rows the chain head's read locks on
 /// Postgres), so what was read stays true.
-#[derive(Default)]
 pub(crate) struct Batch {
-    heads: HashMap<String, String>,
+    /// This writer's key (see `key.rs`).
+    keying: Keying,
+    /// Each run's row as it stands in the transaction, and the key its rows are MACed with.
+    runs: HashMap<String, RunState>,
+    /// The columns of the tool calls started in this batch (keyed by run and call), for the
+    /// MAC of their end.
+    calls: HashMap<(String, String), Vec<Value>>,
     model_seq: HashMap<String, u64>,
     mutation_seq: HashMap<String, u64>,
     events: Vec<EventRow>,
@@ -43,6 +58,23 @@ pub(crate) struct Batch {
     /// What the record being applied is, for the errors of its deferred statements.
     label: String,
 }
+
+/// A run's row during a batch.
+struct RunState {
+    /// The columns `runs.mac` covers, in `chain::COVER`'s order (empty: no such run).
+    values: Vec<Value>,
+    /// The key its rows are MACed with; `None` for a run journaled without one.
+    key: Option<Arc<JournalKey>>,
+    /// Whether the row changed (its head or status) and is written at the end.
+    dirty: bool,
+}
+
+/// Indexes into `RunState::values`.
+const RUN_STATUS: usize = 3;
+const RUN_UPDATED: usize = 5;
+const RUN_RESULT: usize = 7;
+const RUN_HEAD: usize = 8;
+const RUN_KEY_ID: usize = 9;
 
 /// A statement waiting to be sent.
 struct Deferred {
@@ -72,6 +104,72 @@ struct EventRow {
 const EVENT_CHUNK: usize = 64;
 
 impl Batch {
+    pub(crate) fn new(keying: Keying) -> Batch {
+        Batch {
+            keying,
+            runs: HashMap::new(),
+            calls: HashMap::new(),
+            model_seq: HashMap::new(),
+            mutation_seq: HashMap::new(),
+            events: Vec::new(),
+            deferred: Vec::new(),
+            deferred_bytes: 0,
+            label: String::new(),
+        }
+    }
+
+    /// The run's row and key, read at its first record of the batch (and locked until the
+    /// transaction ends, on Postgres). A run journaled with a key other than this writer's is
+    /// refused: rows MACed with another key would read as forged.
+    fn run(&mut self, conn: &mut Conn, run_id: &str) -> Result<&mut RunState, WriteError> {
+        if !self.runs.contains_key(run_id) {
+            let values = crate::chain::read_run(conn, run_id)?.unwrap_or_default();
+            let key = match values.get(RUN_KEY_ID) {
+                None | Some(Value::Null) => None,
+                Some(Value::Text(id)) if id.is_empty() => None,
+                Some(Value::Text(id)) => match &self.keying {
+                    Keying::Keyed(k) if k.id() == id => Some(Arc::clone(k)),
+                    Keying::Keyed(k) => {
+                        return Err(WriteError::Key(format!(
+                            "run {run_id} was journaled with another journal key (id {id}); \
+                             this machine's key is {} ({}): set {} to the key it was \
+                             journaled with",
+                            k.id(),
+                            k.file().display(),
+                            crate::key::KEY_FILE_ENV
+                        )));
+                    }
+                    Keying::Unkeyed { why } => {
+                        return Err(WriteError::Key(format!(
+                            "run {run_id} was journaled with journal key id {id}, and here \
+                             there is {why}: set {} to the key it was journaled with",
+                            crate::key::KEY_FILE_ENV
+                        )));
+                    }
+                },
+                Some(other) => {
+                    return Err(WriteError::Key(format!(
+                        "run {run_id}'s key id is not text: {other:?}"
+                    )));
+                }
+            };
+            self.runs.insert(run_id.to_owned(), RunState { values, key, dirty: false });
+        }
+        match self.runs.get_mut(run_id) {
+            Some(state) => Ok(state),
+            None => unreachable!("inserted above"),
+        }
+    }
+
+    /// The key `run_id`'s rows are MACed with (`None`: written without MACs).
+    fn key_of(
+        &mut self,
+        conn: &mut Conn,
+        run_id: &str,
+    ) -> Result<Option<Arc<JournalKey>>, WriteError> {
+        Ok(self.run(conn, run_id)?.key.clone())
+    }
+
     /// Writes `rec`, or (an event) queues it for [`Batch::finish`]. Errors name the record's
     /// kind and run.
     pub(crate) fn apply(
@@ -83,14 +181,19 @@ impl Batch {
         if let Record::Event(e) = rec {
             let op = || format!("write {} of run {}", rec.kind(), e.run_id);
             let body = serde_json::to_string(e).map_err(|err| json_err(path, &op(), err))?;
-            let prev = match self.heads.get(&e.run_id) {
-                Some(head) => head.clone(),
-                None => {
-                    crate::chain::head(conn, &e.run_id).map_err(|err| db_err(path, &op(), err))?
-                }
+            let state = self.run(conn, &e.run_id).map_err(|err| err.into_store(path, &op()))?;
+            let prev = match state.values.get(RUN_HEAD) {
+                Some(Value::Text(head)) => head.as_str(),
+                _ => "",
             };
-            let chain = crate::chain::link(&prev, e.seq, &e.at, e.body.name(), &body);
-            self.heads.insert(e.run_id.clone(), chain.clone());
+            let key = state.key.as_deref();
+            let cols =
+                crate::chain::EventCols { seq: e.seq, at: &e.at, kind: e.body.name(), body: &body };
+            let chain = crate::chain::link(key, &e.run_id, prev, &cols);
+            if let Some(head) = state.values.get_mut(RUN_HEAD) {
+                *head = Value::Text(chain.clone());
+                state.dirty = true;
+            }
             self.events.push(EventRow {
                 run_id: e.run_id.clone(),
                 seq: e.seq,
@@ -167,12 +270,24 @@ impl Batch {
             rest = tail;
         }
         self.events.clear();
-        let mut heads: Vec<(String, String)> = self.heads.drain().collect();
-        heads.sort();
-        for (run, head) in &heads {
-            self.label = format!("write the chain head of run {run}");
-            self.exec(conn, crate::chain::SET_HEAD, params![head, run], None)
-                .map_err(|err| db_err(path, &format!("write the chain head of run {run}"), err))?;
+        // Each changed run's row once: its head and status, and its MAC over all of it.
+        let mut runs: Vec<(String, RunState)> =
+            self.runs.drain().filter(|(_, r)| r.dirty && !r.values.is_empty()).collect();
+        runs.sort_by(|a, b| a.0.cmp(&b.0));
+        self.calls.clear();
+        for (run, state) in &runs {
+            let op = format!("write the row of run {run}");
+            self.label = op.clone();
+            let mac = state.key.as_ref().map(|k| values_mac(k, "runs", &state.values));
+            let v = |i: usize| state.values.get(i).map_or(Param::Null, param_of);
+            self.exec(
+                conn,
+                "UPDATE runs SET status = ?1, updated_at = ?2, result = ?3, chain_head = ?4,
+                     mac = ?5 WHERE run_id = ?6",
+                params![v(RUN_STATUS), v(RUN_UPDATED), v(RUN_RESULT), v(RUN_HEAD), &mac, run],
+                None,
+            )
+            .map_err(|err| db_err(path, &op, err))?;
         }
         self.flush(conn, path)
     }
@@ -289,7 +404,7 @@ fn apply_one(
                 return Err(StoreError::Invalid { path: path.clone(), message });
             }
         }
-        Record::FileHash(h) => file_hash(conn, batch, h).map_err(sql)?,
+        Record::FileHash(h) => file_hash(conn, batch, h).map_err(|e| e.into_store(path, &op()))?,
         Record::Blob { sha256, content } => {
             let (content, encoding) = crate::blob::encode(content);
             batch
@@ -302,28 +417,26 @@ fn apply_one(
                 )
                 .map_err(sql)?;
         }
-        Record::Mutation(m) => mutation(conn, batch, m).map_err(sql)?,
+        Record::Mutation(m) => mutation(conn, batch, m).map_err(|e| e.into_store(path, &op()))?,
         Record::RunStatus { run_id, status, result, updated_at } => {
             let result = result.as_ref().map(serde_json::to_string).transpose().map_err(json)?;
-            let message = format!("{}: no run {run_id:?}", op());
-            let changed = batch
-                .exec(
-                    conn,
-                    "UPDATE runs SET status = ?2, result = ?3, updated_at = ?4 WHERE run_id = ?1",
-                    params![run_id, status, &result, updated_at],
-                    Some(message.clone()),
-                )
-                .map_err(sql)?;
-            if changed == Some(0) {
+            // Written with the run's MAC when the batch ends.
+            let state = batch.run(conn, run_id).map_err(|e| e.into_store(path, &op()))?;
+            if state.values.is_empty() {
+                let message = format!("{}: no run {run_id:?}", op());
                 return Err(StoreError::Invalid { path: path.clone(), message });
             }
+            state.values[RUN_STATUS] = Value::Text(status.clone());
+            state.values[RUN_UPDATED] = Value::Text(updated_at.clone());
+            state.values[RUN_RESULT] = result.map_or(Value::Null, Value::Text);
+            state.dirty = true;
         }
         Record::PlanVersion { run_id, version, plan, reason, created_at } => {
             let plan = serde_json::to_string(plan).map_err(json)?;
             let row = PlanRow { run_id, version: *version, plan: &plan, reason, created_at };
-            insert_plan_version(conn, batch, &row).map_err(sql)?;
+            insert_plan_version(conn, batch, &row).map_err(|e| e.into_store(path, &op()))?;
         }
-        Record::Approval(a) => approval(conn, batch, a).map_err(sql)?,
+        Record::Approval(a) => approval(conn, batch, a).map_err(|e| e.into_store(path, &op()))?,
         Record::ModelCall(m) => {
             model_call(conn, batch, m).map_err(|e| e.into_store(path, &op()))?
         }
@@ -335,15 +448,48 @@ fn apply_one(
 pub(crate) enum WriteError {
     Sql(DbError),
     Json(serde_json::Error),
+    /// The run was journaled with a key this writer does not hold.
+    Key(String),
 }
 
 impl WriteError {
-    fn into_store(self, path: &Location, op: &str) -> StoreError {
+    pub(crate) fn into_store(self, path: &Location, op: &str) -> StoreError {
         match self {
             Self::Sql(e) => db_err(path, op, e),
             Self::Json(e) => json_err(path, op, e),
+            Self::Key(message) => {
+                StoreError::Invalid { path: path.clone(), message: format!("{op}: {message}") }
+            }
         }
     }
+}
+
+/// A value read back, as a parameter again.
+fn param_of(v: &Value) -> Param<'_> {
+    match v {
+        Value::Null => Param::Null,
+        Value::Int(i) => Param::Int(*i),
+        Value::Real(f) => Param::Int(*f as i64),
+        Value::Text(t) => Param::Text(t),
+        Value::Bytes(b) => Param::Bytes(b),
+    }
+}
+
+/// A parameter as the value it is read back as.
+fn value_of(p: &Param<'_>) -> Value {
+    match *p {
+        Param::Null => Value::Null,
+        Param::Int(i) => Value::Int(i),
+        Param::Unsigned(u) => Value::Int(i64::try_from(u).unwrap_or(-1)),
+        Param::Bool(b) => Value::Int(i64::from(b)),
+        Param::Text(t) => Value::Text(t.to_owned()),
+        Param::Bytes(b) => Value::Bytes(b.to_vec()),
+    }
+}
+
+/// The MAC of a row of `table` of a run keyed with `key` (none for a run without one).
+fn mac_of(key: Option<&Arc<JournalKey>>, table: &str, covered: &[Param<'_>]) -> Option<String> {
+    key.map(|k| row_mac(k, table, covered))
 }
 
 impl From<DbError> for WriteError {
@@ -369,6 +515,7 @@ fn opt_json<T: Serialize>(v: Option<&T>) -> Result<Option<String>, WriteError> {
 /// Numbers the call after the run's last one unless it comes numbered: the writer is the run's
 /// only writer, so the read and the insert cannot race within one transaction.
 fn model_call(conn: &mut Conn, b: &mut Batch, m: &ModelCallRecord) -> Result<(), WriteError> {
+    let key = b.key_of(conn, &m.run_id)?;
     // The run's next number is read at its first call of the batch (before any of the batch's
     // inserts, which may wait for the end of it) and carried forward past every call.
     let next = match b.model_seq.get(&m.run_id) {
@@ -383,54 +530,99 @@ fn model_call(conn: &mut Conn, b: &mut Batch, m: &ModelCallRecord) -> Result<(),
     let mut numbered = m.clone();
     numbered.seq = seq;
     let body = to_json(&numbered)?;
+    let covered = params![&m.run_id, seq, &m.role, &m.step_id, &m.started_at, &body];
+    let mac = mac_of(key.as_ref(), "model_calls", covered);
     b.exec(
         conn,
-        "INSERT INTO model_calls (run_id, seq, role, step_id, started_at, body)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![&m.run_id, seq, &m.role, &m.step_id, &m.started_at, &body],
+        "INSERT INTO model_calls (run_id, seq, role, step_id, started_at, body, mac)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        &with_mac(covered, &mac),
         None,
     )?;
     Ok(())
 }
 
+/// `covered` and then the MAC, the parameters of an insert.
+fn with_mac<'a>(covered: &[Param<'a>], mac: &'a Option<String>) -> Vec<Param<'a>> {
+    let mut all = Vec::with_capacity(covered.len() + 1);
+    all.extend_from_slice(covered);
+    all.push(Param::from(mac));
+    all
+}
+
 fn step_state(conn: &mut Conn, b: &mut Batch, s: &StepState) -> Result<(), WriteError> {
+    let key = b.key_of(conn, &s.run_id)?;
     let output = opt_json(s.output.as_ref())?;
     let assertions = to_json(&s.assertions)?;
     let evidence = to_json(&s.evidence)?;
+    let covered = params![
+        &s.run_id,
+        &s.step_id,
+        step_status_str(s.status),
+        s.attempts,
+        &output,
+        &s.error,
+        &s.started_at,
+        &s.ended_at,
+        &assertions,
+        &evidence
+    ];
+    let mac = mac_of(key.as_ref(), "step_states", covered);
     // An upsert keeps the row (and its rowid, which orders `RunRecord::steps`).
     b.exec(
         conn,
         "INSERT INTO step_states (run_id, step_id, status, attempts, output, error, started_at,
-             ended_at, assertions, evidence)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+             ended_at, assertions, evidence, mac)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
          ON CONFLICT (run_id, step_id) DO UPDATE SET status = excluded.status,
              attempts = excluded.attempts, output = excluded.output, error = excluded.error,
              started_at = excluded.started_at, ended_at = excluded.ended_at,
-             assertions = excluded.assertions, evidence = excluded.evidence",
-        params![
-            &s.run_id,
-            &s.step_id,
-            step_status_str(s.status),
-            s.attempts,
-            &output,
-            &s.error,
-            &s.started_at,
-            &s.ended_at,
-            &assertions,
-            &evidence
-        ],
+             assertions = excluded.assertions, evidence = excluded.evidence, mac = excluded.mac",
+        &with_mac(covered, &mac),
         None,
     )?;
     Ok(())
 }
 
+/// Indexes into a tool call's covered columns (`chain::COVER`).
+const CALL_STATUS: usize = 10;
+const CALL_OUTPUT: usize = 11;
+const CALL_ERROR: usize = 12;
+const CALL_ENDED: usize = 14;
+const CALL_DURATION: usize = 15;
+
 fn tool_call_start(conn: &mut Conn, b: &mut Batch, s: &ToolCallStart) -> Result<(), WriteError> {
+    let key = b.key_of(conn, &s.run_id)?;
     let arguments = to_json(&s.arguments)?;
+    let covered = params![
+        &s.run_id,
+        &s.call_id,
+        &s.step_id,
+        s.attempt,
+        &s.tool,
+        effect_str(s.effect),
+        &arguments,
+        &s.path,
+        &s.pre_sha256,
+        &s.intended_sha256,
+        "started",
+        Param::Null,
+        Param::Null,
+        &s.started_at,
+        Param::Null,
+        Param::Null
+    ];
+    let mac = mac_of(key.as_ref(), "tool_calls", covered);
+    if key.is_some() {
+        // Its end, if it comes in this batch, MACs the whole row again.
+        b.calls
+            .insert((s.run_id.clone(), s.call_id.clone()), covered.iter().map(value_of).collect());
+    }
     b.exec(
         conn,
         "INSERT INTO tool_calls (run_id, call_id, step_id, attempt, tool, effect, arguments, path,
-             pre_sha256, intended_sha256, status, started_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'started', ?11)",
+             pre_sha256, intended_sha256, status, started_at, mac)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'started', ?11, ?12)",
         params![
             &s.run_id,
             &s.call_id,
@@ -442,7 +634,8 @@ fn tool_call_start(conn: &mut Conn, b: &mut Batch, s: &ToolCallStart) -> Result<
             &s.path,
             &s.pre_sha256,
             &s.intended_sha256,
-            &s.started_at
+            &s.started_at,
+            &mac
         ],
         None,
     )?;
@@ -456,11 +649,44 @@ fn tool_call_end(
     e: &ToolCallEnd,
     never_started: String,
 ) -> Result<Option<u64>, WriteError> {
+    let key = b.key_of(conn, &e.run_id)?;
     let output = opt_json(e.output.as_ref())?;
+    let mac = match &key {
+        None => None,
+        Some(key) => {
+            // The MAC covers the whole row: the start's columns come from this batch, or from
+            // the row (committed earlier, durably for a call with an effect).
+            let id = (e.run_id.clone(), e.call_id.clone());
+            let mut row = match b.calls.remove(&id) {
+                Some(row) => row,
+                None => {
+                    let sql = format!(
+                        "SELECT {} FROM tool_calls WHERE run_id = ?1 AND call_id = ?2",
+                        cover_columns("tool_calls")
+                    );
+                    match conn.query_opt(&sql, params![&e.run_id, &e.call_id])? {
+                        Some(r) => r.0,
+                        None => return Ok(Some(0)),
+                    }
+                }
+            };
+            if row.len() <= CALL_DURATION {
+                return Ok(Some(0));
+            }
+            row[CALL_STATUS] = Value::Text(e.status.as_str().to_owned());
+            row[CALL_OUTPUT] = output.clone().map_or(Value::Null, Value::Text);
+            row[CALL_ERROR] = e.error.clone().map_or(Value::Null, Value::Text);
+            row[CALL_ENDED] = Value::Text(e.ended_at.clone());
+            row[CALL_DURATION] = value_of(&Param::from(e.duration_ms));
+            let mac = values_mac(key, "tool_calls", &row);
+            b.calls.insert(id, row);
+            Some(mac)
+        }
+    };
     Ok(b.exec(
         conn,
         "UPDATE tool_calls SET status = ?3, output = ?4, error = ?5, ended_at = ?6,
-             duration_ms = ?7
+             duration_ms = ?7, mac = ?8
          WHERE run_id = ?1 AND call_id = ?2",
         params![
             &e.run_id,
@@ -469,24 +695,30 @@ fn tool_call_end(
             &output,
             &e.error,
             &e.ended_at,
-            &e.duration_ms
+            &e.duration_ms,
+            &mac
         ],
         Some(never_started),
     )?)
 }
 
-fn file_hash(conn: &mut Conn, b: &mut Batch, h: &FileHashRecord) -> Result<(), DbError> {
+fn file_hash(conn: &mut Conn, b: &mut Batch, h: &FileHashRecord) -> Result<(), WriteError> {
+    let key = b.key_of(conn, &h.run_id)?;
+    let covered =
+        params![&h.run_id, &h.step_id, &h.path, h.phase.as_str(), &h.sha256, &h.bytes, &h.at];
+    let mac = mac_of(key.as_ref(), "file_hashes", covered);
     b.exec(
         conn,
-        "INSERT INTO file_hashes (run_id, step_id, path, phase, sha256, bytes, at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        params![&h.run_id, &h.step_id, &h.path, h.phase.as_str(), &h.sha256, &h.bytes, &h.at],
+        "INSERT INTO file_hashes (run_id, step_id, path, phase, sha256, bytes, at, mac)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        &with_mac(covered, &mac),
         None,
     )?;
     Ok(())
 }
 
-fn mutation(conn: &mut Conn, b: &mut Batch, m: &MutationRecord) -> Result<(), DbError> {
+fn mutation(conn: &mut Conn, b: &mut Batch, m: &MutationRecord) -> Result<(), WriteError> {
+    let key = b.key_of(conn, &m.run_id)?;
     // The sequence number orders a run's mutations; the primary key index makes MAX cheap, and
     // a batch reads it once per run.
     let next: u64 = match b.mutation_seq.get(&m.run_id) {
@@ -498,24 +730,26 @@ fn mutation(conn: &mut Conn, b: &mut Batch, m: &MutationRecord) -> Result<(), Db
     };
     b.mutation_seq.insert(m.run_id.clone(), next + 1);
     let f = &m.mutation;
+    let covered = params![
+        &m.run_id,
+        next,
+        &m.step_id,
+        &f.path,
+        f.bytes_before,
+        f.bytes_after,
+        f.lines_added,
+        f.lines_removed,
+        f.no_op,
+        &m.before_sha256,
+        &m.after_sha256
+    ];
+    let mac = mac_of(key.as_ref(), "mutations", covered);
     b.exec(
         conn,
         "INSERT INTO mutations (run_id, seq, step_id, path, bytes_before, bytes_after,
-             lines_added, lines_removed, no_op, before_sha256, after_sha256)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        params![
-            &m.run_id,
-            next,
-            &m.step_id,
-            &f.path,
-            f.bytes_before,
-            f.bytes_after,
-            f.lines_added,
-            f.lines_removed,
-            f.no_op,
-            &m.before_sha256,
-            &m.after_sha256
-        ],
+             lines_added, lines_removed, no_op, before_sha256, after_sha256, mac)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        &with_mac(covered, &mac),
         None,
     )?;
     Ok(())
@@ -534,24 +768,34 @@ pub(crate) fn insert_plan_version(
     conn: &mut Conn,
     b: &mut Batch,
     r: &PlanRow<'_>,
-) -> Result<(), DbError> {
+) -> Result<(), WriteError> {
+    let key = b.key_of(conn, r.run_id)?;
+    let covered = params![r.run_id, r.version, r.plan, r.reason, r.created_at];
+    let mac = mac_of(key.as_ref(), "plan_versions", covered);
     b.exec(
         conn,
-        "INSERT INTO plan_versions (run_id, version, plan, reason, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![r.run_id, r.version, r.plan, r.reason, r.created_at],
+        "INSERT INTO plan_versions (run_id, version, plan, reason, created_at, mac)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        &with_mac(covered, &mac),
         None,
     )?;
     Ok(())
 }
 
 /// Inserts an approval; a step approved already keeps its first approval.
-pub(crate) fn approval(conn: &mut Conn, b: &mut Batch, a: &ApprovalRecord) -> Result<(), DbError> {
+pub(crate) fn approval(
+    conn: &mut Conn,
+    b: &mut Batch,
+    a: &ApprovalRecord,
+) -> Result<(), WriteError> {
+    let key = b.key_of(conn, &a.run_id)?;
+    let covered = params![&a.run_id, &a.step_id, &a.by, &a.at];
+    let mac = mac_of(key.as_ref(), "approvals", covered);
     b.exec(
         conn,
-        "INSERT INTO approvals (run_id, step_id, \"by\", at) VALUES (?1, ?2, ?3, ?4)
+        "INSERT INTO approvals (run_id, step_id, \"by\", at, mac) VALUES (?1, ?2, ?3, ?4, ?5)
          ON CONFLICT (run_id, step_id) DO NOTHING",
-        params![&a.run_id, &a.step_id, &a.by, &a.at],
+        &with_mac(covered, &mac),
         None,
     )?;
     Ok(())

@@ -2,7 +2,7 @@
 //! optimistic guard of read-decide-write callers in other processes, and all-or-nothing writes.
 
 use pev_protocol::event::EventBody;
-use pev_store::{Guard, Record, Store};
+use pev_store::{Guard, Record};
 
 use super::{create, db};
 
@@ -13,13 +13,13 @@ fn warning(text: &str) -> EventBody {
 #[test]
 fn appends_number_on_and_the_chain_holds() {
     let db = db();
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     create(&store, "r1", "2026-11-25T10:00:00.000Z");
     let a = store.append_event("r1", warning("a")).unwrap();
     let b = store.append_event("r1", warning("b")).unwrap();
     assert_eq!((a.seq, b.seq), (0, 1));
     // Another connection (another process) continues the numbering.
-    let other = Store::open(&db.path).unwrap();
+    let other = crate::suite::open_store(&db.path).unwrap();
     assert_eq!(other.append_event("r1", warning("c")).unwrap().seq, 2);
     assert!(!store.integrity("r1").unwrap().is_broken());
     assert!(store.append_event("nope", warning("x")).is_err());
@@ -28,7 +28,7 @@ fn appends_number_on_and_the_chain_holds() {
 #[test]
 fn a_guard_refuses_a_writer_that_read_before_a_newer_event() {
     let db = db();
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     create(&store, "r1", "2026-11-25T10:00:00.000Z");
     let first = store.append_event("r1", warning("state 1")).unwrap();
     // Two writers read the same state; the first to write wins.

@@ -8,7 +8,7 @@ use super::{create, db, event_rec};
 
 fn journal_with(events: u64) -> (super::Db, Store) {
     let db = db();
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     create(&store, "r1", "2026-01-01T00:00:00Z");
     create(&store, "r2", "2026-01-01T00:00:01Z");
     for seq in 0..events {
@@ -17,6 +17,13 @@ fn journal_with(events: u64) -> (super::Db, Store) {
     }
     (db, store)
 }
+
+/// What a run journaled before keys looks like: no key id, no MACs.
+pub(super) const LEGACY: &str = "UPDATE runs SET key_id = NULL, mac = NULL; \
+    UPDATE plan_versions SET mac = NULL; UPDATE step_states SET mac = NULL; \
+    UPDATE tool_calls SET mac = NULL; UPDATE mutations SET mac = NULL; \
+    UPDATE file_hashes SET mac = NULL; UPDATE approvals SET mac = NULL; \
+    UPDATE model_calls SET mac = NULL";
 
 fn tamper(path: &std::path::Path, sql: &str) {
     Connection::open(path).unwrap().execute_batch(sql).unwrap();
@@ -69,14 +76,17 @@ fn an_inserted_event_is_caught() {
 #[test]
 fn a_run_from_before_the_chain_is_not_verifiable_rather_than_broken() {
     let (db, store) = journal_with(2);
-    tamper(&db.path, "UPDATE events SET chain = NULL; UPDATE runs SET chain_head = NULL");
+    tamper(
+        &db.path,
+        &format!("{LEGACY}; UPDATE events SET chain = NULL; UPDATE runs SET chain_head = NULL"),
+    );
     assert_eq!(store.integrity("r1").unwrap(), Integrity::Unchained { events: 2 });
 }
 
 #[test]
 fn a_chain_removed_from_a_run_that_journaled_its_sandbox_is_broken_not_old() {
     let db = db();
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     create(&store, "r1", "2026-01-01T00:00:00Z");
     let started = pev_protocol::event::Event {
         run_id: "r1".into(),
@@ -91,7 +101,10 @@ fn a_chain_removed_from_a_run_that_journaled_its_sandbox_is_broken_not_old() {
     };
     store.write(&pev_store::Record::Event(started)).unwrap();
     store.write(&event_rec("r1", 1)).unwrap();
-    tamper(&db.path, "UPDATE events SET chain = NULL; UPDATE runs SET chain_head = NULL");
+    tamper(
+        &db.path,
+        &format!("{LEGACY}; UPDATE events SET chain = NULL; UPDATE runs SET chain_head = NULL"),
+    );
     let found = store.integrity("r1").unwrap();
     assert!(found.describe().contains("hash chain was removed"), "{found:?}");
 }

@@ -12,7 +12,7 @@ use std::thread;
 
 use pev_protocol::event::EventBody;
 use pev_protocol::run::StepStatus;
-use pev_store::{Journal, Location, Record, Store, StoreError};
+use pev_store::{Location, Record, StoreError};
 use serde_json::json;
 
 use super::{event_rec, new_run, step_state};
@@ -149,7 +149,7 @@ conformance!(
 fn a_failed_write_rolls_back_its_whole_transaction(b: &Backend) {
     use pev_protocol::tool::Effect;
     use pev_store::{ToolCallEnd, ToolCallStart, ToolCallStatus};
-    let store = Store::open(&b.at).unwrap();
+    let store = crate::suite::open_store(&b.at).unwrap();
     store.create_run(&new_run("r1", T0, 1)).unwrap();
     let start = ToolCallStart {
         run_id: "r1".into(),
@@ -182,16 +182,16 @@ fn a_failed_write_rolls_back_its_whole_transaction(b: &Backend) {
     assert!(run.tool_calls.is_empty(), "{:?}", run.tool_calls);
     assert!(store.events("r1").unwrap().is_empty());
     // A statement the database refuses names its record.
-    let journal = Journal::start(&b.at).unwrap();
+    let journal = crate::suite::start_journal(&b.at).unwrap();
     journal.record_durable(event_rec("r1", 0)).unwrap();
     let err = journal.record_durable(event_rec("r1", 0)).unwrap_err();
     assert!(err.to_string().contains("write event of run r1"), "{err}");
 }
 
 fn quotes_backslashes_and_nul_in_text_survive(b: &Backend) {
-    let store = Store::open(&b.at).unwrap();
+    let store = crate::suite::open_store(&b.at).unwrap();
     store.create_run(&new_run("r1", T0, 1)).unwrap();
-    let journal = Journal::start(&b.at).unwrap();
+    let journal = crate::suite::start_journal(&b.at).unwrap();
     let text = "it's \\ a 'quote'; DROP TABLE runs; -- ünï \u{0} end";
     let mut state = step_state("r1", "s0", StepStatus::Failed);
     state.error = Some(text.to_owned());
@@ -215,7 +215,7 @@ fn quotes_backslashes_and_nul_in_text_survive(b: &Backend) {
 const T0: &str = "2026-01-01T00:00:00.000Z";
 
 fn create_resolve_and_list_order(b: &Backend) {
-    let store = Store::open(&b.at).unwrap();
+    let store = crate::suite::open_store(&b.at).unwrap();
     store.create_run(&new_run("20260101-000000-aaaaaa", "2026-01-01T00:00:00.000Z", 2)).unwrap();
     store.create_run(&new_run("20260101-000001-bbbbbb", "2026-01-01T00:00:01.000Z", 3)).unwrap();
     store
@@ -259,9 +259,9 @@ fn create_resolve_and_list_order(b: &Backend) {
 }
 
 fn event_sequence_is_gapless_and_a_duplicate_is_rejected(b: &Backend) {
-    let store = Store::open(&b.at).unwrap();
+    let store = crate::suite::open_store(&b.at).unwrap();
     store.create_run(&new_run("r1", T0, 3)).unwrap();
-    let journal = Journal::start(&b.at).unwrap();
+    let journal = crate::suite::start_journal(&b.at).unwrap();
     for seq in 0..50 {
         journal.record(event_rec("r1", seq)).unwrap();
     }
@@ -287,7 +287,7 @@ fn event_sequence_is_gapless_and_a_duplicate_is_rejected(b: &Backend) {
 }
 
 fn a_duplicate_run_is_rejected(b: &Backend) {
-    let store = Store::open(&b.at).unwrap();
+    let store = crate::suite::open_store(&b.at).unwrap();
     store.create_run(&new_run("r1", T0, 3)).unwrap();
     let err = store.create_run(&new_run("r1", T0, 1)).unwrap_err();
     assert!(matches!(err, StoreError::Db { .. }), "{err}");
@@ -296,7 +296,7 @@ fn a_duplicate_run_is_rejected(b: &Backend) {
 }
 
 fn blobs_are_deduplicated_and_come_back_whole(b: &Backend) {
-    let store = Store::open(&b.at).unwrap();
+    let store = crate::suite::open_store(&b.at).unwrap();
     let text = "line of a file that repeats\n".repeat(200).into_bytes();
     let binary: Vec<u8> = (0..=255u8).cycle().take(3000).collect();
     for (sha, content) in [("a".repeat(64), &text), ("b".repeat(64), &binary)] {
@@ -312,7 +312,7 @@ fn blobs_are_deduplicated_and_come_back_whole(b: &Backend) {
 }
 
 fn approvals_keep_the_first(b: &Backend) {
-    let store = Store::open(&b.at).unwrap();
+    let store = crate::suite::open_store(&b.at).unwrap();
     store.create_run(&new_run("r1", T0, 3)).unwrap();
     store.approve("r1", "s1", "alice").unwrap();
     store.approve("r1", "s1", "bob").unwrap();
@@ -325,7 +325,7 @@ fn approvals_keep_the_first(b: &Backend) {
 }
 
 fn json_round_trips_byte_for_byte(b: &Backend) {
-    let store = Store::open(&b.at).unwrap();
+    let store = crate::suite::open_store(&b.at).unwrap();
     // Key order, unicode, escapes, big and fractional numbers: what went in comes out.
     let plan_text = r#"{"goal":"ünïcode \"quoted\" \\ tab\t","zeta":1,"alpha":[1.5,-0,12345678901234567890,1e-7],"steps":[{"tool":"file.read","id":"s0"}],"nested":{"b":null,"a":true}}"#;
     let plan: serde_json::Value = serde_json::from_str(plan_text).unwrap();
@@ -336,7 +336,7 @@ fn json_round_trips_byte_for_byte(b: &Backend) {
     let loaded = store.load_run("r1").unwrap();
     assert_eq!(serde_json::to_string(&loaded.plan).unwrap(), serde_json::to_string(&plan).unwrap());
     assert_eq!(loaded.goal, "ünïcode \u{1F600}");
-    let journal = Journal::start(&b.at).unwrap();
+    let journal = crate::suite::start_journal(&b.at).unwrap();
     let state = step_state("r1", "s0", StepStatus::Done);
     journal.record(Record::StepState(state.clone())).unwrap();
     journal.record(event_rec("r1", 0)).unwrap();
@@ -354,9 +354,9 @@ fn json_round_trips_byte_for_byte(b: &Backend) {
 }
 
 fn an_error_in_a_batch_is_sticky(b: &Backend) {
-    let store = Store::open(&b.at).unwrap();
+    let store = crate::suite::open_store(&b.at).unwrap();
     store.create_run(&new_run("r1", T0, 3)).unwrap();
-    let journal = Journal::start(&b.at).unwrap();
+    let journal = crate::suite::start_journal(&b.at).unwrap();
     // A status for a run that does not exist fails its batch.
     let bad = Record::RunStatus {
         run_id: "ghost".into(),
@@ -373,15 +373,15 @@ fn an_error_in_a_batch_is_sticky(b: &Backend) {
 }
 
 fn reads_during_writes_see_whole_commits(b: &Backend) {
-    let store = Store::open(&b.at).unwrap();
+    let store = crate::suite::open_store(&b.at).unwrap();
     store.create_run(&new_run("r1", T0, 3)).unwrap();
-    let journal = Journal::start(&b.at).unwrap();
+    let journal = crate::suite::start_journal(&b.at).unwrap();
     let done = Arc::new(AtomicBool::new(false));
     let reads = Arc::new(AtomicU64::new(0));
     let reader = {
         let (at, done, reads) = (b.at.clone(), Arc::clone(&done), Arc::clone(&reads));
         thread::spawn(move || {
-            let store = Store::open_existing(&at).unwrap();
+            let store = crate::suite::open_existing(&at).unwrap();
             while !done.load(Ordering::Relaxed) {
                 let run = store.load_run("r1").unwrap();
                 // Step state i is queued before event i, and a commit holds a prefix of the
@@ -414,19 +414,19 @@ fn racing_opens_migrate_once(b: &Backend) {
     let handles: Vec<_> = (0..8)
         .map(|_| {
             let at = reparse(&b.at);
-            thread::spawn(move || Store::open(&at).map(drop))
+            thread::spawn(move || crate::suite::open_store(&at).map(drop))
         })
         .collect();
     for h in handles {
         h.join().unwrap().unwrap();
     }
-    let store = Store::open_existing(&b.at).unwrap();
+    let store = crate::suite::open_existing(&b.at).unwrap();
     assert!(store.list_runs().unwrap().is_empty());
     assert_eq!(store.integrity_check().unwrap(), "ok");
 }
 
 fn a_newer_schema_is_refused(b: &Backend) {
-    Store::open(&b.at).unwrap();
+    crate::suite::open_store(&b.at).unwrap();
     match &b.at {
         Location::File(path) => {
             let conn = rusqlite::Connection::open(path).unwrap();
@@ -440,13 +440,13 @@ fn a_newer_schema_is_refused(b: &Backend) {
                 .unwrap();
         }
     }
-    let err = Store::open(reparse(&b.at)).unwrap_err();
+    let err = crate::suite::open_store(reparse(&b.at)).unwrap_err();
     assert!(matches!(err, StoreError::TooNew { found: 99, .. }), "{err}");
     assert!(err.to_string().contains("newer pev"), "{err}");
 }
 
 fn a_lease_is_exclusive_and_released(b: &Backend) {
-    let store = Store::open(&b.at).unwrap();
+    let store = crate::suite::open_store(&b.at).unwrap();
     store.create_run(&new_run("r1", T0, 3)).unwrap();
     // Two handles that share nothing, as two processes would.
     let first = b.at.lease("r1").unwrap();
@@ -461,7 +461,7 @@ fn a_lease_is_exclusive_and_released(b: &Backend) {
 }
 
 fn gc_collects_old_runs_and_their_blobs(b: &Backend) {
-    let store = Store::open(&b.at).unwrap();
+    let store = crate::suite::open_store(&b.at).unwrap();
     let sha_old = "d".repeat(64);
     let sha_kept = "e".repeat(64);
     for (id, at) in [("old", "2020-01-01T00:00:00.000Z"), ("new", "2030-01-01T00:00:00.000Z")] {
@@ -494,9 +494,9 @@ fn gc_collects_old_runs_and_their_blobs(b: &Backend) {
 }
 
 fn events_after_reads_only_what_is_new(b: &Backend) {
-    let store = Store::open(&b.at).unwrap();
+    let store = crate::suite::open_store(&b.at).unwrap();
     store.create_run(&new_run("r1", T0, 3)).unwrap();
-    let journal = Journal::start(&b.at).unwrap();
+    let journal = crate::suite::start_journal(&b.at).unwrap();
     for seq in 0..5 {
         journal.record(event_rec("r1", seq)).unwrap();
     }
@@ -530,10 +530,10 @@ fn reparse(at: &Location) -> Location {
 #[test]
 fn postgres_a_lost_session_frees_the_run_and_fences_its_writer() {
     let Some(b) = postgres() else { return };
-    let store = Store::open(&b.at).unwrap();
+    let store = crate::suite::open_store(&b.at).unwrap();
     store.create_run(&new_run("r1", T0, 3)).unwrap();
     let lease = b.at.lease("r1").unwrap();
-    let journal = Journal::start(&b.at).unwrap();
+    let journal = crate::suite::start_journal(&b.at).unwrap();
     journal.record_durable(event_rec("r1", 0)).unwrap();
     let other = reparse(&b.at);
     let refused = other.lease("r1").unwrap_err();
@@ -567,7 +567,7 @@ fn postgres_a_lost_session_frees_the_run_and_fences_its_writer() {
     };
     assert!(store.write(&status).is_err());
     assert!(store.create_run(&new_run("r1.s1.1", T0, 1)).is_err());
-    let seen = Store::open_existing(reparse(&b.at)).unwrap();
+    let seen = crate::suite::open_existing(reparse(&b.at)).unwrap();
     assert_eq!(seen.load_run("r1").unwrap().status, "running");
     assert!(seen.load_run("r1.s1.1").is_err());
     drop(lease);

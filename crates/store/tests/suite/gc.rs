@@ -43,7 +43,7 @@ fn finish(store: &Store, run: &str, at: &str) {
 #[test]
 fn old_finished_runs_go_with_their_children_and_their_blobs_only() {
     let db = db();
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     let (old_blob, shared_blob, new_blob, orphan) =
         ("a".repeat(64), "b".repeat(64), "c".repeat(64), "d".repeat(64));
     // An old finished run with a child run; an old run still running; a recent run.
@@ -110,7 +110,7 @@ fn old_finished_runs_go_with_their_children_and_their_blobs_only() {
 #[test]
 fn held_and_resumable_runs_stay_and_blobs_wait_for_quiet() {
     let db = db();
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     let sha = "e".repeat(64);
     for (run, status) in [("held", "success"), ("stopped", "partial"), ("done", "success")] {
         store.create_run(&new_run(run, "2026-01-01T00:00:00.000Z", 1)).unwrap();

@@ -5,7 +5,7 @@ use std::thread;
 use std::time::Duration;
 
 use pev_protocol::run::StepStatus;
-use pev_store::{Journal, MAX_BATCH, Record, Store, StoreError, ToolCallEnd, ToolCallStatus};
+use pev_store::{MAX_BATCH, Record, StoreError, ToolCallEnd, ToolCallStatus};
 use rusqlite::Connection;
 
 use super::{create, db, event, event_rec, step_state};
@@ -26,9 +26,9 @@ fn count(path: &std::path::Path, table: &str) -> i64 {
 #[test]
 fn queued_records_are_committed_in_groups() {
     let db = db();
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     create(&store, "r1", "2026-01-01T00:00:00.000Z");
-    let journal = Journal::start(&db.path).unwrap();
+    let journal = crate::suite::start_journal(&db.path).unwrap();
     let locker = lock(&db.path);
     for seq in 0..1000 {
         journal.record(event_rec("r1", seq)).unwrap();
@@ -44,9 +44,9 @@ fn queued_records_are_committed_in_groups() {
 #[test]
 fn a_group_holds_at_most_max_batch_records() {
     let db = db();
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     create(&store, "r1", "2026-01-01T00:00:00.000Z");
-    let journal = Journal::start(&db.path).unwrap();
+    let journal = crate::suite::start_journal(&db.path).unwrap();
     let locker = lock(&db.path);
     let n = 10_000u64;
     for seq in 0..n {
@@ -66,9 +66,9 @@ fn a_group_holds_at_most_max_batch_records() {
 #[test]
 fn record_durable_is_visible_to_another_connection_when_it_returns() {
     let db = db();
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     create(&store, "r1", "2026-01-01T00:00:00.000Z");
-    let journal = Journal::start(&db.path).unwrap();
+    let journal = crate::suite::start_journal(&db.path).unwrap();
     for seq in 0..5 {
         journal.record(event_rec("r1", seq)).unwrap();
         journal.record_durable(event_rec("r1", seq + 100)).unwrap();
@@ -83,9 +83,9 @@ fn record_durable_is_visible_to_another_connection_when_it_returns() {
 #[test]
 fn a_failed_record_fails_its_whole_batch_and_the_error_sticks() {
     let db = db();
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     create(&store, "r1", "2026-01-01T00:00:00.000Z");
-    let journal = Journal::start(&db.path).unwrap();
+    let journal = crate::suite::start_journal(&db.path).unwrap();
     journal.record_durable(event_rec("r1", 0)).unwrap();
 
     // The writer takes seq 1 and blocks on the lock; seq 2 and the duplicate seq 0 then queue
@@ -124,9 +124,9 @@ fn a_failed_record_fails_its_whole_batch_and_the_error_sticks() {
 #[test]
 fn the_end_of_a_call_that_never_started_is_an_error() {
     let db = db();
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     create(&store, "r1", "2026-01-01T00:00:00.000Z");
-    let journal = Journal::start(&db.path).unwrap();
+    let journal = crate::suite::start_journal(&db.path).unwrap();
     let end = ToolCallEnd {
         run_id: "r1".into(),
         call_id: "ghost".into(),
@@ -143,10 +143,10 @@ fn the_end_of_a_call_that_never_started_is_an_error() {
 #[test]
 fn a_record_for_an_unknown_run_is_an_error() {
     let db = db();
-    let journal = Journal::start(&db.path).unwrap();
+    let journal = crate::suite::start_journal(&db.path).unwrap();
     let err = journal.record_durable(event_rec("nope", 0)).unwrap_err();
     assert!(err.to_string().contains("FOREIGN KEY constraint failed"), "{err}");
-    let status = Journal::start(&db.path).unwrap();
+    let status = crate::suite::start_journal(&db.path).unwrap();
     let err = status
         .record_durable(Record::RunStatus {
             run_id: "nope".into(),
@@ -161,9 +161,9 @@ fn a_record_for_an_unknown_run_is_an_error() {
 #[test]
 fn clones_share_the_writer_and_dropping_the_last_commits_what_was_queued() {
     let db = db();
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     create(&store, "r1", "2026-01-01T00:00:00.000Z");
-    let journal = Journal::start(&db.path).unwrap();
+    let journal = crate::suite::start_journal(&db.path).unwrap();
     let workers: Vec<_> = (0..4u64)
         .map(|w| {
             let j = journal.clone();
@@ -190,18 +190,18 @@ fn clones_share_the_writer_and_dropping_the_last_commits_what_was_queued() {
 fn numbering_continues_after_a_reopen() {
     let db = db();
     {
-        let store = Store::open(&db.path).unwrap();
+        let store = crate::suite::open_store(&db.path).unwrap();
         create(&store, "r1", "2026-01-01T00:00:00.000Z");
-        let journal = Journal::start(&db.path).unwrap();
+        let journal = crate::suite::start_journal(&db.path).unwrap();
         for seq in 0..4 {
             journal.record(event_rec("r1", seq)).unwrap();
         }
         journal.close().unwrap();
     }
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     let next = store.load_run("r1").unwrap().next_seq;
     assert_eq!(next, 4);
-    let journal = Journal::start(&db.path).unwrap();
+    let journal = crate::suite::start_journal(&db.path).unwrap();
     journal.record(Record::Event(event("r1", next))).unwrap();
     journal.close().unwrap();
     let seqs: Vec<u64> = store.events("r1").unwrap().iter().map(|e| e.seq).collect();
@@ -212,9 +212,9 @@ fn numbering_continues_after_a_reopen() {
 #[test]
 fn a_store_reads_and_approves_while_a_journal_writes() {
     let db = db();
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     create(&store, "r1", "2026-01-01T00:00:00.000Z");
-    let journal = Journal::start(&db.path).unwrap();
+    let journal = crate::suite::start_journal(&db.path).unwrap();
     let writer = {
         let j = journal.clone();
         thread::spawn(move || {

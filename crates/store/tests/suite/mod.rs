@@ -5,6 +5,7 @@ mod chain;
 mod conformance;
 mod gc;
 mod journal;
+mod keyed;
 mod open;
 mod reads;
 mod roundtrip;
@@ -84,4 +85,29 @@ pub fn step_state(run_id: &str, step: &str, status: StepStatus) -> StepState {
         }],
         evidence: vec!["read 8 bytes".to_owned()],
     }
+}
+
+/// The journal key every test journal is written with: one file under the target's temporary
+/// directory, never the home directory's.
+pub fn keying() -> pev_store::Keying {
+    let file =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pev-store-tests").join("journal.key");
+    pev_store::Keying::from_file(&file, pev_store::CreateKey::Yes).unwrap()
+}
+
+/// `Store::open` with the tests' key.
+pub fn open_store(at: impl Into<pev_store::Location>) -> Result<Store, pev_store::StoreError> {
+    Store::open_keyed(at, keying())
+}
+
+/// `Store::open_existing` with the tests' key.
+pub fn open_existing(at: impl Into<pev_store::Location>) -> Result<Store, pev_store::StoreError> {
+    Store::open_existing_keyed(at, keying())
+}
+
+/// `Journal::start` with the tests' key.
+pub fn start_journal(
+    at: impl Into<pev_store::Location>,
+) -> Result<pev_store::Journal, pev_store::StoreError> {
+    pev_store::Journal::start_keyed(at, keying())
 }

@@ -7,7 +7,7 @@ use super::{create, db, new_run, step_state};
 
 fn three_runs() -> (super::Db, Store) {
     let db = db();
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     create(&store, "20260101-000000-aaaaaa", "2026-01-01T00:00:00.000Z");
     create(&store, "20260101-000000-aabbbb", "2026-01-01T00:00:00.500Z");
     create(&store, "20260102-000000-cccccc", "2026-01-02T00:00:00.000Z");
@@ -45,7 +45,7 @@ fn an_ambiguous_prefix_lists_its_candidates_newest_first() {
 #[test]
 fn an_ambiguity_message_names_ten_and_counts_the_rest() {
     let db = db();
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     for i in 0..12 {
         create(&store, &format!("run-{i:02}"), &format!("2026-01-01T00:00:{i:02}.000Z"));
     }
@@ -57,7 +57,7 @@ fn an_ambiguity_message_names_ten_and_counts_the_rest() {
 #[test]
 fn unknown_ids_are_not_found_with_a_clear_message() {
     let db = db();
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     let err = store.resolve_run("last").unwrap_err();
     assert!(matches!(&err, StoreError::NotFound(id) if id == "last"), "{err:?}");
     assert_eq!(err.to_string(), "no run in the journal yet");
@@ -105,7 +105,7 @@ fn list_runs_is_newest_first_with_step_counts() {
 #[test]
 fn steps_total_falls_back_to_the_step_states_when_the_plan_has_no_steps_array() {
     let db = db();
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     let mut run = new_run("r1", "2026-01-01T00:00:00.000Z", 0);
     run.plan = serde_json::json!({"goal": "no steps key"});
     store.create_run(&run).unwrap();
@@ -117,7 +117,7 @@ fn steps_total_falls_back_to_the_step_states_when_the_plan_has_no_steps_array() 
 #[test]
 fn approvals_are_recorded_once_and_loaded() {
     let db = db();
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     create(&store, "r1", "2026-01-01T00:00:00.000Z");
     store.approve("r1", "s2", "alice").unwrap();
     store.approve("r1", "s2", "bob").unwrap();

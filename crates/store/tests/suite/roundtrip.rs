@@ -7,8 +7,8 @@ use pev_protocol::run::{
 };
 use pev_protocol::tool::Effect;
 use pev_store::{
-    ApprovalRecord, FileHashRecord, HashPhase, Journal, ModelCallRecord, MutationRecord, Record,
-    Store, ToolCallEnd, ToolCallStart, ToolCallStatus,
+    ApprovalRecord, FileHashRecord, HashPhase, ModelCallRecord, MutationRecord, Record,
+    ToolCallEnd, ToolCallStart, ToolCallStatus,
 };
 use serde_json::json;
 
@@ -54,9 +54,9 @@ fn result() -> RunResult {
 #[test]
 fn every_record_kind_round_trips() {
     let db = db();
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     create(&store, "r1", "2026-01-01T00:00:00.000Z");
-    let journal = Journal::start(&db.path).unwrap();
+    let journal = crate::suite::start_journal(&db.path).unwrap();
 
     let ev = event("r1", 0);
     let ev1 = pev_protocol::Event {
@@ -204,7 +204,7 @@ fn every_record_kind_round_trips() {
 #[test]
 fn a_fresh_run_has_its_first_plan_version_and_nothing_else() {
     let db = db();
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     create(&store, "r1", "2026-01-01T00:00:00.000Z");
     let run = store.load_run("r1").unwrap();
     assert_eq!(run.status, "running");
@@ -220,7 +220,7 @@ fn a_fresh_run_has_its_first_plan_version_and_nothing_else() {
 #[test]
 fn a_duplicate_run_id_is_refused() {
     let db = db();
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     create(&store, "r1", "2026-01-01T00:00:00.000Z");
     let err = store.create_run(&super::new_run("r1", "2026-01-02T00:00:00.000Z", 1)).unwrap_err();
     let msg = err.to_string();
@@ -232,10 +232,10 @@ fn a_duplicate_run_id_is_refused() {
 #[test]
 fn model_calls_are_numbered_per_run_and_come_back_whole() {
     let db = db();
-    let store = Store::open(&db.path).unwrap();
+    let store = crate::suite::open_store(&db.path).unwrap();
     create(&store, "r1", "2026-01-01T00:00:00.000Z");
     create(&store, "r2", "2026-01-01T00:00:01.000Z");
-    let journal = Journal::start(&db.path).unwrap();
+    let journal = crate::suite::start_journal(&db.path).unwrap();
     let call = |run: &str, role: &str, step: Option<&str>| ModelCallRecord {
         run_id: run.into(),
         seq: 0,
