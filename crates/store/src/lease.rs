@@ -60,11 +60,26 @@ pub enum LeaseError {
 
 impl Location {
     /// Takes `run_id`'s lease for this process, or says who holds it.
+    ///
+    /// On Postgres the lease's journal writer (which every `Journal` and `Store` write of this
+    /// process goes through) MACs with the environment's journal key (`key.rs`).
     pub fn lease(&self, run_id: &str) -> Result<Lease, LeaseError> {
         match self {
             Location::File(db) => file_lease(db, run_id),
             #[cfg(feature = "postgres")]
-            Location::Postgres(target) => session_lease(self, target, run_id),
+            Location::Postgres(target) => session_lease(self, target, run_id, None),
+        }
+    }
+
+    /// [`Location::lease`] with the journal key the lease's writer uses given (tests).
+    pub fn lease_keyed(&self, run_id: &str, keying: &crate::Keying) -> Result<Lease, LeaseError> {
+        match self {
+            Location::File(db) => {
+                let _ = keying;
+                file_lease(db, run_id)
+            }
+            #[cfg(feature = "postgres")]
+            Location::Postgres(target) => session_lease(self, target, run_id, Some(keying)),
         }
     }
 }
@@ -97,6 +112,7 @@ fn session_lease(
     at: &Location,
     target: &std::sync::Arc<crate::pg::Target>,
     run_id: &str,
+    keying: Option<&crate::Keying>,
 ) -> Result<Lease, LeaseError> {
     use std::sync::Arc;
     let failed =
@@ -117,7 +133,10 @@ fn session_lease(
                 None => {
                     let journal = crate::Journal::start_new(
                         at,
-                        crate::key::load_key(crate::key::CreateKey::Yes)?,
+                        match keying {
+                            Some(k) => k.clone(),
+                            None => crate::key::load_key(crate::key::CreateKey::Yes)?,
+                        },
                     )?;
                     *writer = Arc::downgrade(&journal.inner);
                     journal

@@ -449,14 +449,14 @@ fn a_lease_is_exclusive_and_released(b: &Backend) {
     let store = crate::suite::open_store(&b.at).unwrap();
     store.create_run(&new_run("r1", T0, 3)).unwrap();
     // Two handles that share nothing, as two processes would.
-    let first = b.at.lease("r1").unwrap();
+    let first = b.at.lease_keyed("r1", &crate::suite::keying()).unwrap();
     let other = reparse(&b.at);
-    let refused = other.lease("r1").unwrap_err();
+    let refused = other.lease_keyed("r1", &crate::suite::keying()).unwrap_err();
     assert!(refused.to_string().contains("being run by another pev process"), "{refused}");
     // Another run is free.
-    let _r2 = other.lease("r2").unwrap();
+    let _r2 = other.lease_keyed("r2", &crate::suite::keying()).unwrap();
     drop(first);
-    let again = other.lease("r1").unwrap();
+    let again = other.lease_keyed("r1", &crate::suite::keying()).unwrap();
     drop(again);
 }
 
@@ -532,11 +532,11 @@ fn postgres_a_lost_session_frees_the_run_and_fences_its_writer() {
     let Some(b) = postgres() else { return };
     let store = crate::suite::open_store(&b.at).unwrap();
     store.create_run(&new_run("r1", T0, 3)).unwrap();
-    let lease = b.at.lease("r1").unwrap();
+    let lease = b.at.lease_keyed("r1", &crate::suite::keying()).unwrap();
     let journal = crate::suite::start_journal(&b.at).unwrap();
     journal.record_durable(event_rec("r1", 0)).unwrap();
     let other = reparse(&b.at);
-    let refused = other.lease("r1").unwrap_err();
+    let refused = other.lease_keyed("r1", &crate::suite::keying()).unwrap_err();
     assert!(refused.to_string().contains(" on "), "the holder's host is named: {refused}");
     // Someone ends the holder's session (a machine that vanished, pg_terminate_backend).
     let mut admin = b._db.as_ref().unwrap().client();
@@ -549,7 +549,7 @@ fn postgres_a_lost_session_frees_the_run_and_fences_its_writer() {
         .unwrap();
     assert_eq!(ended.len(), 1, "one session held the lease");
     let taken = (0..50).find_map(|_| {
-        other.lease("r1").ok().or_else(|| {
+        other.lease_keyed("r1", &crate::suite::keying()).ok().or_else(|| {
             thread::sleep(std::time::Duration::from_millis(20));
             None
         })
