@@ -5,10 +5,12 @@
 //! a run sends it: the executor is offered every tool it may be given (the workspace tools under
 //! their wire names and loop mode's plan tools) and makes one tool round trip (a call, its
 //! result, an answer), so a name, a schema or a pairing the provider refuses shows up here, with
-//! the provider's own message, before a run pays for a plan.
+//! the provider's own message, before a run pays for a plan. Last, the sandbox this machine can
+//! enforce and the journal key (its file and id, or why there is none; never created here).
 //!
 //! Exit codes: 0 when every role can build its client (and answers, with `--ping`), 1 when one
-//! cannot (the reason is printed per role), 2 when a `pev.toml` cannot be read or parsed.
+//! cannot (the reason is printed per role) or the journal key file cannot be used, 2 when a
+//! `pev.toml` cannot be read or parsed.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -82,7 +84,9 @@ pub fn run(req: &DoctorRequest, out: &mut dyn Write) -> Result<u8, Fail> {
     let sandbox = crate::sandbox_setup::build(settings, None, &[]);
     let sandbox_ok = sandbox.settings().mode != pev_sandbox::Mode::Require
         || !sandbox.enforced().is_weaker_than_full();
-    let ok = checks.iter().all(RoleCheck::ok) && sandbox_ok;
+    // The journal key, looked at but never created here: a run creates it.
+    let key = pev_store::load_key(pev_store::CreateKey::No);
+    let ok = checks.iter().all(RoleCheck::ok) && sandbox_ok && key.is_ok();
     let written = if req.json {
         let mut report = json_report(&workspace, &config, &checks, ok);
         if let Some(map) = report.as_object_mut() {
@@ -90,12 +94,15 @@ pub fn run(req: &DoctorRequest, out: &mut dyn Write) -> Result<u8, Fail> {
                 "sandbox".into(),
                 json!({"probe": sandbox.probe(), "enforced": sandbox.enforced()}),
             );
+            map.insert("journal_key".into(), key_json(&key));
         }
         serde_json::to_string_pretty(&report)
             .map_err(std::io::Error::other)
             .and_then(|text| writeln!(out, "{text}"))
     } else {
-        write_text(out, &workspace, &config, &checks).and_then(|()| write_sandbox(out, &sandbox))
+        write_text(out, &workspace, &config, &checks)
+            .and_then(|()| write_sandbox(out, &sandbox))
+            .and_then(|()| write_key(out, &key))
     };
     match written {
         Ok(()) => {}
@@ -406,6 +413,36 @@ fn write_text(
 }
 
 /// The sandbox section: what the probe found and what a run here gets.
+/// Where the journal key is and its id, or why there is none (what MACs the journal, so that
+/// `pev show` can tell a run pev wrote from one rewritten behind its back).
+fn write_key(
+    out: &mut dyn Write,
+    key: &Result<pev_store::Keying, pev_store::StoreError>,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "\nJournal key (MACs the journal; {} names another file):",
+        pev_store::KEY_FILE_ENV
+    )?;
+    match key {
+        Ok(pev_store::Keying::Keyed(k)) => {
+            writeln!(out, "  {} (id {})", clean(&k.file().display().to_string()), k.id())
+        }
+        Ok(pev_store::Keying::Unkeyed { why }) => writeln!(out, "  none: {}", clean(why)),
+        Err(e) => writeln!(out, "  ! {}", clean(&e.to_string())),
+    }
+}
+
+fn key_json(key: &Result<pev_store::Keying, pev_store::StoreError>) -> Value {
+    match key {
+        Ok(pev_store::Keying::Keyed(k)) => {
+            json!({"file": k.file().display().to_string(), "id": k.id()})
+        }
+        Ok(pev_store::Keying::Unkeyed { why }) => json!({"none": why}),
+        Err(e) => json!({"error": e.to_string()}),
+    }
+}
+
 fn write_sandbox(out: &mut dyn Write, sandbox: &pev_sandbox::Sandbox) -> std::io::Result<()> {
     let probe = sandbox.probe();
     let enforced = sandbox.enforced();

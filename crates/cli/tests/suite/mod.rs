@@ -17,6 +17,7 @@ mod exit_codes;
 mod explain;
 mod final_check;
 mod first_hour;
+mod journal_key;
 mod mcp_gate;
 mod mcp_server;
 mod mcp_support;
