@@ -30,6 +30,11 @@
 //! forger can write tells those apart, so `pev show` says it and a caller that needs evidence
 //! refuses what is not [`Integrity::Intact`].
 //!
+//! The key protects against whoever can write the journal but not read the key: a command under
+//! bubblewrap (which hides `~/.config`) or an MCP client's edit tools confined to a workspace. A
+//! command that runs as the same user with no sandbox can read the key file as well as the
+//! journal, and forge both: there the MACs are evidence against mistakes and other users only.
+//!
 //! The key id (HMAC(key, "pev journal key id"), 8 bytes) is in each run's row: a run journaled
 //! with another key reads as broken with both ids named, not as forged row by row. A run
 //! journaled before keys (schema < 5) has no key id; one journaled where no key could be made
