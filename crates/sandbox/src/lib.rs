@@ -361,7 +361,7 @@ impl Sandbox {
         let mut command = match bubblewrap {
             Some(bwrap) => {
                 let mut command = Command::new(&bwrap.path);
-                command.args(bwrap::args(&spec, self.probe.root));
+                command.args(bwrap::args(&spec, self.probe.root, &absolute(&helper)));
                 command.arg("--").arg(&helper);
                 command
             }
@@ -430,6 +430,11 @@ impl Drop for Sandbox {
             let _ = std::fs::remove_dir_all(dir);
         }
     }
+}
+
+/// `path` made absolute against the current directory (bubblewrap binds absolute paths).
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// A new private directory for the run's `TMPDIR`.

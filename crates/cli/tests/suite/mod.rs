@@ -33,6 +33,7 @@ mod run_sandbox;
 mod run_support;
 mod run_tools;
 mod sandbox_escape;
+mod sandbox_install;
 mod sarif;
 mod schema;
 mod shared_journal;
