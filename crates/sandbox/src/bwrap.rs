@@ -132,12 +132,13 @@ mod tests {
         assert!(args.contains("--unshare-net") && args.contains("--unshare-ipc"), "{args}");
         assert!(!args.contains("--cap-drop"), "{args}");
         // The helper is visible last, whatever covers its directory.
-        assert!(args.ends_with(&format!("--ro-bind /opt/pev /opt/pev --chdir /ws")), "{args}");
+        assert!(args.ends_with("--ro-bind /opt/pev /opt/pev --chdir /ws"), "{args}");
     }
 
     #[test]
     fn open_ports_share_the_host_network() {
-        let args = args(&spec(Network::Ports { ports: vec![8080] }), true, Path::new("/opt/pev")).join(" ");
+        let args = args(&spec(Network::Ports { ports: vec![8080] }), true, Path::new("/opt/pev"))
+            .join(" ");
         assert!(!args.contains("--unshare-net"), "{args}");
         assert!(args.contains("--cap-drop ALL"), "{args}");
     }

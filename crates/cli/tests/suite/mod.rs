@@ -22,6 +22,7 @@ mod mcp_server;
 mod mcp_support;
 mod oracle;
 mod output;
+mod policy_trust;
 mod report;
 mod run_approval;
 mod run_assertions;
