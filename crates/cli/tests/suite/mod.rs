@@ -19,6 +19,7 @@ mod final_check;
 mod first_hour;
 mod mcp_gate;
 mod mcp_server;
+mod mcp_sessions;
 mod mcp_support;
 mod oracle;
 mod output;
