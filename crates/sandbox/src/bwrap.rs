@@ -13,17 +13,7 @@ use std::path::Path;
 
 use crate::spec::{Network, Spec};
 
-/// Host sockets hidden when the network is open (and `/run` therefore stays visible for DNS).
-const HOST_SOCKETS: &[&str] = &[
-    "/run/docker.sock",
-    "/var/run/docker.sock",
-    "/run/containerd",
-    "/run/podman",
-    "/run/dbus",
-    "/run/user",
-    "/run/systemd/private",
-    "/run/snapd.socket",
-];
+use crate::namespaces::HOST_SOCKETS;
 
 /// The arguments for `spec`, whose helper binary is `helper` (bound read-only onto itself last,
 /// so that it can start wherever pev is installed: under `/tmp`, which the command sees empty,
@@ -105,7 +95,13 @@ mod tests {
             hidden: Vec::new(),
             network,
             limits: Limits::default(),
-            layers: Layers { landlock: true, seccomp: true, bubblewrap: true, strict: false },
+            layers: Layers {
+                landlock: true,
+                seccomp: true,
+                bubblewrap: true,
+                namespaces: false,
+                strict: false,
+            },
         }
     }
 

@@ -36,6 +36,7 @@ mod run_support;
 mod run_tools;
 mod sandbox_escape;
 mod sandbox_install;
+mod sandbox_namespaces;
 mod sarif;
 mod schema;
 mod shared_journal;
