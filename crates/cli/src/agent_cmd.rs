@@ -289,13 +289,9 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
     if req.goal.trim().is_empty() {
         return Err(Fail(EXIT_BAD_INPUT, "the goal is empty".to_owned()));
     }
-    let policy = match &req.policy {
-        Some(path) => {
-            CompiledPolicy::load(path).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?
-        }
-        None => CompiledPolicy::default(),
-    };
     let mut workspace = workspace_dir(req.common.workspace.as_deref())?;
+    let floor = crate::run_cmd::file_config(&workspace)?.sandbox();
+    let policy = crate::policy_source::load(req.policy.as_deref(), &workspace, floor, err)?;
     let config_dir = workspace.clone();
     if req.scratch {
         let copy = scratch::copy_workspace(&workspace).map_err(|e| Fail(EXIT_BAD_INPUT, e))?;
@@ -334,6 +330,7 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         allow_hosts: policy.policy.allow_hosts.clone(),
         sandbox: crate::sandbox_setup::SandboxPolicy::from_policy(&policy.policy),
         oracle: policy.policy.oracle.clone(),
+        lint: Arc::new(policy.clone()),
     };
     let mut session =
         Session::open(&req.common, &workspace, &db, run_policy, Some(models.hooks.clone()))?;
@@ -417,6 +414,7 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
                 "scratch": req.scratch,
                 "sandbox": session.sandbox_options(),
                 "oracle": session.engine.config.oracle,
+                "policy": crate::policy_source::to_options(&policy),
             }),
             created_at: now_rfc3339(),
         })
@@ -627,6 +625,7 @@ fn loop_parts(
         model: config.role(Role::Planner).model.value.clone(),
     });
     let db = store_path(common, workspace)?;
+    let lint = Arc::clone(&run_policy.lint);
     let mut session = Session::open(common, workspace, &db, run_policy, None)?;
     session.engine.registry = Arc::clone(registry);
     session.engine.config.plan_from_user = false;
@@ -677,7 +676,7 @@ fn loop_parts(
             },
             prices: prices.clone(),
             budget: Arc::clone(&state),
-            policy: Arc::new(CompiledPolicy::default()),
+            policy: lint,
             calls: Some(Arc::clone(&calls)),
             depth: 1,
             max_depth: DEFAULT_MAX_DEPTH,
@@ -714,6 +713,7 @@ fn run_loop(
         allow_hosts: policy.policy.allow_hosts.clone(),
         sandbox: crate::sandbox_setup::SandboxPolicy::from_policy(&policy.policy),
         oracle: policy.policy.oracle.clone(),
+        lint: Arc::new(policy.clone()),
     };
     let allowed: Vec<String> = registry
         .iter()
@@ -756,6 +756,7 @@ fn run_loop(
                 "allow_hosts": policy.policy.allow_hosts,
                 "sandbox": session.sandbox_options(),
                 "oracle": session.engine.config.oracle,
+                "policy": crate::policy_source::to_options(policy),
                 "budget": {
                     "max_usd": req.budget.max_usd,
                     "max_tokens": req.budget.max_tokens,

@@ -20,6 +20,7 @@ mod lint_cmd;
 mod locate;
 mod locate_yaml;
 mod mcp_cmd;
+mod policy_source;
 mod replay_cmd;
 mod run_cmd;
 mod run_summary;

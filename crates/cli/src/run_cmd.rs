@@ -54,6 +54,7 @@ pub struct RunRequest {
 }
 
 /// A failure that ends the command: the message and the exit code.
+#[derive(Debug)]
 pub struct Fail(pub u8, pub String);
 
 impl Fail {
@@ -139,13 +140,9 @@ pub fn store_path(common: &Common, workspace: &Path) -> Result<pev_store::Locati
 pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
     let limit = input::max_bytes(std::env::var("PEV_MAX_INPUT_BYTES").ok().as_deref());
     let source = input::read(&req.plan, limit).map_err(|e| Fail::input(e.to_string()))?;
-    let policy = match &req.policy {
-        Some(path) => CompiledPolicy::load(path).map_err(|e| Fail::input(e.to_string()))?,
-        None => CompiledPolicy::default(),
-    };
-    for note in &policy.notes {
-        let _ = writeln!(err, "pev: note: {note}");
-    }
+    let named = workspace_dir(req.common.workspace.as_deref())?;
+    let floor = file_config(&named)?.sandbox();
+    let policy = crate::policy_source::load(req.policy.as_deref(), &named, floor, err)?;
     let format = match (source.is_stdin, Format::from_path(&source.name)) {
         (false, Some(format)) => format,
         _ => Format::sniff(&source.text),
@@ -211,7 +208,7 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         Fail::input(format!("{e}; it was not run{hint}"))
     })?;
 
-    let mut workspace = workspace_dir(req.common.workspace.as_deref())?;
+    let mut workspace = named;
     if req.scratch {
         let copy = scratch::copy_workspace(&workspace).map_err(Fail::input)?;
         let _ = writeln!(
@@ -242,6 +239,7 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
             allow_hosts: allow_hosts.clone(),
             sandbox: SandboxPolicy::from_policy(&policy.policy),
             oracle: policy.policy.oracle.clone(),
+            lint: Arc::new(policy.clone()),
         },
         None,
     )?;
@@ -256,6 +254,7 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         "scratch": req.scratch,
         "sandbox": session.sandbox_options(),
         "oracle": session.engine.config.oracle,
+        "policy": crate::policy_source::to_options(&policy),
     });
     store
         .create_run(&NewRun {
@@ -275,6 +274,20 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
     session.report(outcome, err)
 }
 
+/// Whether the journal vouches for `run_id`'s record (its keyed chain holds). A journal changed
+/// outside pev is refused: nothing is built on it.
+fn verified_journal(store: &Store, run_id: &str) -> Result<bool, Fail> {
+    let integrity = store.integrity(run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    if integrity.is_broken() {
+        return Err(Fail::input(format!(
+            "run {run_id} cannot be resumed: its journal was {}. `pev show {run_id}` shows \
+             the record as it stands",
+            integrity.describe()
+        )));
+    }
+    Ok(matches!(integrity, pev_store::Integrity::Intact { .. }))
+}
+
 /// `pev resume RUN`.
 pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fail> {
     let workspace = workspace_dir(common.workspace.as_deref())?;
@@ -283,6 +296,7 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     let run_id = store.resolve_run(run).map_err(|e| Fail::input(e.to_string()))?;
     let _lock = lock_run(&db, &run_id)?;
     let mut record = store.load_run(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    let verified = verified_journal(&store, &run_id)?;
     if record.options.get("mode").and_then(serde_json::Value::as_str)
         == Some(pev_mcp::session::MODE)
     {
@@ -386,21 +400,40 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
             items.iter().filter_map(Value::as_str).map(str::to_owned).collect()
         })
     };
-    let (approve_tools, allow_hosts) = (strings("approve_tools"), strings("allow_hosts"));
+    // The policy the run started with (its children are linted by it too), never looser than a
+    // workspace file could make it when the journal cannot vouch for it.
+    let floor = file_config(&workspace)?.sandbox();
+    let (policy, ignored) = crate::policy_source::from_options(&record.options, verified, floor)?;
+    if !ignored.is_empty() {
+        let _ = writeln!(
+            err,
+            "pev: note: this journal cannot vouch for run {run_id}'s stored policy (no keyed \
+             chain), so it is applied only where it tightens; ignored: {}",
+            ignored.join("; ")
+        );
+    }
+    let policy = Arc::new(policy);
+    let approve_tools = policy.policy.approve_tools.clone();
+    let allow_hosts = policy.policy.allow_hosts.clone();
     let _ = writeln!(err, "pev: resuming run {run_id}");
     // An agent run's instruction steps need the executor and judge again (from pev.toml and the
     // environment, as when it started); a plain run needs no model.
     if looped {
         let budget = crate::agent_cmd::remaining_budget(&record.options, prior_usage.as_ref());
-        let sandbox =
-            SandboxPolicy::from_options(&record.options, file_config(&workspace)?.sandbox());
+        let sandbox = SandboxPolicy::from_options(&record.options, floor, verified);
         let resume = crate::agent_cmd::LoopResume {
             record,
             blobs,
             warnings,
             prior_usage,
             budget,
-            run_policy: RunPolicy { approve_tools, allow_hosts, sandbox, oracle: None },
+            run_policy: RunPolicy {
+                approve_tools,
+                allow_hosts,
+                sandbox,
+                oracle: None,
+                lint: Arc::clone(&policy),
+            },
             recording,
         };
         let common = Common {
@@ -421,7 +454,7 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
             &workspace,
             &notices,
             budget,
-            (&CompiledPolicy::default(), &Registry::builtin()),
+            (&policy, &Registry::builtin()),
             recorded,
         )?;
         crate::agent_cmd::attach_calls(&models.calls, &db, &run_id, err);
@@ -436,14 +469,14 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
         hooks.allowed_tools = strings("allowed_tools");
         hooks
     });
-    let sandbox = SandboxPolicy::from_options(&record.options, file_config(&workspace)?.sandbox());
+    let sandbox = SandboxPolicy::from_options(&record.options, floor, verified);
     // The held-out tests the run started with stay hidden from its commands.
     let common = &with_stored_hidden(common, &record.options);
     let mut session = Session::open(
         common,
         &workspace,
         &db,
-        RunPolicy { approve_tools, allow_hosts, sandbox, oracle: None },
+        RunPolicy { approve_tools, allow_hosts, sandbox, oracle: None, lint: Arc::clone(&policy) },
         hooks,
     )?;
     // A run `pev agent` started has a model's plan, on resume too.
@@ -462,11 +495,7 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
             .get("max_replans")
             .and_then(Value::as_u64)
             .map_or(2, |n| u32::try_from(n).unwrap_or(2));
-        models.attach_delegator(
-            &mut session.engine,
-            &db,
-            (&CompiledPolicy::default(), max_replans),
-        );
+        models.attach_delegator(&mut session.engine, &db, (&policy, max_replans));
     }
     notices.attach(session.live());
     session.trace(&run_id, true);
@@ -757,6 +786,8 @@ pub(crate) struct RunPolicy {
     pub sandbox: SandboxPolicy,
     /// The policy's `oracle` (a resumed run has its settings in its options instead).
     pub oracle: Option<pev_protocol::oracle::PlanOracle>,
+    /// The whole policy, which every child run's plan is linted by.
+    pub lint: Arc<CompiledPolicy>,
 }
 
 impl Session {
@@ -764,7 +795,7 @@ impl Session {
         common: &Common,
         workspace: &Path,
         db: &pev_store::Location,
-        RunPolicy { approve_tools, allow_hosts, sandbox, oracle: policy_oracle }: RunPolicy,
+        RunPolicy { approve_tools, allow_hosts, sandbox, oracle: policy_oracle, lint: _ }: RunPolicy,
         models: Option<pev_engine::ModelHooks>,
     ) -> Result<Self, Fail> {
         let ws = Workspace::open(workspace).map_err(|e| Fail::input(e.to_string()))?;

@@ -50,10 +50,21 @@ impl SandboxPolicy {
     /// sandbox existed). The options row is not hash-chained and a command of a run without
     /// bubblewrap can write it, so on resume the mode is never looser than `pev.toml`'s (or
     /// `auto`): a run started with `sandbox: off` resumes confined.
-    pub(crate) fn from_options(options: &Value, file_mode: Option<SandboxMode>) -> Self {
+    ///
+    /// When the journal cannot vouch for the options (`verified` false: no keyed chain), the
+    /// network and limits are not read back either: commands get a closed network and the
+    /// default limits, as a run started without a policy would.
+    pub(crate) fn from_options(
+        options: &Value,
+        file_mode: Option<SandboxMode>,
+        verified: bool,
+    ) -> Self {
         let floor = file_mode.unwrap_or(SandboxMode::Auto);
-        let Some(value) = options.get("sandbox") else {
-            return Self { mode: Some(floor), ..Self::default() };
+        let Some(value) = options.get("sandbox").filter(|_| verified) else {
+            let stored: Option<SandboxMode> = options
+                .pointer("/sandbox/mode")
+                .and_then(|m| serde_json::from_value(m.clone()).ok());
+            return Self { mode: Some(stored.map_or(floor, |m| m.max(floor))), ..Self::default() };
         };
         let stored: Option<SandboxMode> =
             value.get("mode").and_then(|m| serde_json::from_value(m.clone()).ok());
@@ -175,9 +186,16 @@ mod tests {
         };
         let settings = SandboxPolicy::from_policy(&policy).resolve(None);
         let options = json!({ "sandbox": to_options(&settings) });
-        let back = SandboxPolicy::from_options(&options, None).resolve(None);
+        let back = SandboxPolicy::from_options(&options, None, true).resolve(None);
         assert_eq!(back, settings);
-        assert_eq!(SandboxPolicy::from_options(&json!({}), None).resolve(None).mode, Mode::Auto);
+        let none = SandboxPolicy::from_options(&json!({}), None, true).resolve(None);
+        assert_eq!(none.mode, Mode::Auto);
+        // Options the journal cannot vouch for: the mode is kept (never below the floor), the
+        // network and the limits are not.
+        let unverified = SandboxPolicy::from_options(&options, None, false).resolve(None);
+        assert_eq!(unverified.mode, Mode::Require);
+        assert_eq!(unverified.network, Network::Closed);
+        assert_eq!(unverified.limits, Limits::default());
     }
 
     #[test]
@@ -185,10 +203,13 @@ mod tests {
         let off = Policy { sandbox: Some(SandboxMode::Off), ..Policy::default() };
         let options =
             json!({ "sandbox": to_options(&SandboxPolicy::from_policy(&off).resolve(None)) });
-        let resumed = SandboxPolicy::from_options(&options, None).resolve(None);
-        assert_eq!(resumed.mode, Mode::Auto, "an `off` in the options is raised to auto");
-        let resumed =
-            SandboxPolicy::from_options(&options, Some(SandboxMode::Require)).resolve(None);
-        assert_eq!(resumed.mode, Mode::Require);
+        for verified in [true, false] {
+            let resumed = SandboxPolicy::from_options(&options, None, verified).resolve(None);
+            assert_eq!(resumed.mode, Mode::Auto, "an `off` in the options is raised to auto");
+            let resumed =
+                SandboxPolicy::from_options(&options, Some(SandboxMode::Require), verified)
+                    .resolve(None);
+            assert_eq!(resumed.mode, Mode::Require);
+        }
     }
 }

@@ -10,6 +10,7 @@
 
 mod checks;
 pub mod graph;
+pub mod narrow;
 pub mod policy;
 pub mod rego;
 mod walk;

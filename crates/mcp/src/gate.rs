@@ -80,11 +80,11 @@ pub struct Reply {
 }
 
 impl Reply {
-    fn quiet() -> Self {
+    pub(crate) fn quiet() -> Self {
         Self { stdout: None, exit: 0 }
     }
 
-    fn json(value: Value) -> Self {
+    pub(crate) fn json(value: Value) -> Self {
         Self { stdout: Some(value), exit: 0 }
     }
 }
@@ -330,6 +330,13 @@ fn no_plan(payload: &Payload, options: &GateOptions, env: &dyn GateEnv) -> Resul
             ),
         ));
     }
+    if payload.hook == "Stop"
+        && !options.require_plan
+        && let Some(reply) =
+            crate::unplanned::at_stop(&env.counter_dir(), payload.session.as_deref())
+    {
+        return Ok(reply);
+    }
     if options.require_plan && payload.hook == "Stop" {
         return Ok(counted_block(
             env,
@@ -408,7 +415,8 @@ fn first_line(text: &str) -> &str {
 fn session_start(payload: &Payload, env: &dyn GateEnv) -> Reply {
     if let (Some(session), Ok((_, db))) = (&payload.session, env.open(payload.cwd.as_deref())) {
         // A failure to pin costs only the fallback to the newest open run.
-        let _ = pin(&db, session, Some(payload.client));
+        let process = crate::client_process::client_key();
+        let _ = pin(&db, session, Some(payload.client), process.as_deref());
     }
     Reply::json(json!({
         "hookSpecificOutput": {
@@ -423,17 +431,26 @@ fn session_start(payload: &Payload, env: &dyn GateEnv) -> Reply {
 }
 
 /// PostToolUse: the client's own call, journaled in the session's run (if there is one).
+/// Without a run, a call that changes files is noted for the Stop hook (see
+/// [`crate::unplanned`]).
 fn record_tool(payload: &Payload, env: &dyn GateEnv) -> Reply {
-    let Ok((ctx, db)) = env.open(payload.cwd.as_deref()) else { return Reply::quiet() };
-    let Ok(store) = Store::open_existing(&db) else { return Reply::quiet() };
-    let workspace = ctx.workspace.root().display().to_string();
-    let Ok(Some(run_id)) = find_run(&store, &workspace, payload.session.as_deref(), true) else {
-        return Reply::quiet();
-    };
     let tool = payload.tool_name.clone().unwrap_or_else(|| "unknown".to_owned());
     let summary = tool_summary(payload.tool_input.as_ref(), payload.tool_response.as_ref());
-    // Recording is evidence for people reading the run; failing to record blocks nothing.
-    let _ = store.append_event(&run_id, EventBody::ClientTool { tool, summary });
+    let run = env.open(payload.cwd.as_deref()).ok().and_then(|(ctx, db)| {
+        let store = Store::open_existing(&db).ok()?;
+        let workspace = ctx.workspace.root().display().to_string();
+        let run_id = find_run(&store, &workspace, payload.session.as_deref(), true).ok()??;
+        Some((store, run_id))
+    });
+    match run {
+        // Recording is evidence for people reading the run; failing to record blocks nothing.
+        Some((store, run_id)) => {
+            let _ = store.append_event(&run_id, EventBody::ClientTool { tool, summary });
+        }
+        None => {
+            crate::unplanned::note(&env.counter_dir(), payload.session.as_deref(), &tool, &summary)
+        }
+    }
     Reply::quiet()
 }
 

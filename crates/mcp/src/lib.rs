@@ -25,6 +25,7 @@
 
 pub mod catalogue;
 pub mod client;
+pub mod client_process;
 pub mod gate;
 pub mod http;
 pub mod integrate;
@@ -34,6 +35,7 @@ pub mod session;
 pub mod snapshot;
 pub mod stdio;
 pub mod transcript;
+pub mod unplanned;
 pub mod verdict;
 
 pub use rpc::Server;

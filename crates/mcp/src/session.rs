@@ -70,34 +70,60 @@ pub fn pin_path(db: &Path) -> PathBuf {
     db.parent().unwrap_or_else(|| Path::new(".")).join("session.json")
 }
 
-/// Records `session` as the workspace's current client session (the SessionStart hook).
-pub fn pin(db: &Path, session: &str, client: Option<&str>) -> Result<(), McpError> {
-    let path = pin_path(db);
+/// Records `session` as the workspace's current client session (the SessionStart hook), and
+/// as the session of the client process `process` (see [`crate::client_process`]), which is
+/// what a server of that client reads.
+pub fn pin(
+    db: &Path,
+    session: &str,
+    client: Option<&str>,
+    process: Option<&str>,
+) -> Result<(), McpError> {
+    let body = json!({"session_id": session, "client": client, "at": unix_now(),
+                      "client_process": process});
+    if let Some(key) = process {
+        write_pin(&crate::client_process::pin_path(db, key), &body)?;
+    }
+    write_pin(&pin_path(db), &body)
+}
+
+fn write_pin(path: &Path, body: &Value) -> Result<(), McpError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)
             .map_err(|e| McpError(format!("cannot create {}: {e}", dir.display())))?;
     }
-    let body = json!({"session_id": session, "client": client, "at": unix_now()});
-    let tmp = path.with_extension("json.tmp");
+    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
     std::fs::write(&tmp, body.to_string())
-        .and_then(|()| std::fs::rename(&tmp, &path))
+        .and_then(|()| std::fs::rename(&tmp, path))
         .map_err(|e| McpError(format!("cannot write {}: {e}", path.display())))
 }
 
 /// The pinned session, when it is recent.
 pub fn pinned(db: &Path) -> Option<String> {
-    pinned_at(db).map(|(id, _)| id)
+    pinned_at(&pin_path(db)).map(|p| p.session)
 }
 
-/// The pinned session and when it was pinned (Unix seconds), when it is recent.
-fn pinned_at(db: &Path) -> Option<(String, u64)> {
-    let text = std::fs::read_to_string(pin_path(db)).ok()?;
+/// A pin as read back.
+struct Pin {
+    session: String,
+    at: u64,
+    /// The client process that pinned it (pins from before it was recorded have none).
+    process: Option<String>,
+}
+
+/// The pin at `path` (the workspace's, or a client's), when it is recent.
+fn pinned_at(path: &Path) -> Option<Pin> {
+    let text = std::fs::read_to_string(path).ok()?;
     let value: Value = serde_json::from_str(&text).ok()?;
     let at = value.get("at")?.as_u64()?;
     if unix_now().saturating_sub(at) > PIN_FRESH_SECS {
         return None;
     }
-    Some((value.get("session_id")?.as_str()?.to_owned(), at))
+    Some(Pin {
+        session: value.get("session_id")?.as_str()?.to_owned(),
+        at,
+        process: value.get("client_process").and_then(Value::as_str).map(str::to_owned),
+    })
 }
 
 fn unix_now() -> u64 {
@@ -137,6 +163,8 @@ pub struct Sessions {
     pub shared: bool,
     /// When this server started (Unix seconds).
     started: u64,
+    /// The client process this server was started by ([`crate::client_process`]).
+    process: Option<String>,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -179,7 +207,14 @@ impl Sessions {
             lock: tokio::sync::Mutex::new(()),
             shared: false,
             started: unix_now(),
+            process: crate::client_process::client_key(),
         }
+    }
+
+    /// The same, as a server started by the client process `key` (tests).
+    pub fn with_client_process(mut self, key: Option<String>) -> Self {
+        self.process = key;
+        self
     }
 
     /// Sessions for a server many clients share (HTTP): every call names its run.
@@ -190,10 +225,30 @@ impl Sessions {
     /// The session this server's calls belong to: a session pinned (by the SessionStart hook)
     /// since this server started (Claude Code's /clear starts a new session under the same
     /// server), else the environment's, else the pinned one.
+    ///
+    /// With several sessions in one workspace, the workspace's pin may be another session's:
+    /// the pin of this server's own client process comes first, and the workspace's pin is
+    /// used only when it was written by this client (or by a pev that did not say whose it
+    /// was). Without either, a server that knows its client names its runs after it
+    /// (`client:KEY`), so that it never takes another session's run for its own.
     pub fn session(&self) -> Option<String> {
-        match pinned_at(&self.db) {
-            Some((id, at)) if at >= self.started => Some(id),
-            pin => self.env_session.clone().or_else(|| pin.map(|(id, _)| id)),
+        if let Some(key) = &self.process
+            && let Some(pin) = pinned_at(&crate::client_process::pin_path(&self.db, key))
+        {
+            return Some(pin.session);
+        }
+        let ours = |pin: &Pin| match (&pin.process, &self.process) {
+            (Some(theirs), Some(mine)) => theirs == mine,
+            _ => true,
+        };
+        let pin = pinned_at(&pin_path(&self.db)).filter(ours);
+        match pin {
+            Some(pin) if pin.at >= self.started => Some(pin.session),
+            pin => self
+                .env_session
+                .clone()
+                .or_else(|| pin.map(|p| p.session))
+                .or_else(|| self.process.as_ref().map(|key| format!("client:{key}"))),
         }
     }
 
@@ -491,6 +546,13 @@ pub fn find_run(
     }
     if session.is_some() && !adopt {
         return Ok(None);
+    }
+    // A run a server of this same client process made without knowing its session (named
+    // after the client process, see `Sessions::session`).
+    if let Some(key) = crate::client_process::client_key().map(|k| format!("client:{k}"))
+        && let Some(run) = runs.iter().filter(ours).find(|r| of_session(r) == Some(&key))
+    {
+        return Ok(Some(run.run_id.clone()));
     }
     Ok(runs
         .iter()

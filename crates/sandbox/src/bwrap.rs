@@ -13,19 +13,12 @@ use std::path::Path;
 
 use crate::spec::{Network, Spec};
 
-/// Host sockets hidden when the network is open (and `/run` therefore stays visible for DNS).
-const HOST_SOCKETS: &[&str] = &[
-    "/run/docker.sock",
-    "/var/run/docker.sock",
-    "/run/containerd",
-    "/run/podman",
-    "/run/dbus",
-    "/run/user",
-    "/run/systemd/private",
-    "/run/snapd.socket",
-];
+use crate::namespaces::HOST_SOCKETS;
 
-pub(crate) fn args(spec: &Spec, root: bool) -> Vec<String> {
+/// The arguments for `spec`, whose helper binary is `helper` (bound read-only onto itself last,
+/// so that it can start wherever pev is installed: under `/tmp`, which the command sees empty,
+/// or under a hidden directory).
+pub(crate) fn args(spec: &Spec, root: bool, helper: &Path) -> Vec<String> {
     let mut out: Vec<String> =
         ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--new-session"]
             .into_iter()
@@ -68,6 +61,8 @@ pub(crate) fn args(spec: &Spec, root: bool) -> Vec<String> {
     for path in &spec.hidden {
         cover(&mut out, path);
     }
+    let helper = helper.display().to_string();
+    out.extend(["--ro-bind".into(), helper.clone(), helper]);
     out.extend(["--chdir".into(), spec.cwd.display().to_string()]);
     out
 }
@@ -100,7 +95,13 @@ mod tests {
             hidden: Vec::new(),
             network,
             limits: Limits::default(),
-            layers: Layers { landlock: true, seccomp: true, bubblewrap: true, strict: false },
+            layers: Layers {
+                landlock: true,
+                seccomp: true,
+                bubblewrap: true,
+                namespaces: false,
+                strict: false,
+            },
         }
     }
 
@@ -112,7 +113,7 @@ mod tests {
         let _ = std::fs::create_dir_all(&journal_dir);
         let mut spec = spec(Network::Closed);
         spec.read_only = vec![journal_dir.clone(), dir.join("journal.db")];
-        let args = args(&spec, false).join(" ");
+        let args = args(&spec, false, Path::new("/opt/pev")).join(" ");
         let _ = std::fs::remove_dir_all(&dir);
         let j = journal_dir.display();
         let tmp = args.find("--tmpfs /tmp ").unwrap_or(usize::MAX);
@@ -126,11 +127,14 @@ mod tests {
         assert!(tmp < ws && ws < journal, "{args}");
         assert!(args.contains("--unshare-net") && args.contains("--unshare-ipc"), "{args}");
         assert!(!args.contains("--cap-drop"), "{args}");
+        // The helper is visible last, whatever covers its directory.
+        assert!(args.ends_with("--ro-bind /opt/pev /opt/pev --chdir /ws"), "{args}");
     }
 
     #[test]
     fn open_ports_share_the_host_network() {
-        let args = args(&spec(Network::Ports { ports: vec![8080] }), true).join(" ");
+        let args = args(&spec(Network::Ports { ports: vec![8080] }), true, Path::new("/opt/pev"))
+            .join(" ");
         assert!(!args.contains("--unshare-net"), "{args}");
         assert!(args.contains("--cap-drop ALL"), "{args}");
     }

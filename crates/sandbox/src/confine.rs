@@ -54,7 +54,8 @@ pub(crate) fn restrict(spec: &Spec) -> Result<Applied, String> {
         }
     }
     if spec.layers.seccomp {
-        seccomp(&spec.network, spec.layers.bubblewrap).map_err(|e| format!("seccomp: {e}"))?;
+        let ipc = spec.layers.bubblewrap || spec.layers.namespaces;
+        seccomp(&spec.network, spec.layers.bubblewrap, ipc).map_err(|e| format!("seccomp: {e}"))?;
         applied.seccomp = true;
     }
     Ok(applied)
@@ -62,6 +63,11 @@ pub(crate) fn restrict(spec: &Spec) -> Result<Applied, String> {
 
 /// Restrict, then replace this process with the command. Returns only on failure.
 pub(crate) fn exec(spec: &Spec) -> String {
+    if spec.layers.namespaces
+        && let Err(message) = crate::namespaces::enter(spec)
+    {
+        return format!("pev sandbox: refusing to run the command: {message}");
+    }
     if let Err(message) = restrict(spec) {
         return format!("pev sandbox: refusing to run the command: {message}");
     }
@@ -228,7 +234,7 @@ fn cond(
 /// open, sockets Landlock does not filter (UDP, raw, SCTP, and every family but unix, IPv4, IPv6
 /// and netlink). `clone3`, whose flags a filter cannot read, fails with `ENOSYS` so that libc
 /// falls back to `clone`.
-fn seccomp(network: &Network, bubblewrap: bool) -> Result<(), String> {
+fn seccomp(network: &Network, bubblewrap: bool, private_ipc: bool) -> Result<(), String> {
     use SeccompCmpArgLen::{Dword, Qword};
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     let mut always = vec![
@@ -261,7 +267,7 @@ fn seccomp(network: &Network, bubblewrap: bool) -> Result<(), String> {
         libc::SYS_open_tree,
         libc::SYS_move_mount,
     ];
-    if !bubblewrap {
+    if !private_ipc {
         always.extend([libc::SYS_shmget, libc::SYS_msgget, libc::SYS_semget, libc::SYS_mq_open]);
     }
     for call in always {

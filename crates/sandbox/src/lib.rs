@@ -20,6 +20,7 @@
 mod bwrap;
 mod confine;
 mod helper;
+mod namespaces;
 mod probe;
 mod process;
 mod spec;
@@ -34,6 +35,7 @@ use std::sync::{Mutex, PoisonError};
 use serde::{Deserialize, Serialize};
 
 pub use helper::{HELPER_ARG, helper_main};
+pub use namespaces::NAMESPACES_VAR;
 pub use probe::{Bubblewrap, Probe, probe};
 pub use spec::{
     DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PROCESSES, Layers, Limits, Mode, Network, Spec,
@@ -183,6 +185,9 @@ pub struct Sandbox {
 }
 
 static NEXT_TMP: AtomicU64 = AtomicU64::new(0);
+
+/// The mechanism name of pev's own namespaces (in [`Enforced::mechanisms`]).
+const PEV_NAMESPACES: &str = "namespaces (user, mount, ipc, net)";
 
 impl Sandbox {
     /// Probe the machine (with `helper`, the binary that runs [`helper_main`]) and decide.
@@ -354,6 +359,7 @@ impl Sandbox {
                 landlock: self.probe.landlock_abi.is_some(),
                 seccomp: self.probe.seccomp,
                 bubblewrap: bubblewrap.is_some(),
+                namespaces: bubblewrap.is_none() && self.uses_namespaces(),
                 strict: self.settings.mode == Mode::Require,
             },
         };
@@ -361,7 +367,7 @@ impl Sandbox {
         let mut command = match bubblewrap {
             Some(bwrap) => {
                 let mut command = Command::new(&bwrap.path);
-                command.args(bwrap::args(&spec, self.probe.root));
+                command.args(bwrap::args(&spec, self.probe.root, &absolute(&helper)));
                 command.arg("--").arg(&helper);
                 command
             }
@@ -405,6 +411,10 @@ impl Sandbox {
         self.enforced.mechanisms.iter().any(|m| m.starts_with("bubblewrap"))
     }
 
+    fn uses_namespaces(&self) -> bool {
+        self.enforced.mechanisms.iter().any(|m| m == PEV_NAMESPACES)
+    }
+
     /// Keep `handle` (a supervisor still holding background processes) until the run ends.
     pub fn linger(&self, handle: Box<dyn Send + std::fmt::Debug>) {
         self.lingering.lock().unwrap_or_else(PoisonError::into_inner).push(handle);
@@ -430,6 +440,11 @@ impl Drop for Sandbox {
             let _ = std::fs::remove_dir_all(dir);
         }
     }
+}
+
+/// `path` made absolute against the current directory (bubblewrap binds absolute paths).
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// A new private directory for the run's `TMPDIR`.
@@ -508,15 +523,27 @@ pub fn decide(settings: &Settings, has_helper: bool, probe: &Probe) -> Enforced 
         mechanisms.push("rlimits".into());
     }
     let bubblewrap = has_helper && probe.bubblewrap.is_some();
+    // Without bubblewrap, pev's own namespaces where the kernel allows them.
+    let namespaces = has_helper && !bubblewrap && probe.namespaces;
     if let Some(b) = probe.bubblewrap.as_ref().filter(|_| bubblewrap) {
         mechanisms.push(b.version.clone());
+    } else if namespaces {
+        mechanisms.push(PEV_NAMESPACES.into());
+        gaps.push(
+            "bubblewrap is not installed; pev's own namespaces hide .pev/, the secrets and the \
+             host's sockets, but commands share pev's process namespace (they see host \
+             processes; Landlock keeps them from signalling any)"
+                .into(),
+        );
     } else {
         gaps.push(
-            "bubblewrap is not available: .pev/ is writable by commands, and they share pev's \
-             process and network namespaces"
+            "bubblewrap is not available and user namespaces cannot be made: .pev/ is writable \
+             by commands, and they share pev's process and network namespaces and reach the \
+             host's unix sockets"
                 .into(),
         );
     }
+    let bubblewrap = bubblewrap || namespaces;
     let level = match (landlock && seccomp, bubblewrap) {
         (true, true) => Level::Full,
         (true, false) | (false, true) => Level::Partial,

@@ -17,6 +17,10 @@ pub struct Probe {
     pub bubblewrap: Option<Bubblewrap>,
     /// Unprivileged user namespaces are enabled (what bubblewrap needs when not run as root).
     pub user_namespaces: bool,
+    /// pev's own helper made its user, mount, IPC and network namespaces in a child (what it
+    /// uses in bubblewrap's place).
+    #[serde(default)]
+    pub namespaces: bool,
     pub root: bool,
     /// Why a probe failed, for `pev doctor`.
     pub notes: Vec<String>,
@@ -33,12 +37,22 @@ pub struct Bubblewrap {
 pub(crate) struct Inside {
     pub landlock_abi: Option<i32>,
     pub seccomp: bool,
+    #[serde(default)]
+    pub namespaces: bool,
     pub notes: Vec<String>,
 }
 
 /// Run inside the `probe` stage: restrict this (throw-away) process and report what applied.
 pub(crate) fn inside() -> Inside {
     let mut notes = Vec::new();
+    // First: the namespaces must be made before the restrictions below forbid it.
+    let namespaces = match crate::namespaces::available() {
+        Ok(()) => true,
+        Err(e) => {
+            notes.push(e);
+            false
+        }
+    };
     let spec = crate::spec::Spec {
         argv: Vec::new(),
         cwd: PathBuf::from("/"),
@@ -53,6 +67,7 @@ pub(crate) fn inside() -> Inside {
             landlock: true,
             seccomp: true,
             bubblewrap: false,
+            namespaces: false,
             strict: false,
         },
     };
@@ -61,11 +76,16 @@ pub(crate) fn inside() -> Inside {
             if applied.landlock_abi.is_none() {
                 notes.push("Landlock: not enabled in this kernel".into());
             }
-            Inside { landlock_abi: applied.landlock_abi, seccomp: applied.seccomp, notes }
+            Inside {
+                landlock_abi: applied.landlock_abi,
+                seccomp: applied.seccomp,
+                namespaces,
+                notes,
+            }
         }
         Err(e) => {
             notes.push(e);
-            Inside { landlock_abi: None, seccomp: false, notes }
+            Inside { landlock_abi: None, seccomp: false, namespaces, notes }
         }
     }
 }
@@ -82,6 +102,7 @@ pub fn probe(helper: Option<&Path>) -> Probe {
             Ok(inside) => {
                 probe.landlock_abi = inside.landlock_abi;
                 probe.seccomp = inside.seccomp;
+                probe.namespaces = inside.namespaces;
                 probe.notes.extend(inside.notes);
             }
             Err(e) => probe.notes.push(e),
@@ -96,9 +117,12 @@ pub fn probe(helper: Option<&Path>) -> Probe {
 }
 
 fn run_inside(helper: &Path) -> Result<Inside, String> {
-    let out = Command::new(helper)
-        .args(["__sandbox", "probe"])
-        .env_clear()
+    let mut command = Command::new(helper);
+    command.args(["__sandbox", "probe"]).env_clear();
+    if let Some(v) = std::env::var_os(crate::namespaces::NAMESPACES_VAR) {
+        command.env(crate::namespaces::NAMESPACES_VAR, v);
+    }
+    let out = command
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("cannot run the sandbox probe `{}`: {e}", helper.display()))?;

@@ -85,6 +85,9 @@ pub struct Layers {
     pub landlock: bool,
     pub seccomp: bool,
     pub bubblewrap: bool,
+    /// pev's own namespaces, in bubblewrap's place (see `namespaces.rs`).
+    #[serde(default)]
+    pub namespaces: bool,
     /// Stage 2 must refuse to run the command if a layer it was asked for did not apply.
     pub strict: bool,
 }

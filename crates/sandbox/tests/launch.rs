@@ -65,6 +65,7 @@ fn workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
 fn landlock_alone_confines_writes_and_says_the_journal_is_writable() {
     let Some(mut found) = landlock_probe() else { return };
     found.bubblewrap = None;
+    found.namespaces = false;
     let sandbox = Sandbox::with_probe(Settings::default(), Some(helper()), found);
     assert_eq!(sandbox.enforced().level, Level::Partial);
     assert_eq!(sandbox.enforced().journal, "writable by commands");
@@ -162,4 +163,18 @@ fn the_level_follows_what_the_probe_found() {
     let off = Settings { mode: Mode::Off, ..Settings::default() };
     assert_eq!(decide(&off, true, &full).level, Level::None);
     assert!(decide(&off, true, &full).summary().starts_with("off"));
+    // Without bubblewrap, pev's own namespaces make the sandbox full, and the run says what
+    // they do not give; without either, partial.
+    let own = Probe { bubblewrap: None, namespaces: true, ..full.clone() };
+    let d = decide(&settings, true, &own);
+    assert_eq!((d.level, d.journal.as_str()), (Level::Full, "hidden from commands"));
+    assert!(d.mechanisms.iter().any(|m| m.starts_with("namespaces")), "{:?}", d.mechanisms);
+    assert!(d.gaps.iter().any(|g| g.contains("process namespace")), "{:?}", d.gaps);
+    let neither = Probe { namespaces: false, ..own };
+    let d = decide(&settings, true, &neither);
+    assert_eq!((d.level, d.journal.as_str()), (Level::Partial, "writable by commands"));
+    assert!(d.gaps.iter().any(|g| g.contains("host's unix sockets")), "{:?}", d.gaps);
+    // bubblewrap, when there, is what is used.
+    let both = Probe { namespaces: true, ..full };
+    assert!(!decide(&settings, true, &both).mechanisms.iter().any(|m| m.starts_with("namespaces")));
 }

@@ -645,7 +645,7 @@ fn host_sockets_ipc_namespaces_and_vsock_are_out_of_reach() {
 
 /// A PATH with everything of this one but `bwrap` (symlinks in a temp dir): pev then gets the
 /// Landlock and seccomp sandbox without bubblewrap.
-fn path_without_bwrap(dir: &Path) -> String {
+pub(crate) fn path_without_bwrap(dir: &Path) -> String {
     let path = std::env::var("PATH").unwrap_or_default();
     for entry in
         std::env::split_paths(&path).filter_map(|d| std::fs::read_dir(d).ok()).flatten().flatten()
@@ -677,7 +677,8 @@ fn without_bubblewrap_landlock_still_refuses_writes_signals_and_outliving_a_time
     let plan = json!({"goal": "Try to get out", "steps": steps});
     let plan_path = ws.plan_file(&plan);
     let r = run(
-        pev().env("PATH", &path),
+        // Neither bubblewrap nor pev's own namespaces: Landlock and seccomp alone.
+        pev().env("PATH", &path).env("PEV_SANDBOX_NAMESPACES", "off"),
         &[
             "run",
             plan_path.to_str().expect("utf-8"),

@@ -57,6 +57,9 @@ pub(crate) async fn run(ctx: &ToolContext, spec: &CommandSpec) -> Result<Command
     let started = Instant::now();
     let deadline = tokio::time::Instant::now().checked_add(spec.timeout);
     let mut child = cmd.spawn().map_err(|e| spawn_error(&spec.program, &e))?;
+    // The command holds the supervisor's end of the socket: kept, a supervisor that never
+    // started (or died) would leave it open, and the read below would wait for ever.
+    drop(cmd);
 
     let stdout = Arc::new(Mutex::new(super::shell::Captured::default()));
     let stderr = Arc::new(Mutex::new(super::shell::Captured::default()));
@@ -67,25 +70,23 @@ pub(crate) async fn run(ctx: &ToolContext, spec: &CommandSpec) -> Result<Command
 
     let mut control = BufReader::new(control);
     let mut line = String::new();
-    let read = control.read_line(&mut line);
-    let reported = match deadline {
-        Some(deadline) => tokio::time::timeout_at(deadline, read).await.ok(),
-        None => Some(read.await),
-    };
+    let reported = tokio::time::timeout_at(
+        deadline.unwrap_or_else(far_future),
+        report(&mut control, &mut line, &mut child),
+    )
+    .await
+    .ok();
     let (exit_code, signal, timed_out) = match reported {
-        Some(Ok(n)) if n > 0 => {
+        Some(Report::Line) => {
             let (code, signal) = parse_status(&line);
             (code, signal, false)
         }
-        // The socket closed without a report: the supervisor itself ended; its status is all
-        // there is.
-        Some(_) => {
-            let status = wait_bounded(&mut child, TEARDOWN).await;
-            (
-                status.and_then(|s| s.code()),
-                status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s)),
-                false,
-            )
+        // The supervisor (or bubblewrap before it) ended without a report: the command never
+        // ran, or nothing is left that could say how it ended. Not the command's failure.
+        Some(Report::Gone(status)) => {
+            let ended = Ended { exit_code: None, signal: None, timed_out: false, started };
+            let output = collect(ctx, readers, (&stdout, &stderr), ended).await;
+            return Err(ToolError::Fatal(not_started(status, &output.stderr)));
         }
         None => {
             let _ = control.get_mut().write_all(b"kill\n").await;
@@ -101,6 +102,52 @@ pub(crate) async fn run(ctx: &ToolContext, spec: &CommandSpec) -> Result<Command
 
     let ended = Ended { exit_code, signal, timed_out, started };
     Ok(collect(ctx, readers, (&stdout, &stderr), ended).await)
+}
+
+/// How the wait for the command's report ended.
+enum Report {
+    /// The report is in `line`.
+    Line,
+    /// The supervisor ended, and its socket closed, without one.
+    Gone(Option<std::process::ExitStatus>),
+}
+
+/// Wait for the supervisor's report line, or for the supervisor itself to end without one.
+async fn report(
+    control: &mut BufReader<UnixStream>,
+    line: &mut String,
+    child: &mut Child,
+) -> Report {
+    let status = tokio::select! {
+        read = control.read_line(line) => match read {
+            Ok(n) if n > 0 => return Report::Line,
+            _ => wait_bounded(child, TEARDOWN).await,
+        },
+        status = child.wait() => status.ok(),
+    };
+    // It ended first; a report it wrote just before is still in the socket (whose other end is
+    // closed now, so this read ends at once).
+    match tokio::time::timeout(TEARDOWN, control.read_line(line)).await {
+        Ok(Ok(n)) if n > 0 => Report::Line,
+        _ => Report::Gone(status),
+    }
+}
+
+/// The error of a confined command that never reported: the supervisor's (or bubblewrap's)
+/// own words, and what to check.
+fn not_started(status: Option<std::process::ExitStatus>, stderr: &str) -> String {
+    let status = status.map_or_else(|| "no exit status".to_string(), |s| s.to_string());
+    let said = stderr.trim();
+    let said = if said.is_empty() { String::new() } else { format!(": {said}") };
+    format!(
+        "shell.exec: the sandbox could not run the command (its supervisor ended, {status}, \
+         without reporting the command's exit){said}. Run `pev doctor` to see what the sandbox \
+         can use on this machine; `sandbox = \"off\"` runs commands unconfined"
+    )
+}
+
+fn far_future() -> tokio::time::Instant {
+    tokio::time::Instant::now() + Duration::from_secs(60 * 60 * 24 * 365)
 }
 
 /// `exit <code>` or `signal <n>`.
