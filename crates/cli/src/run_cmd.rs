@@ -277,15 +277,14 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
 /// Whether the journal vouches for `run_id`'s record (its keyed chain holds). A journal changed
 /// outside pev is refused: nothing is built on it.
 fn verified_journal(store: &Store, run_id: &str) -> Result<bool, Fail> {
-    let integrity = store.integrity(run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
-    if integrity.is_broken() {
-        return Err(Fail::input(format!(
-            "run {run_id} cannot be resumed: its journal was {}. `pev show {run_id}` shows \
-             the record as it stands",
-            integrity.describe()
-        )));
+    match store.require_intact(run_id) {
+        Ok(integrity) => Ok(integrity.is_verified()),
+        Err(e @ pev_store::StoreError::Tampered { .. }) => Err(Fail::input(format!(
+            "run {run_id} cannot be resumed: {e}. Nothing was run; `pev show {run_id}` shows \
+             the record as it stands"
+        ))),
+        Err(e) => Err(Fail(EXIT_FAILED, e.to_string())),
     }
-    Ok(matches!(integrity, pev_store::Integrity::Intact { .. }))
 }
 
 /// `pev resume RUN`.

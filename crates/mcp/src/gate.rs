@@ -638,6 +638,8 @@ pub async fn status(
             }
         },
     };
+    // A journal changed behind pev's back decides nothing, stored success included.
+    store.require_intact(&run_id)?;
     let record = store.load_run(&run_id)?;
     if record.options.get("mode").and_then(Value::as_str) != Some(MODE) {
         return Err(McpError(format!("run {run_id} is not a pev mcp run")));

@@ -248,13 +248,27 @@ pub(crate) fn cover_columns(table: &str) -> String {
 }
 
 /// A run's row, as the writer keeps it between the records of one transaction.
-pub(crate) fn read_run(conn: &mut Conn, run_id: &str) -> Result<Option<Vec<Value>>, DbError> {
+pub(crate) fn read_run(
+    conn: &mut Conn,
+    run_id: &str,
+) -> Result<Option<(Vec<Value>, Value)>, DbError> {
     let sql = format!(
-        "SELECT {} FROM runs WHERE run_id = ?1{}",
+        "SELECT {}, mac FROM runs WHERE run_id = ?1{}",
         cover_columns("runs"),
         conn.dialect().for_update()
     );
-    Ok(conn.query_opt(&sql, params![run_id])?.map(|r| r.0))
+    Ok(conn.query_opt(&sql, params![run_id])?.map(|r| {
+        let mut values = r.0;
+        let mac = values.pop().unwrap_or(Value::Null);
+        (values, mac)
+    }))
+}
+
+/// Whether a row read back to be updated in place still matches its stored MAC: a writer
+/// re-MACs what it read, so a row changed outside pev since it was written would otherwise be
+/// vouched for by the next update.
+pub(crate) fn still_matches(key: &JournalKey, table: &str, values: &[Value], mac: &Value) -> bool {
+    matches!(mac, Value::Text(m) if *m == values_mac(key, table, values))
 }
 
 /// What checking a run's journal found.

@@ -123,7 +123,8 @@ impl Batch {
     /// refused: rows MACed with another key would read as forged.
     fn run(&mut self, conn: &mut Conn, run_id: &str) -> Result<&mut RunState, WriteError> {
         if !self.runs.contains_key(run_id) {
-            let values = crate::chain::read_run(conn, run_id)?.unwrap_or_default();
+            let (values, mac) =
+                crate::chain::read_run(conn, run_id)?.unwrap_or((Vec::new(), Value::Null));
             let key = match values.get(RUN_KEY_ID) {
                 None | Some(Value::Null) => None,
                 Some(Value::Text(id)) if id.is_empty() => None,
@@ -153,6 +154,14 @@ impl Batch {
                     )));
                 }
             };
+            if let Some(k) = &key
+                && !crate::chain::still_matches(k, "runs", &values, &mac)
+            {
+                return Err(WriteError::Key(format!(
+                    "run {run_id}'s row was changed outside pev (it no longer matches its MAC): \
+                     nothing more is written to it; `pev show {run_id}` names what changed"
+                )));
+            }
             self.runs.insert(run_id.to_owned(), RunState { values, key, dirty: false });
         }
         match self.runs.get_mut(run_id) {
@@ -661,13 +670,24 @@ fn tool_call_end(
                 Some(row) => row,
                 None => {
                     let sql = format!(
-                        "SELECT {} FROM tool_calls WHERE run_id = ?1 AND call_id = ?2",
+                        "SELECT {}, mac FROM tool_calls WHERE run_id = ?1 AND call_id = ?2",
                         cover_columns("tool_calls")
                     );
-                    match conn.query_opt(&sql, params![&e.run_id, &e.call_id])? {
-                        Some(r) => r.0,
-                        None => return Ok(Some(0)),
+                    let Some(r) = conn.query_opt(&sql, params![&e.run_id, &e.call_id])? else {
+                        return Ok(Some(0));
+                    };
+                    let mut row = r.0;
+                    let stored = row.pop().unwrap_or(Value::Null);
+                    // Changed since its start was journaled (by the very call it records):
+                    // re-MACing it would vouch for the change.
+                    if !crate::chain::still_matches(key, "tool_calls", &row, &stored) {
+                        return Err(WriteError::Key(format!(
+                            "tool call {} of run {} was changed outside pev while it ran (it \
+                             no longer matches its MAC): nothing more is written to the run",
+                            e.call_id, e.run_id
+                        )));
                     }
+                    row
                 }
             };
             if row.len() <= CALL_DURATION {

@@ -130,3 +130,40 @@ fn a_loop_mode_child_is_linted_by_the_parents_policy() {
     let child = finished[0].to_string();
     assert!(child.contains("failed") && child.contains("rm -rf"), "{child}");
 }
+
+/// A step (unconfined: the user's policy says `sandbox: off`) rewrites its own run's options in
+/// the journal to open the network and drop the approval its next step needs. The journal's
+/// writer refuses to vouch for the changed row (the run stops there), and `pev resume` refuses
+/// to build on it, naming the row; the approval-gated step never runs.
+#[test]
+fn a_step_that_rewrites_its_runs_options_cannot_loosen_what_follows() {
+    let ws = Ws::new();
+    let policy = ws.outside().join("policy.yaml");
+    std::fs::write(&policy, "sandbox: off\napprove_tools: [file.write]\n").expect("policy");
+    let tamper = "python3 -c \"import sqlite3, json; c = sqlite3.connect('.pev/pev.db'); \
+        o = json.loads(c.execute('select options from runs').fetchone()[0]); \
+        o['sandbox']['network'] = {'kind': 'open'}; o['approve_tools'] = []; \
+        o['policy']['document']['approve_tools'] = []; \
+        c.execute('update runs set options = ?', (json.dumps(o),)); c.commit()\"";
+    let plan = json!({"goal": "Tamper with the journal", "steps": [
+        {"id": "t", "title": "Rewrite the options", "tool": "shell.exec",
+         "parameters": {"command": tamper}},
+        {"id": "w", "title": "Write", "tool": "file.write", "depends_on": ["t"],
+         "parameters": {"path": "x.txt", "content": "x"}}
+    ]});
+    let first = ws.run(&plan, &["--policy", policy.to_str().expect("utf-8")]);
+    assert_ne!(first.code, 0, "{}", first.stderr);
+    assert!(first.stderr.contains("changed outside pev"), "{}", first.stderr);
+    let run_id = first.run_id();
+    let resumed = ws.resume(&run_id, &["--yes"]);
+    assert_eq!(resumed.code, 2, "{}", resumed.stderr);
+    assert!(
+        resumed.stderr.contains("cannot be resumed") && resumed.stderr.contains("runs row"),
+        "{}",
+        resumed.stderr
+    );
+    assert!(!ws.path().join("x.txt").exists());
+    let show = ws.pev(&["show", &run_id]);
+    assert_eq!(show.code, 1, "{show:?}");
+    assert!(show.stdout.contains("CHANGED OUTSIDE PEV"), "{}", show.stdout);
+}

@@ -117,6 +117,58 @@ fn rewritten_options_break_the_runs_row() {
     assert!(err.to_string().contains("runs row (run r1)"), "{err}");
 }
 
+/// A row changed between two of the writer's batches (by a command of the run itself) is not
+/// re-MACed by the next record of the run: the write is refused and the run stays broken.
+#[test]
+fn the_next_record_does_not_vouch_for_a_row_changed_in_between() {
+    let (db, store) = journal(&keying());
+    tamper(&db, r#"UPDATE runs SET options = '{"network":"open"}' WHERE run_id = 'r1'"#);
+    let err = store.write(&event_rec("r1", 5)).unwrap_err();
+    assert!(err.to_string().contains("changed outside pev"), "{err}");
+    broken_naming(&store.integrity("r1").unwrap(), "runs row (run r1) does not match its MAC");
+    // The other run is written as before.
+    store.write(&event_rec("r2", 5)).unwrap();
+    assert_eq!(store.integrity("r2").unwrap(), Integrity::Intact { events: 6 });
+}
+
+/// A tool call's row changed while the call ran (its arguments rewritten by the command it
+/// records) is not re-MACed when the call's end is written.
+#[test]
+fn a_tool_call_changed_while_it_ran_is_not_vouched_for_at_its_end() {
+    let (db, store) = journal(&keying());
+    store
+        .write(&Record::ToolCallStarted(ToolCallStart {
+            run_id: "r1".into(),
+            call_id: "c4".into(),
+            step_id: "s1".into(),
+            attempt: 1,
+            tool: "shell.exec".into(),
+            effect: Effect::Exec,
+            arguments: json!({"command": "true"}),
+            path: None,
+            pre_sha256: None,
+            intended_sha256: None,
+            started_at: "2026-01-01T00:00:04.000Z".into(),
+        }))
+        .unwrap();
+    tamper(
+        &db,
+        r#"UPDATE tool_calls SET arguments = '{"command":"rm -rf /"}' WHERE call_id = 'c4'"#,
+    );
+    let end = Record::ToolCallFinished(ToolCallEnd {
+        run_id: "r1".into(),
+        call_id: "c4".into(),
+        status: ToolCallStatus::Finished,
+        output: None,
+        error: None,
+        ended_at: "2026-01-01T00:00:05.000Z".into(),
+        duration_ms: 1,
+    });
+    let err = store.write(&end).unwrap_err();
+    assert!(err.to_string().contains("changed outside pev while it ran"), "{err}");
+    broken_naming(&store.integrity("r1").unwrap(), "tool_calls row (run r1, call c4)");
+}
+
 /// The chain pev wrote before keys: SHA-256 of the previous value and the event's columns.
 fn unkeyed_link(prev: &str, seq: i64, at: &str, kind: &str, body: &str) -> String {
     let mut h = Sha256::new();
