@@ -92,7 +92,14 @@ pub fn run(req: &DoctorRequest, out: &mut dyn Write) -> Result<u8, Fail> {
         if let Some(map) = report.as_object_mut() {
             map.insert(
                 "sandbox".into(),
-                json!({"probe": sandbox.probe(), "enforced": sandbox.enforced()}),
+                json!({
+                    "probe": sandbox.probe(),
+                    "enforced": sandbox.enforced(),
+                    "cgroup_v2": match pev_sandbox::cgroup_v2() {
+                        Ok(dir) => json!({"delegated": dir}),
+                        Err(why) => json!({"unavailable": why}),
+                    },
+                }),
             );
             map.insert("journal_key".into(), key_json(&key));
         }
@@ -459,6 +466,21 @@ fn write_sandbox(out: &mut dyn Write, sandbox: &pev_sandbox::Sandbox) -> std::io
         vec!["seccomp".to_owned(), yes_no(probe.seccomp)],
         vec!["bubblewrap".to_owned(), bubblewrap],
         vec!["user namespaces".to_owned(), yes_no(probe.user_namespaces)],
+        vec![
+            "pev's namespaces".to_owned(),
+            if probe.namespaces {
+                "yes (used where bubblewrap is absent)".to_owned()
+            } else {
+                "no".to_owned()
+            },
+        ],
+        vec![
+            "cgroup v2".to_owned(),
+            match pev_sandbox::cgroup_v2() {
+                Ok(dir) => format!("delegated ({}); not used by runs yet", dir.display()),
+                Err(why) => format!("not available: {why}"),
+            },
+        ],
         vec!["running as root".to_owned(), yes_no(probe.root)],
         vec![format!("mode ({})", enforced.mode.as_str()), clean(&enforced.summary()).into_owned()],
     ];

@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 
 pub use helper::{HELPER_ARG, helper_main};
 pub use namespaces::NAMESPACES_VAR;
-pub use probe::{Bubblewrap, Probe, probe};
+pub use probe::{Bubblewrap, Probe, cgroup_v2, probe};
 pub use spec::{
     DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PROCESSES, Layers, Limits, Mode, Network, Spec,
 };

@@ -171,3 +171,34 @@ fn user_namespaces() -> bool {
     let debian = read("/proc/sys/kernel/unprivileged_userns_clone");
     max.is_some_and(|m| m > 0) && debian.is_none_or(|v| v != "0")
 }
+
+/// The cgroup v2 directory this process could place a run's commands in (memory and
+/// process-count limits, killing a whole group at once), or why there is none: a v1 or hybrid
+/// hierarchy, no `memory`/`pids` controller, or a group this user cannot write (not delegated).
+/// Reported by `pev doctor`; runs do not use cgroups yet.
+pub fn cgroup_v2() -> Result<PathBuf, String> {
+    let root = Path::new("/sys/fs/cgroup");
+    if !root.join("cgroup.controllers").is_file() {
+        return Err("/sys/fs/cgroup is not a cgroup v2 (unified) hierarchy".into());
+    }
+    let own = std::fs::read_to_string("/proc/self/cgroup")
+        .map_err(|e| format!("/proc/self/cgroup: {e}"))?;
+    let rel = own
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .ok_or("this process is in no cgroup v2 group")?;
+    let dir = root.join(rel.trim_start_matches('/'));
+    let controllers = std::fs::read_to_string(dir.join("cgroup.controllers")).unwrap_or_default();
+    let missing: Vec<&str> = ["memory", "pids"]
+        .into_iter()
+        .filter(|c| !controllers.split_whitespace().any(|x| x == *c))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!("{}: no {} controller", dir.display(), missing.join(" or ")));
+    }
+    let writable = nix::unistd::access(&dir, nix::unistd::AccessFlags::W_OK).is_ok();
+    if !writable {
+        return Err(format!("{} is not delegated to this user", dir.display()));
+    }
+    Ok(dir)
+}
