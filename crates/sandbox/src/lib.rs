@@ -473,10 +473,27 @@ fn make_private_dir(prefix: &str) -> Option<PathBuf> {
 }
 
 fn hidden_paths() -> Vec<PathBuf> {
-    let Some(home) = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute()) else {
-        return Vec::new();
+    let var = |name: &str| std::env::var_os(name).map(PathBuf::from).filter(|p| p.is_absolute());
+    let mut out: Vec<PathBuf> = match var("HOME") {
+        Some(home) => HIDDEN_IN_HOME.iter().map(|name| home.join(name)).collect(),
+        None => Vec::new(),
     };
-    HIDDEN_IN_HOME.iter().map(|name| home.join(name)).filter(|p| p.exists()).collect()
+    out.extend(credential_files(&var));
+    out.retain(|p| p.exists());
+    out.dedup();
+    out
+}
+
+/// PostgreSQL's credential and service files wherever the environment points them (a shared
+/// journal's password among them), beyond `~/.pgpass` and `~/.pg_service.conf`.
+fn credential_files(var: &dyn Fn(&str) -> Option<PathBuf>) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> =
+        ["PGPASSFILE", "PGSERVICEFILE"].iter().filter_map(|v| var(v)).collect();
+    if let Some(dir) = var("PGSYSCONFDIR") {
+        out.push(dir.join("pg_service.conf"));
+    }
+    out.push(PathBuf::from("/etc/postgresql-common/pg_service.conf"));
+    out
 }
 
 /// The sandbox a run gets from the settings and the probe.
@@ -561,5 +578,25 @@ pub fn decide(settings: &Settings, has_helper: bool, probe: &Probe) -> Enforced 
             "writable by commands".into()
         },
         gaps,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    #[test]
+    fn postgres_credentials_are_hidden_wherever_the_environment_points() {
+        let env = |name: &str| match name {
+            "PGPASSFILE" => Some(PathBuf::from("/srv/secrets/pgpass")),
+            "PGSERVICEFILE" => Some(PathBuf::from("/srv/secrets/services")),
+            "PGSYSCONFDIR" => Some(PathBuf::from("/srv/pg")),
+            _ => None,
+        };
+        let found = super::credential_files(&env);
+        for path in ["/srv/secrets/pgpass", "/srv/secrets/services", "/srv/pg/pg_service.conf"] {
+            assert!(found.contains(&PathBuf::from(path)), "{path}: {found:?}");
+        }
+        assert!(super::credential_files(&|_| None).iter().all(|p| p.starts_with("/etc")));
     }
 }
