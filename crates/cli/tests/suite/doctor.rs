@@ -240,24 +240,31 @@ fn the_sandbox_this_machine_can_enforce_is_reported_from_a_probe() {
     assert_eq!(sandbox["enforced"]["mode"], "auto", "{sandbox}");
     let level = sandbox["enforced"]["level"].as_str().expect("level");
     assert!(["full", "partial", "none"].contains(&level), "{level}");
-    // The level follows the probe: Landlock and seccomp and bubblewrap make `full`.
+    // The level follows the probe: Landlock and seccomp and bubblewrap (or pev's own
+    // namespaces in its place) make `full`.
     let probe = &sandbox["probe"];
     let full = probe["landlock_abi"].is_number()
         && probe["seccomp"] == true
-        && probe["bubblewrap"].is_object();
+        && (probe["bubblewrap"].is_object() || probe["namespaces"] == true);
     assert_eq!(level == "full", full, "{sandbox}");
     let text = doctor(ws.path(), &[("PATH", &path), ("ANTHROPIC_API_KEY", FAKE_KEY)], &[]);
     assert!(text.stdout.contains("Sandbox (probed in child processes):"), "{}", text.stdout);
-    assert!(text.stdout.contains(&format!("mode (auto)      {level}")), "{}", text.stdout);
+    let mode = text.stdout.lines().find(|l| l.trim_start().starts_with("mode (auto)"));
+    let mode = mode.unwrap_or_else(|| panic!("no mode line: {}", text.stdout));
+    assert!(mode.split_whitespace().nth(2) == Some(level), "{mode}");
 }
 
 #[test]
 fn require_in_pev_toml_fails_doctor_when_the_sandbox_is_not_full() {
     let ws = dir_with(&[("pev.toml", "sandbox = \"require\"\n")]);
-    // A PATH without bubblewrap: at most the partial sandbox.
+    // A PATH without bubblewrap, and pev's own namespaces off: at most the partial sandbox.
     let r = doctor(
         ws.path(),
-        &[("PATH", "/nonexistent"), ("ANTHROPIC_API_KEY", FAKE_KEY)],
+        &[
+            ("PATH", "/nonexistent"),
+            ("ANTHROPIC_API_KEY", FAKE_KEY),
+            ("PEV_SANDBOX_NAMESPACES", "off"),
+        ],
         &["--json"],
     );
     let report: Value = serde_json::from_str(&r.stdout).expect("json");
