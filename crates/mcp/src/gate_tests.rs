@@ -344,6 +344,31 @@ fn no_run_passes_unless_a_plan_is_required() {
     assert!(out["reason"].as_str().unwrap().contains("plan_create"));
 }
 
+/// A session that edited files without a plan: its first Stop is refused (a SubagentStop is
+/// not), the next is let through with a note; under `--require-plan` every one is refused as a
+/// missing plan, up to the cap.
+#[test]
+fn edits_without_a_plan_refuse_the_first_stop_only() {
+    let env = Env::new();
+    let edit = json!({"hook_event_name": "PostToolUse", "session_id": "s", "tool_name": "Edit",
+                      "tool_input": {"file_path": "a.py"}, "tool_response": {}});
+    assert_eq!(env.hook(&edit, &GateOptions::default()).stdout, None);
+    let sub = json!({"hook_event_name": "SubagentStop", "session_id": "s"});
+    assert_eq!(env.hook(&sub, &GateOptions::default()).stdout, None, "a sub-agent's stop");
+    let required = GateOptions { require_plan: true, max_refusals: 5, ..GateOptions::default() };
+    for _ in 0..2 {
+        let out = env.stop("s", &required).stdout.unwrap();
+        assert!(out["reason"].as_str().unwrap().contains("one is required"), "{out}");
+    }
+    let first = env.stop("s", &GateOptions::default()).stdout.unwrap();
+    assert_eq!(first["decision"], "block");
+    assert!(first["reason"].as_str().unwrap().contains("a.py"), "{first}");
+    let second = env.stop("s", &GateOptions::default()).stdout.unwrap();
+    assert!(second.get("decision").is_none(), "{second}");
+    assert!(second["systemMessage"].as_str().unwrap().contains("without a pev plan"));
+    assert_eq!(env.stop("s", &GateOptions::default()).stdout, None);
+}
+
 #[test]
 fn a_todo_list_alone_is_partial_and_an_empty_one_makes_no_run() {
     let env = Env::new();
