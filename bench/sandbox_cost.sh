@@ -3,8 +3,11 @@
 # running `true`, run with --jobs 1 by the same release pev binary under three sandboxes, side
 # by side in one run:
 #   off      sandbox: off (spawn /bin/sh in a process group: the cost before the sandbox existed)
-#   landlock sandbox: auto on a PATH without bwrap (helper supervisor + Landlock/seccomp stage)
-#   full     sandbox: auto with bubblewrap (the above inside bwrap's namespaces)
+#   landlock sandbox: auto on a PATH without bwrap, PEV_SANDBOX_NAMESPACES=off (helper
+#            supervisor + Landlock/seccomp stage)
+#   pev-ns   sandbox: auto on a PATH without bwrap: the above plus pev's own namespaces (the
+#            full sandbox without bubblewrap, issue 28)
+#   full     sandbox: auto with bubblewrap (the Landlock/seccomp stage inside bwrap's namespaces)
 # For each it prints the median and p90 of the calls' own duration (tool.finished duration_ms:
 # spawn to exit, output read) and the wall time of the whole run divided by N.
 #
@@ -32,11 +35,11 @@ for f in /usr/bin/* /bin/*; do
 done
 printf "sandbox: off\nmax_steps: 100000\n" >"$work/off.yaml"
 printf "sandbox: auto\nmax_steps: 100000\n" >"$work/auto.yaml"
-measure() { # name policy PATH
+measure() { # name policy PATH [namespaces]
   local ws="$work/ws-$1"; mkdir -p "$ws"
   local start end
   start=$(date +%s%N)
-  PATH="$3" "$PEV" run "$work/plan.json" --workspace "$ws" --policy "$2" --jobs 1 --yes --json \
+  PEV_SANDBOX_NAMESPACES="${4:-on}" PATH="$3" "$PEV" run "$work/plan.json" --workspace "$ws" --policy "$2" --jobs 1 --yes --json \
     >"$work/$1.jsonl" 2>/dev/null || true
   end=$(date +%s%N)
   python3 - "$1" "$work/$1.jsonl" "$(( (end - start) / 1000 ))" "$n" <<'PY'
@@ -52,7 +55,8 @@ PY
 }
 echo "pev: $PEV; $n steps of shell.exec 'true', --jobs 1; $(nproc) cores; $(uname -r)"
 measure off "$work/off.yaml" "$PATH"
-measure landlock "$work/auto.yaml" "$work/nobwrap"
+measure landlock "$work/auto.yaml" "$work/nobwrap" off
+measure pev-ns "$work/auto.yaml" "$work/nobwrap"
 measure full "$work/auto.yaml" "$PATH"
 # Reference: the same spawns without pev, for scale (a bare fork+exec of /bin/sh, and bwrap alone).
 ref() { # name command...

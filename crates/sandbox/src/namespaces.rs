@@ -6,10 +6,10 @@
 //! socket directory are covered, and so is `/run` (host sockets: Docker's, D-Bus, a database's)
 //! when the network is closed, or the known host sockets one by one when it is open.
 //!
-//! Everything in `/tmp` is covered but the workspace and the run's `TMPDIR` (other programs'
-//! sockets live there). What bubblewrap gives and this does not: a private pid namespace
-//! (commands see host processes, though Landlock keeps them from signalling any), and entries
-//! made in `/tmp` after the command started are not covered. The probe tries it in a throw-away process; `PEV_SANDBOX_NAMESPACES=off`
+//! `/tmp` is a fresh tmpfs with the workspace, the run's `TMPDIR` and the `PATH` entries under it
+//! bound back (other programs' sockets live there). What bubblewrap gives and this does not: a
+//! private pid namespace (commands see host processes, though Landlock keeps them from
+//! signalling any). The probe tries it in a throw-away process; `PEV_SANDBOX_NAMESPACES=off`
 //! turns it off (to test the partial sandbox, or where a kernel misbehaves).
 
 use std::path::{Path, PathBuf};
@@ -70,26 +70,51 @@ pub(crate) fn enter(spec: &Spec) -> Result<(), String> {
     Ok(())
 }
 
-/// Everything in `/tmp` but what holds (or lies in) a path in `keep` (the workspace, the run's
-/// `TMPDIR`): other users' and programs' sockets live there (tmux's and ssh-agent's give a
-/// shell outside), as do their files. Bubblewrap mounts an empty `/tmp` and binds the kept
-/// paths back; without it each entry is covered where it is.
+/// `/tmp` emptied, as bubblewrap does it: other users' and programs' sockets live there (tmux's
+/// and ssh-agent's give a shell outside), as do their files. The paths in `keep` that lie under
+/// it (the workspace, the run's `TMPDIR`, a `PATH` entry) are opened first and bound back into
+/// the fresh tmpfs through their descriptors (`/proc/self/fd/N` names the original directory
+/// even once it is covered).
 fn cover_tmp(keep: &[&Path]) -> Result<(), String> {
     let tmp = Path::new("/tmp");
-    let Ok(entries) = std::fs::read_dir(tmp) else { return Ok(()) };
-    let resolve = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-    let keep: Vec<PathBuf> = keep.iter().map(|p| resolve(p)).collect();
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if keep.iter().any(|k| k.starts_with(&path) || path.starts_with(k)) {
-            continue;
-        }
-        // Something that vanished since the listing needs no cover.
-        if let Err(e) = cover(&path)
-            && path.symlink_metadata().is_ok()
-        {
-            return Err(e);
-        }
+    if !tmp.is_dir() {
+        return Ok(());
+    }
+    let mut under: Vec<PathBuf> = keep
+        .iter()
+        .filter_map(|p| p.canonicalize().ok())
+        .filter(|p| p.starts_with(tmp) && p.is_dir())
+        .collect();
+    if under.iter().any(|p| p == tmp) {
+        return Ok(()); // the workspace is /tmp itself: nothing to cover it with
+    }
+    under.sort();
+    under.dedup();
+    // Only the outermost of nested paths is bound (the rest comes with it).
+    let outer: Vec<PathBuf> = under
+        .iter()
+        .filter(|p| !under.iter().any(|q| q != *p && p.starts_with(q)))
+        .cloned()
+        .collect();
+    let held: Vec<(PathBuf, std::fs::File)> = outer
+        .into_iter()
+        .map(|p| std::fs::File::open(&p).map(|f| (p.clone(), f)))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("opening a directory under /tmp: {e}"))?;
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    mount(Some("tmpfs"), tmp, Some("tmpfs"), flags, Some("mode=1777"))
+        .map_err(|e| format!("covering /tmp: {e}"))?;
+    for (path, dir) in &held {
+        std::fs::create_dir_all(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let source = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(dir));
+        mount(
+            Some(source.as_str()),
+            path,
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None::<&str>,
+        )
+        .map_err(|e| format!("binding {} back: {e}", path.display()))?;
     }
     Ok(())
 }
