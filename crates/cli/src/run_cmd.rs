@@ -929,6 +929,14 @@ impl Session {
         let result = match outcome {
             Ok(result) => result,
             Err(EngineError::Plan(message)) => return Err(Fail::input(message)),
+            // The journal's writer refused a run whose record was changed behind pev's back:
+            // no resume builds on it.
+            Err(e) if e.to_string().contains("changed outside pev") => {
+                return Err(Fail(
+                    EXIT_FAILED,
+                    format!("{e}\nthe run's record is not evidence; `pev resume` refuses it"),
+                ));
+            }
             Err(e) => {
                 return Err(Fail(
                     EXIT_FAILED,

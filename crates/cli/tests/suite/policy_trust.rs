@@ -154,6 +154,7 @@ fn a_step_that_rewrites_its_runs_options_cannot_loosen_what_follows() {
     let first = ws.run(&plan, &["--policy", policy.to_str().expect("utf-8")]);
     assert_ne!(first.code, 0, "{}", first.stderr);
     assert!(first.stderr.contains("changed outside pev"), "{}", first.stderr);
+    assert!(first.stderr.contains("`pev resume` refuses it"), "{}", first.stderr);
     let run_id = first.run_id();
     let resumed = ws.resume(&run_id, &["--yes"]);
     assert_eq!(resumed.code, 2, "{}", resumed.stderr);
