@@ -56,9 +56,7 @@ fn without_bubblewrap_host_sockets_and_the_journal_are_out_of_reach() {
     }
     // The kernel may still refuse (a container's seccomp or AppArmor policy): the probe then
     // says why, in its notes, and the run is partial. A refusal it does not explain is a bug.
-    if probe["namespaces"] != true
-        && probe["notes"].to_string().contains("pev's namespaces: ")
-    {
+    if probe["namespaces"] != true && probe["notes"].to_string().contains("pev's namespaces: ") {
         eprintln!("skipped: this kernel refused pev's namespaces ({probe})");
         return;
     }
