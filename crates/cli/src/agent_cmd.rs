@@ -25,12 +25,12 @@ use pev_providers::config::{Config, Role};
 use pev_store::{NewRun, Store};
 use serde_json::json;
 
+use crate::arg_values::Common;
 use crate::call_notice::Notices;
-use crate::run_cmd::{
-    Common, EXIT_BAD_INPUT, EXIT_FAILED, Fail, RunPolicy, Session, lock_run, store_path,
-    workspace_dir,
-};
+use crate::exit::{EXIT_BAD_INPUT, EXIT_FAILED, Fail};
+use crate::run_cmd::{RunPolicy, Session};
 use crate::scratch;
+use crate::workspace::{lock_run, store_path, workspace_dir};
 
 /// The exit code of a run a person stopped before anything ran (the shell's code for SIGINT).
 const EXIT_INTERRUPTED: u8 = 130;
@@ -56,14 +56,7 @@ pub struct AgentRequest {
     pub replay: Option<Arc<Recording>>,
 }
 
-/// How the models are arranged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Mode {
-    /// Planner, executor and judge around the harness
-    Pev,
-    /// One model in a tool loop with plan tools and a finalization gate
-    Loop,
-}
+pub use crate::arg_values::Mode;
 
 /// The ceilings given on the command line.
 #[derive(Debug, Clone, Copy, Default)]
@@ -290,7 +283,7 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         return Err(Fail(EXIT_BAD_INPUT, "the goal is empty".to_owned()));
     }
     let mut workspace = workspace_dir(req.common.workspace.as_deref())?;
-    let floor = crate::run_cmd::file_config(&workspace)?.sandbox();
+    let floor = crate::workspace::file_config(&workspace)?.sandbox();
     let policy = crate::policy_source::load(req.policy.as_deref(), &workspace, floor, err)?;
     let config_dir = workspace.clone();
     if req.scratch {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::{agent_cmd, eval_cmd, eval_scale, run_cmd, style};
+use crate::{arg_values, style};
 
 pub(crate) const EXIT_CODES: &str = "\
 Exit codes:
@@ -335,7 +335,7 @@ pub(crate) enum Command {
         s, m, h, d or w (90m, 12h, 30d).")]
     Gc {
         /// Delete runs last updated more than this long ago (30d, 12h, 2w, …)
-        #[arg(long, value_name = "DURATION", value_parser = crate::journal_cmd::parse_age)]
+        #[arg(long, value_name = "DURATION", value_parser = crate::arg_values::parse_age)]
         older_than: std::time::Duration,
         /// Say what would be deleted, and delete nothing
         #[arg(long)]
@@ -465,7 +465,7 @@ pub(crate) enum Command {
     Integrate {
         /// The client
         #[arg(value_enum)]
-        client: crate::mcp_cmd::Client,
+        client: crate::arg_values::Client,
         /// For every project of the user (~/.claude, ~/.codex) instead of this one
         #[arg(long, conflicts_with = "project")]
         user: bool,
@@ -505,8 +505,8 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
         /// Which gate settings to run loop-mode scenarios with
-        #[arg(long, value_enum, default_value_t = eval_cmd::GateChoice::Both)]
-        gate: eval_cmd::GateChoice,
+        #[arg(long, value_enum, default_value_t = arg_values::GateChoice::Both)]
+        gate: arg_values::GateChoice,
         /// Keep each run's copy of the fixture (with its journal) instead of deleting it
         #[arg(long)]
         keep: bool,
@@ -521,7 +521,7 @@ pub(crate) enum Command {
         /// Run only shard K of N: the scenarios a stable hash of their name assigns to it
         /// (adding a scenario moves no other); join the shards' --json with `pev eval merge`
         #[arg(long, value_name = "K/N")]
-        shard: Option<eval_scale::Shard>,
+        shard: Option<arg_values::Shard>,
     },
 }
 
@@ -581,8 +581,8 @@ pub(crate) struct AgentArgs {
     pub(crate) max_replans: u32,
     /// `pev`: planner, executor and judge models around the harness; `loop`: one model in a
     /// tool loop with the plan as tools and a finalization gate
-    #[arg(long, value_enum, default_value_t = agent_cmd::Mode::Pev)]
-    pub(crate) mode: agent_cmd::Mode,
+    #[arg(long, value_enum, default_value_t = arg_values::Mode::Pev)]
+    pub(crate) mode: arg_values::Mode,
     /// Loop mode: accept the model's first final answer (to measure what the gate catches)
     #[arg(long)]
     pub(crate) no_gate: bool,
@@ -632,32 +632,7 @@ pub(crate) struct CommonArgs {
     pub(crate) journal: JournalArgs,
 }
 
-/// The checks a run is judged by (see "Tests are the check, not the work" in the README).
-#[derive(Debug, Args, Clone, Default)]
-pub(crate) struct OracleArgs {
-    /// Protect more files as checks the run may not change (a glob; repeatable), beyond the
-    /// tests and test configuration pev infers
-    #[arg(long, value_name = "GLOB")]
-    pub(crate) protect: Vec<String>,
-    /// Let the run change these checks (a glob; repeatable): for work on the tests themselves
-    #[arg(long = "allow-oracle", value_name = "GLOB")]
-    pub(crate) allow_oracle: Vec<String>,
-    /// A check the models never see, run by pev on a copy of the final workspace when it
-    /// decides the verdict (`success` needs it to pass; repeatable)
-    #[arg(long = "hidden-check", value_name = "COMMAND")]
-    pub(crate) hidden_check: Vec<String>,
-    /// A directory of held-out tests outside the workspace, copied into that copy (at its own
-    /// name) for the hidden checks; hidden from the models' tools and from commands
-    #[arg(long = "hidden-tests", value_name = "DIR", requires = "hidden_check")]
-    pub(crate) hidden_tests: Option<PathBuf>,
-    /// No oracle: record and protect no tests, run no pristine re-check and no hidden check, so
-    /// a changed test goes unnoticed (for comparison; `pev eval` uses it for its gate-off runs)
-    #[arg(long = "no-oracle", conflicts_with_all = ["protect", "allow_oracle", "hidden_check"])]
-    pub(crate) no_oracle: bool,
-    /// More directories to hide from commands: a resumed run's held-out tests.
-    #[arg(skip)]
-    pub(crate) also_hide: Vec<PathBuf>,
-}
+pub(crate) use crate::arg_values::OracleArgs;
 
 /// Where the journal is, and how to print.
 /// `pev gate status`.
@@ -751,8 +726,8 @@ pub(crate) struct PlaceArgs {
 }
 
 impl PlaceArgs {
-    pub(crate) fn place(self) -> crate::mcp_cmd::Place {
-        crate::mcp_cmd::Place { workspace: self.workspace, store: self.store }
+    pub(crate) fn place(self) -> crate::arg_values::Place {
+        crate::arg_values::Place { workspace: self.workspace, store: self.store }
     }
 }
 
@@ -776,8 +751,8 @@ pub(crate) struct JournalArgs {
 }
 
 impl JournalArgs {
-    pub(crate) fn common(self, jobs: Option<u16>, yes: bool) -> run_cmd::Common {
-        run_cmd::Common {
+    pub(crate) fn common(self, jobs: Option<u16>, yes: bool) -> arg_values::Common {
+        arg_values::Common {
             workspace: self.workspace,
             store: self.store,
             jobs: jobs.map(usize::from),
@@ -791,10 +766,10 @@ impl JournalArgs {
 }
 
 impl CommonArgs {
-    pub(crate) fn common(self) -> run_cmd::Common {
+    pub(crate) fn common(self) -> arg_values::Common {
         let cache = self.cache;
         let oracle = self.oracle;
-        run_cmd::Common { cache, oracle, ..self.journal.common(self.jobs, self.yes) }
+        arg_values::Common { cache, oracle, ..self.journal.common(self.jobs, self.yes) }
     }
 }
 

@@ -10,8 +10,10 @@ use pev_engine::agent::conversation::{Exchange, exchanges};
 use pev_providers::{ChatResponse, ContentBlock, Message, Role};
 use serde_json::json;
 
-use crate::run_cmd::{Common, EXIT_OK, Fail, store_path, workspace_dir};
+use crate::arg_values::Common;
+use crate::exit::{EXIT_OK, Fail};
 use crate::style::{Style, clean, duration};
+use crate::workspace::{store_path, workspace_dir};
 
 const EXIT_FAILED: u8 = 1;
 /// Lines of one text shown before it is folded.

@@ -22,8 +22,9 @@ use pev_providers::{
 };
 use serde_json::{Value, json};
 
-use crate::run_cmd::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, Fail, workspace_dir};
+use crate::exit::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, Fail};
 use crate::style::clean;
+use crate::workspace::workspace_dir;
 
 /// The longest a `--ping` may take per role (retries included).
 const PING_TIMEOUT: Duration = Duration::from_secs(60);

@@ -19,7 +19,7 @@ use pev_protocol::run::{ReasonCode, RunResult, RunStatus, StepStatus};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::run_cmd::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, Fail};
+use crate::exit::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, Fail};
 use crate::scratch;
 
 #[path = "eval_report.rs"]
@@ -29,23 +29,7 @@ pub mod suite;
 
 use suite::{Scenario, ScenarioMode};
 
-/// Which gate settings to run loop-mode scenarios with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum GateChoice {
-    On,
-    Off,
-    Both,
-}
-
-impl GateChoice {
-    fn settings(self) -> &'static [bool] {
-        match self {
-            Self::On => &[true],
-            Self::Off => &[false],
-            Self::Both => &[true, false],
-        }
-    }
-}
+pub use crate::arg_values::GateChoice;
 
 /// `pev eval SUITE_DIR`.
 #[derive(Debug, Clone)]
@@ -61,7 +45,7 @@ pub struct EvalRequest {
     /// Runs at once (each a `pev agent` process), at least 1.
     pub jobs: usize,
     /// Only the scenarios of this shard (see `eval_scale`).
-    pub shard: Option<crate::eval_scale::Shard>,
+    pub shard: Option<crate::arg_values::Shard>,
 }
 
 /// How a scenario's models answer in one run.

@@ -13,35 +13,9 @@ use serde::Deserialize;
 
 use crate::eval_cmd::Row;
 use crate::eval_cmd::report;
-use crate::run_cmd::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, Fail};
+use crate::exit::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, Fail};
 
-/// `K/N`: run the `K`th of `N` shards (1-based).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
-    pub index: u32,
-    pub count: u32,
-}
-
-impl std::str::FromStr for Shard {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("`{s}` is not a shard: write K/N, 1 ≤ K ≤ N (e.g. 2/4)");
-        let (k, n) = s.split_once('/').ok_or_else(bad)?;
-        let index: u32 = k.trim().parse().map_err(|_| bad())?;
-        let count: u32 = n.trim().parse().map_err(|_| bad())?;
-        if count == 0 || index == 0 || index > count {
-            return Err(bad());
-        }
-        Ok(Self { index, count })
-    }
-}
-
-impl std::fmt::Display for Shard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.index, self.count)
-    }
-}
+pub use crate::arg_values::Shard;
 
 impl Shard {
     /// Whether scenario `name` belongs to this shard: FNV-1a (64 bits) of the name, modulo the

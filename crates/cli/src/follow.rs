@@ -11,7 +11,9 @@ use std::time::Duration;
 use pev_protocol::event::{Event, EventBody};
 use pev_store::{Store, Watch};
 
-use crate::run_cmd::{Common, EXIT_FAILED, EXIT_OK, Fail, store_path, workspace_dir};
+use crate::arg_values::Common;
+use crate::exit::{EXIT_FAILED, EXIT_OK, Fail};
+use crate::workspace::{store_path, workspace_dir};
 
 /// The longest a follower waits before looking again (the wake-up is a hint).
 const LOOK_AGAIN: Duration = Duration::from_secs(2);

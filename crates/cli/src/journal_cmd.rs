@@ -7,9 +7,11 @@ use pev_protocol::Plan;
 use pev_protocol::run::StepStatus;
 use pev_store::{RunRecord, Store};
 
-use crate::run_cmd::{Common, EXIT_OK, Fail, store_path, workspace_dir};
+use crate::arg_values::Common;
+use crate::exit::{EXIT_OK, Fail};
 use crate::show_view::{FileDiff, RunRow, render_runs, render_show};
 use crate::style::Style;
+use crate::workspace::{store_path, workspace_dir};
 
 const EXIT_FAILED: u8 = 1;
 
@@ -185,7 +187,7 @@ pub fn show(run: &str, common: &Common, out: &mut dyn Write) -> Result<u8, Fail>
             == Some(pev_mcp::session::MODE);
     if open_mcp {
         // The run's own workspace (the journal says where), whatever directory `show` ran in.
-        let place = crate::mcp_cmd::Place {
+        let place = crate::arg_values::Place {
             workspace: Some(
                 common.workspace.clone().unwrap_or_else(|| record.workspace.clone().into()),
             ),
@@ -233,7 +235,7 @@ pub fn show(run: &str, common: &Common, out: &mut dyn Write) -> Result<u8, Fail>
         "open"
     } else if record.status == "running" {
         let workspace = workspace_dir(common.workspace.as_deref())?;
-        match crate::run_cmd::lock_run(&store_path(common, &workspace)?, &run_id) {
+        match crate::workspace::lock_run(&store_path(common, &workspace)?, &run_id) {
             Ok(_lock) => "interrupted",
             Err(_) => "running",
         }
@@ -275,7 +277,7 @@ pub fn report(
     let mcp = record.options.get("mode").and_then(serde_json::Value::as_str)
         == Some(pev_mcp::session::MODE);
     if mcp && record.status == "running" {
-        let place = crate::mcp_cmd::Place {
+        let place = crate::arg_values::Place {
             workspace: Some(
                 common.workspace.clone().unwrap_or_else(|| record.workspace.clone().into()),
             ),
@@ -538,25 +540,6 @@ mod tests {
     }
 }
 
-/// `--older-than`: a number and a unit (`s`, `m`, `h`, `d`, `w`).
-pub(crate) fn parse_age(text: &str) -> Result<std::time::Duration, String> {
-    let bad =
-        || format!("`{text}` is not a duration: write a number and a unit, s m h d or w (30d)");
-    let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
-    let (n, unit) = text.split_at(split);
-    let n: u64 = n.parse().map_err(|_| bad())?;
-    let seconds = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        "w" => 7 * 86_400,
-        _ => return Err(bad()),
-    };
-    n.checked_mul(seconds).map(std::time::Duration::from_secs).ok_or_else(bad)
-}
-
 /// `pev gc --older-than AGE [--dry-run]`.
 pub fn gc(
     age: std::time::Duration,
@@ -566,8 +549,8 @@ pub fn gc(
 ) -> Result<u8, Fail> {
     let cutoff = std::time::SystemTime::now().checked_sub(age).unwrap_or(std::time::UNIX_EPOCH);
     let cutoff = pev_protocol::event::rfc3339(cutoff);
-    let workspace = crate::run_cmd::workspace_dir(common.workspace.as_deref())?;
-    let db = crate::run_cmd::store_path(common, &workspace)?;
+    let workspace = crate::workspace::workspace_dir(common.workspace.as_deref())?;
+    let db = crate::workspace::store_path(common, &workspace)?;
     // The store and the leases below share one `Location`: on Postgres the collection then
     // runs on the session that holds this process's leases, which it tells from others'.
     let store = Store::open_existing(&db).map_err(|e| Fail(2, e.to_string()))?;
@@ -635,7 +618,7 @@ pub fn gc(
 mod gc_tests {
     #[test]
     fn ages_have_a_number_and_a_unit() {
-        use super::parse_age;
+        use crate::arg_values::parse_age;
         assert_eq!(parse_age("30d").unwrap().as_secs(), 30 * 86_400);
         assert_eq!(parse_age("90m").unwrap().as_secs(), 5400);
         assert_eq!(parse_age("0s").unwrap().as_secs(), 0);

@@ -13,9 +13,10 @@ use pev_lint::{CompiledPolicy, LintOptions, lint, schema_failure};
 use pev_protocol::parse::{Format, ParseError, parse_plan};
 use pev_protocol::{LintResult, LintStatus, Plan};
 
+use crate::args::OutputFormat;
 use crate::input::{self, Source};
 use crate::locate::Locations;
-use crate::{OutputFormat, explain, locate_yaml, sarif, text};
+use crate::{explain, locate_yaml, sarif, text};
 
 /// Exit code: the plan passes (or has only warnings).
 pub const EXIT_OK: u8 = 0;

@@ -6,12 +6,14 @@
 
 mod agent_cmd;
 mod approve_tty;
+mod arg_values;
 mod args;
 mod call_notice;
 mod conversation_view;
 mod doctor_cmd;
 mod eval_cmd;
 mod eval_scale;
+mod exit;
 mod explain;
 mod follow;
 mod input;
@@ -32,6 +34,7 @@ mod show_view;
 mod style;
 mod telemetry;
 mod text;
+mod workspace;
 
 use std::io::{BufWriter, IsTerminal, Write};
 use std::process::ExitCode;
@@ -170,8 +173,8 @@ fn main() -> ExitCode {
         }
         Command::Eval { action: None, suite, json, gate, keep, record, jobs, shard } => match suite
         {
-            None => report(Err(run_cmd::Fail(
-                run_cmd::EXIT_BAD_INPUT,
+            None => report(Err(crate::exit::Fail(
+                crate::exit::EXIT_BAD_INPUT,
                 "give a suite directory (pev eval SUITE_DIR) or `pev eval merge FILE...`".into(),
             ))),
             Some(suite) => {
@@ -284,8 +287,8 @@ fn print_schema(kind: SchemaArg, out: &mut dyn Write) -> u8 {
 /// [`report`] for the commands whose `--json` output is a stream of events: a failure is also
 /// one last line on stdout, `{"event": "error", "exit_code": N, "message": "…"}`, so a
 /// machine reading stdout gets an answer in every case.
-fn report_events(outcome: Result<u8, run_cmd::Fail>, json: bool) -> u8 {
-    if json && let Err(run_cmd::Fail(code, message)) = &outcome {
+fn report_events(outcome: Result<u8, crate::exit::Fail>, json: bool) -> u8 {
+    if json && let Err(crate::exit::Fail(code, message)) = &outcome {
         let line = serde_json::json!({"event": "error", "exit_code": code, "message": message});
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}");
@@ -294,10 +297,10 @@ fn report_events(outcome: Result<u8, run_cmd::Fail>, json: bool) -> u8 {
     report(outcome)
 }
 
-fn report(outcome: Result<u8, run_cmd::Fail>) -> u8 {
+fn report(outcome: Result<u8, crate::exit::Fail>) -> u8 {
     match outcome {
         Ok(code) => code,
-        Err(run_cmd::Fail(code, message)) => {
+        Err(crate::exit::Fail(code, message)) => {
             let mut err = std::io::stderr().lock();
             let _ = writeln!(err, "pev: error: {message}");
             code

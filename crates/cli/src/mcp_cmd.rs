@@ -15,18 +15,13 @@ use pev_mcp::session::session_from_env;
 use pev_mcp::{Server, Sessions};
 use pev_tools::{ToolContext, ToolPolicy, Workspace};
 
-use crate::run_cmd::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, Fail, exit_code};
+use crate::exit::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, Fail, exit_code};
 use crate::sandbox_setup::{self, SandboxPolicy};
 
 /// The largest hook payload read (Claude Code's carry the last assistant message).
 const MAX_PAYLOAD: u64 = 16 * 1024 * 1024;
 
-/// Where a command's workspace and journal are.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Place {
-    pub workspace: Option<PathBuf>,
-    pub store: Option<PathBuf>,
-}
+pub(crate) use crate::arg_values::Place;
 
 impl Place {
     /// The workspace (`fallback` is the payload's `cwd`), its journal and a tool context.
@@ -41,7 +36,7 @@ impl Place {
         let ws = Workspace::open(&dir).map_err(|e| format!("workspace {}: {e}", dir.display()))?;
         let root = ws.root().to_path_buf();
         let db = self.store.clone().unwrap_or_else(|| pev_store::default_path(&root));
-        let config = crate::run_cmd::file_config(&root).map_err(|Fail(_, m)| m)?;
+        let config = crate::workspace::file_config(&root).map_err(|Fail(_, m)| m)?;
         let settings = SandboxPolicy::default().resolve(config.sandbox());
         let sandbox = sandbox_setup::build(settings, Some((&root, &db)), &[]);
         let ctx = ToolContext { workspace: ws, policy: ToolPolicy::default(), sandbox };
@@ -161,12 +156,7 @@ pub(crate) fn verdict_now(
         .map_err(|e| Fail(EXIT_FAILED, e.to_string()))
 }
 
-/// Which client `pev integrate` wires, and where.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Client {
-    Claude,
-    Codex,
-}
+pub(crate) use crate::arg_values::Client;
 
 /// `pev integrate`.
 pub(crate) struct IntegrateRequest {

@@ -18,7 +18,7 @@ use pev_protocol::Policy;
 use pev_protocol::policy::SandboxMode;
 use serde_json::{Value, json};
 
-use crate::run_cmd::{EXIT_BAD_INPUT, Fail};
+use crate::exit::{EXIT_BAD_INPUT, Fail};
 
 /// The policy of a new run: `path` (or the default), narrowed when it lies inside `workspace`.
 /// `floor` is the sandbox mode of the user's own `pev.toml` (a workspace policy cannot go below

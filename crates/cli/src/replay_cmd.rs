@@ -16,7 +16,9 @@ use pev_store::{RunRecord, Store};
 use serde_json::Value;
 
 use crate::agent_cmd::{AgentRequest, BudgetArgs, Mode};
-use crate::run_cmd::{Common, EXIT_BAD_INPUT, EXIT_OK, Fail, store_path, workspace_dir};
+use crate::arg_values::Common;
+use crate::exit::{EXIT_BAD_INPUT, EXIT_OK, Fail};
+use crate::workspace::{store_path, workspace_dir};
 
 const EXIT_FAILED: u8 = 1;
 

@@ -23,26 +23,9 @@ use crate::sandbox_setup::{self, SandboxPolicy};
 use crate::style::{ColorChoice, Style};
 use crate::{input, lint_cmd, scratch};
 
-pub const EXIT_OK: u8 = 0;
-pub const EXIT_FAILED: u8 = 1;
-pub const EXIT_BAD_INPUT: u8 = 2;
-pub const EXIT_PARTIAL: u8 = 3;
-pub const EXIT_AWAITING: u8 = 4;
-
-/// What `pev run` and `pev resume` share.
-#[derive(Debug, Clone)]
-pub struct Common {
-    pub workspace: Option<PathBuf>,
-    pub store: Option<pev_store::Location>,
-    pub jobs: Option<usize>,
-    pub yes: bool,
-    /// `--cache`: reuse the verified results of unchanged steps.
-    pub cache: bool,
-    /// `--protect`, `--allow-oracle`, `--hidden-check`, `--hidden-tests`.
-    pub oracle: crate::args::OracleArgs,
-    pub json: bool,
-    pub color: ColorChoice,
-}
+use crate::arg_values::Common;
+use crate::exit::{EXIT_FAILED, Fail, exit_code};
+use crate::workspace::{file_config, lock_run, store_path, workspace_dir};
 
 /// `pev run PLAN`.
 #[derive(Debug, Clone)]
@@ -51,16 +34,6 @@ pub struct RunRequest {
     pub policy: Option<PathBuf>,
     pub scratch: bool,
     pub common: Common,
-}
-
-/// A failure that ends the command: the message and the exit code.
-#[derive(Debug)]
-pub struct Fail(pub u8, pub String);
-
-impl Fail {
-    fn input(message: impl Into<String>) -> Self {
-        Self(EXIT_BAD_INPUT, message.into())
-    }
 }
 
 /// The stored result of a run that has nothing left to do: it ended (not interrupted, not
@@ -83,58 +56,6 @@ fn status_word(status: RunStatus) -> &'static str {
         RunStatus::Failed => "failed",
         RunStatus::AwaitingApproval => "awaiting approval",
     }
-}
-
-pub fn exit_code(status: RunStatus) -> u8 {
-    match status {
-        RunStatus::Success => EXIT_OK,
-        RunStatus::Failed => EXIT_FAILED,
-        RunStatus::Partial => EXIT_PARTIAL,
-        RunStatus::AwaitingApproval => EXIT_AWAITING,
-    }
-}
-
-/// The workspace directory: `--workspace`, or the current directory.
-pub fn workspace_dir(arg: Option<&Path>) -> Result<PathBuf, Fail> {
-    let dir = match arg {
-        Some(dir) => dir.to_path_buf(),
-        None => std::env::current_dir()
-            .map_err(|e| Fail::input(format!("cannot read the current directory: {e}")))?,
-    };
-    let dir = std::fs::canonicalize(&dir).map_err(|e| {
-        Fail::input(format!("workspace {}: {}", dir.display(), input::describe(&e)))
-    })?;
-    if !dir.is_dir() {
-        return Err(Fail::input(format!("workspace {} is not a directory", dir.display())));
-    }
-    Ok(dir)
-}
-
-/// The journal path: `--store`, or `.pev/pev.db` in the workspace.
-/// The journal: `--store`, else `PEV_STORE`, else `store` in the user's pev.toml (never the
-/// workspace's), else `WORKSPACE/.pev/pev.db`.
-pub fn store_path(common: &Common, workspace: &Path) -> Result<pev_store::Location, Fail> {
-    if let Some(at) = &common.store {
-        return Ok(at.clone());
-    }
-    if let Some(value) = std::env::var("PEV_STORE").ok().filter(|v| !v.is_empty()) {
-        return pev_store::Location::parse(&value)
-            .map_err(|why| Fail::input(format!("PEV_STORE: {why}")));
-    }
-    let vars = |name: &str| {
-        matches!(name, "XDG_CONFIG_HOME" | "HOME").then(|| std::env::var(name).ok()).flatten()
-    };
-    let configured =
-        pev_providers::config::Config::user_store(&vars).map_err(|e| Fail::input(e.to_string()))?;
-    if let Some(store) = configured {
-        let file = match &store.source {
-            pev_providers::config::Source::User(path) => path.display().to_string(),
-            other => format!("{other:?}"),
-        };
-        return pev_store::Location::parse(store.value.as_str())
-            .map_err(|why| Fail::input(format!("{file}: store: {why}")));
-    }
-    Ok(pev_store::Location::File(pev_store::default_path(workspace)))
 }
 
 pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
@@ -624,17 +545,6 @@ fn interrupted_conversations(
     }
 }
 
-/// Holds the run's lease for as long as the returned value lives, so that two processes (on
-/// one machine or, with a shared journal, on any) never drive the same run: a `resume` while
-/// the run is still going would apply its steps twice. A dead process's lease is released at
-/// once, `kill -9` included.
-pub(crate) fn lock_run(db: &pev_store::Location, run_id: &str) -> Result<pev_store::Lease, Fail> {
-    db.lease(run_id).map_err(|e| match e {
-        pev_store::LeaseError::Held { .. } => Fail(EXIT_BAD_INPUT, e.to_string()),
-        pev_store::LeaseError::Failed { .. } => Fail(EXIT_FAILED, e.to_string()),
-    })
-}
-
 /// The runtime, engine and view of one `run` or `resume`.
 pub(crate) struct Session {
     runtime: tokio::runtime::Runtime,
@@ -648,24 +558,12 @@ pub(crate) struct Session {
     tracing: crate::telemetry::Tracing,
 }
 
-/// The workspace's and the user's `pev.toml`, if any. Only the files count (the environment is
-/// read just to find the user's file), so a model setting in the environment cannot stop a run
-/// that uses no model. A file that cannot be read is an error: hooks that silently failed to
-/// load would let through what they guard, and a lost `sandbox = "require"` would loosen the
-/// sandbox.
-pub(crate) fn file_config(workspace: &Path) -> Result<pev_providers::config::Config, Fail> {
-    let vars = |name: &str| {
-        matches!(name, "XDG_CONFIG_HOME" | "HOME").then(|| std::env::var(name).ok()).flatten()
-    };
-    pev_providers::config::Config::load(workspace, &vars).map_err(|e| Fail::input(e.to_string()))
-}
-
 /// The oracle settings: `[oracle]` of the files with the command line's flags. A hidden
 /// check's directory must exist and lie outside the workspace (inside it, the models could read
 /// it).
 fn oracle_settings(
     config: &pev_providers::config::Config,
-    args: &crate::args::OracleArgs,
+    args: &crate::arg_values::OracleArgs,
     policy: Option<&pev_protocol::oracle::PlanOracle>,
     workspace: &Path,
 ) -> Result<Option<pev_protocol::oracle::OracleSettings>, Fail> {

@@ -7,7 +7,8 @@ use std::io::Write;
 
 use pev_providers::config::Config;
 
-use crate::run_cmd::{Common, EXIT_BAD_INPUT, Fail};
+use crate::arg_values::Common;
+use crate::exit::{EXIT_BAD_INPUT, Fail};
 
 /// `pev export`'s arguments.
 #[derive(Debug)]
@@ -22,7 +23,8 @@ mod enabled {
     use pev_otel::export::{FileSettings, Live, OtlpConfig};
 
     use super::*;
-    use crate::run_cmd::{EXIT_FAILED, EXIT_OK, store_path, workspace_dir};
+    use crate::exit::{EXIT_FAILED, EXIT_OK};
+    use crate::workspace::{store_path, workspace_dir};
 
     /// The settings of the environment and the user's `[telemetry]`; `None` when no endpoint
     /// is named.
@@ -86,7 +88,7 @@ mod enabled {
         out: &mut dyn Write,
     ) -> Result<u8, Fail> {
         let workspace = workspace_dir(common.workspace.as_deref())?;
-        let file = crate::run_cmd::file_config(&workspace)?;
+        let file = crate::workspace::file_config(&workspace)?;
         let mut config = settings_to(&file, req.url.as_deref())
             .map_err(|e| Fail(EXIT_BAD_INPUT, e))?
             .ok_or_else(|| {

@@ -1,0 +1,428 @@
+//! The shape of the code (issue 29): inside `pev-engine` and `pev` (the CLI), the modules that
+//! import each other in a circle, and the files over 800 lines anywhere in the workspace.
+//!
+//! A module's imports are read from its source, test code left out (`*_tests.rs` files and
+//! what follows a `#[cfg(test)]`): every `crate::…` and `super::…` path, braces expanded,
+//! resolved to the longest module path it names. The circles are the strongly connected
+//! components of that graph with more than one module.
+//!
+//! This is a ratchet while the re-lay is under way: the counts may go down, never up, and
+//! each budget below is lowered when they do. `cargo test -p pev --test structure -- --nocapture`
+//! prints the circles and the large files.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Modules in circles, and circles, per crate: never more than these.
+const ENGINE_BUDGET: (usize, usize) = (17, 5);
+const CLI_BUDGET: (usize, usize) = (2, 1);
+/// Files over [`MAX_LINES`] lines (tests included): never more than these, each never longer.
+const MAX_LINES: usize = 800;
+const OVERSIZE: &[(&str, usize)] = &[
+    ("crates/cli/src/agent_cmd.rs", 867),
+    ("crates/cli/src/args.rs", 867),
+    ("crates/cli/src/run_cmd.rs", 868),
+    ("crates/mcp/src/gate_tests.rs", 888),
+    ("crates/store/src/write.rs", 827),
+];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Every non-test module of the crate at `src`: its path (`a::b`, `""` for the root) and file.
+fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![src.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n != "bin") {
+                    stack.push(path);
+                }
+                continue;
+            }
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else { continue };
+            if !name.ends_with(".rs") || name.ends_with("_tests.rs") || name == "test_clients.rs" {
+                continue;
+            }
+            let rel = path.strip_prefix(src).unwrap_or(&path).with_extension("");
+            let mut parts: Vec<String> =
+                rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+            if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+                parts.pop();
+            }
+            out.insert(parts.join("::"), path);
+        }
+    }
+    // `#[path = "x.rs"] mod name;` makes x.rs the module `declaring::name`.
+    let declared: Vec<(String, PathBuf)> = out
+        .iter()
+        .flat_map(|(module, file)| {
+            let text = std::fs::read_to_string(file).unwrap_or_default();
+            let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+            let mut found = Vec::new();
+            for (at, _) in text.match_indices("#[path = \"") {
+                let rest = &text[at + 11..];
+                let Some(end) = rest.find('"') else { continue };
+                let target = dir.join(&rest[..end]);
+                let Some(name) = rest[end..]
+                    .split("mod ")
+                    .nth(1)
+                    .and_then(|r| r.split(|c: char| !(c.is_alphanumeric() || c == '_')).next())
+                else {
+                    continue;
+                };
+                let path =
+                    if module.is_empty() { name.to_owned() } else { format!("{module}::{name}") };
+                found.push((path, target));
+            }
+            found
+        })
+        .collect();
+    for (module, file) in declared {
+        out.retain(|_, f| *f != file);
+        if !file.to_string_lossy().ends_with("_tests.rs") {
+            out.insert(module, file);
+        }
+    }
+    out
+}
+
+/// The byte ranges of inline `mod name { … }` blocks, where `super` names the file's module.
+fn inline_modules(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let bytes = text.as_bytes();
+    for (at, _) in text.match_indices("mod ") {
+        let rest = &text[at + 4..];
+        let name_len = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(0);
+        if name_len == 0 || !rest[name_len..].trim_start().starts_with('{') {
+            continue;
+        }
+        let open = at + 4 + name_len + rest[name_len..].find('{').unwrap_or(0);
+        let mut depth = 0;
+        let mut end = open;
+        for (i, b) in bytes.iter().enumerate().skip(open) {
+            match b {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = i;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.push((open, end));
+    }
+    out
+}
+
+/// The source without its test code.
+fn non_test(text: &str) -> &str {
+    text.find("#[cfg(test)]").map_or(text, |at| &text[..at])
+}
+
+/// Every path after `crate::` or `super::` (braces expanded), as segments from the crate root.
+fn imports(module: &str, text: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let here: Vec<String> = if module.is_empty() {
+        Vec::new()
+    } else {
+        module.split("::").map(str::to_owned).collect()
+    };
+    let bytes = text.as_bytes();
+    let inline = inline_modules(text);
+    let mut i = 0;
+    while i < bytes.len() {
+        let rest = &text[i..];
+        let nested = inline.iter().any(|(a, b)| *a < i && i < *b);
+        let (base, skip) = if rest.starts_with("crate::") && !preceded_by_ident(bytes, i) {
+            (Vec::new(), "crate::".len())
+        } else if rest.starts_with("super::") && !preceded_by_ident(bytes, i) {
+            // `super::super::x` climbs once per `super`.
+            let mut base = here.clone();
+            let mut at = 0;
+            let mut first = true;
+            while rest[at..].starts_with("super::") {
+                // In an inline module, the first `super` is the file's own module.
+                if !(first && nested) {
+                    base.pop();
+                }
+                first = false;
+                at += "super::".len();
+            }
+            (base, at)
+        } else {
+            i += rest.chars().next().map_or(1, char::len_utf8);
+            continue;
+        };
+        let (paths, used) = read_tree(&text[i + skip..]);
+        for p in paths {
+            let mut full = base.clone();
+            full.extend(p);
+            out.push(full);
+        }
+        i += skip + used.max(1);
+    }
+    out
+}
+
+fn preceded_by_ident(bytes: &[u8], i: usize) -> bool {
+    i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_' || bytes[i - 1] == b':')
+}
+
+/// A use-tree at the start of `text`: `a::b::c`, `a::{b, c::d}`; the paths and bytes read.
+fn read_tree(text: &str) -> (Vec<Vec<String>>, usize) {
+    let mut segments = Vec::new();
+    let mut i = 0;
+    let bytes = text.as_bytes();
+    loop {
+        let start = i;
+        while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+            i += 1;
+        }
+        if i > start {
+            segments.push(text[start..i].to_owned());
+        }
+        let group = if i == 0 && text.starts_with('{') {
+            Some(1)
+        } else if text[i..].starts_with("::{") {
+            Some(3)
+        } else {
+            None
+        };
+        if let Some(open) = group {
+            i += open;
+            let mut depth = 1;
+            let begin = i;
+            while i < bytes.len() && depth > 0 {
+                match bytes[i] {
+                    b'{' => depth += 1,
+                    b'}' => depth -= 1,
+                    _ => {}
+                }
+                i += 1;
+            }
+            let inner = &text[begin..i.saturating_sub(1)];
+            let mut out = Vec::new();
+            for item in split_top(inner) {
+                let (paths, _) = read_tree(item.trim());
+                for p in paths {
+                    let mut full = segments.clone();
+                    full.extend(p);
+                    out.push(full);
+                }
+            }
+            return (out, i);
+        }
+        if text[i..].starts_with("::") {
+            i += 2;
+            continue;
+        }
+        return (vec![segments], i);
+    }
+}
+
+fn split_top(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&text[start..]);
+    out
+}
+
+/// The module a path names: its longest prefix that is a module.
+fn resolve(path: &[String], known: &BTreeMap<String, PathBuf>) -> Option<String> {
+    (0..=path.len()).rev().map(|n| path[..n].join("::")).find(|m| known.contains_key(m))
+}
+
+/// The module graph of the crate at `src`: edges between distinct modules.
+fn graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let known = modules(src);
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (module, file) in &known {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        let to = edges.entry(module.clone()).or_default();
+        for path in imports(module, non_test(&text)) {
+            if let Some(target) = resolve(&path, &known)
+                && target != *module
+            {
+                to.insert(target);
+            }
+        }
+    }
+    edges
+}
+
+/// Strongly connected components with more than one module (Tarjan, recursive: the graphs
+/// are a few hundred nodes).
+fn circles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    struct T<'a> {
+        edges: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        on: BTreeSet<&'a str>,
+        out: Vec<Vec<String>>,
+    }
+    fn visit<'a>(t: &mut T<'a>, v: &'a str) {
+        let n = t.index.len();
+        t.index.insert(v, n);
+        t.low.insert(v, n);
+        t.stack.push(v);
+        t.on.insert(v);
+        for w in t.edges.get(v).into_iter().flatten() {
+            let w = w.as_str();
+            if !t.index.contains_key(w) {
+                visit(t, w);
+                let lw = t.low[w];
+                if let Some(lv) = t.low.get_mut(v) {
+                    *lv = (*lv).min(lw);
+                }
+            } else if t.on.contains(w) {
+                let iw = t.index[w];
+                if let Some(lv) = t.low.get_mut(v) {
+                    *lv = (*lv).min(iw);
+                }
+            }
+        }
+        if t.low[v] == t.index[v] {
+            let mut scc = Vec::new();
+            while let Some(w) = t.stack.pop() {
+                t.on.remove(w);
+                scc.push(w.to_owned());
+                if w == v {
+                    break;
+                }
+            }
+            if scc.len() > 1 {
+                scc.sort();
+                t.out.push(scc);
+            }
+        }
+    }
+    let mut t = T {
+        edges,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on: BTreeSet::new(),
+        out: Vec::new(),
+    };
+    for v in edges.keys() {
+        if !t.index.contains_key(v.as_str()) {
+            visit(&mut t, v);
+        }
+    }
+    t.out
+}
+
+#[allow(clippy::print_stdout)] // the report, for --nocapture
+fn check(name: &str, src: &str, (modules_budget, circles_budget): (usize, usize)) {
+    let found = circles(&graph(&root().join(src)));
+    let in_circles: usize = found.iter().map(Vec::len).sum();
+    println!("{name}: {} circles, {in_circles} modules in them", found.len());
+    for c in &found {
+        println!(
+            "  {}",
+            c.iter()
+                .map(|m| if m.is_empty() { "<root>" } else { m })
+                .collect::<Vec<_>>()
+                .join(" ↔ ")
+        );
+    }
+    assert!(
+        in_circles <= modules_budget && found.len() <= circles_budget,
+        "{name}: {} circles over {in_circles} modules, more than the budget ({circles_budget}, \
+         {modules_budget}): {found:#?}",
+        found.len()
+    );
+}
+
+#[test]
+fn the_engine_has_no_more_circles_than_its_budget() {
+    check("pev-engine", "crates/engine/src", ENGINE_BUDGET);
+}
+
+#[test]
+fn the_cli_has_no_more_circles_than_its_budget() {
+    check("pev (cli)", "crates/cli/src", CLI_BUDGET);
+}
+
+#[test]
+fn the_parser_reads_grouped_and_relative_imports() {
+    let text = "use crate::{a::{b, c}, d};\nuse super::e::f;\nlet x = crate::g::h();";
+    let got = imports("m::n", text);
+    let want: Vec<Vec<&str>> =
+        vec![vec!["a", "b"], vec!["a", "c"], vec!["d"], vec!["m", "e", "f"], vec!["g", "h"]];
+    assert_eq!(got, want);
+    let mut edges = BTreeMap::new();
+    edges.insert("a".to_owned(), BTreeSet::from(["b".to_owned()]));
+    edges.insert("b".to_owned(), BTreeSet::from(["a".to_owned()]));
+    edges.insert("c".to_owned(), BTreeSet::from(["a".to_owned()]));
+    assert_eq!(circles(&edges), vec![vec!["a".to_owned(), "b".to_owned()]]);
+}
+
+#[test]
+#[allow(clippy::print_stdout)]
+fn no_file_grows_past_800_lines_and_no_new_one_does() {
+    let mut over = Vec::new();
+    let mut stack = vec![root().join("crates")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n != "target") {
+                    stack.push(path);
+                }
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let lines = std::fs::read_to_string(&path).map_or(0, |t| t.lines().count());
+                if lines > MAX_LINES {
+                    let rel = path.strip_prefix(root()).unwrap_or(&path).display().to_string();
+                    let rel = rel.trim_start_matches("./").to_owned();
+                    over.push((rel, lines));
+                }
+            }
+        }
+    }
+    over.sort();
+    for (file, lines) in &over {
+        println!("{file}: {lines} lines");
+        let allowed = OVERSIZE.iter().find(|(f, _)| file.ends_with(f)).map(|(_, n)| *n);
+        assert!(
+            allowed.is_some_and(|n| *lines <= n),
+            "{file} has {lines} lines: over {MAX_LINES}, and not on the list of files being \
+             split (or longer than it was): split it"
+        );
+    }
+}
+
+#[test]
+#[ignore = "a tool: prints every edge into the named modules (PEV_EDGES_TO=cli:args)"]
+#[allow(clippy::print_stdout)]
+fn print_edges() {
+    let spec = std::env::var("PEV_EDGES_TO").unwrap_or_default();
+    let (krate, targets) = spec.split_once(':').unwrap_or(("cli", ""));
+    let src = if krate == "engine" { "crates/engine/src" } else { "crates/cli/src" };
+    let targets: BTreeSet<&str> = targets.split(',').collect();
+    for (from, to) in graph(&root().join(src)) {
+        for t in to.iter().filter(|t| targets.contains(t.as_str())) {
+            println!("{from} -> {t}");
+        }
+    }
+}
