@@ -28,8 +28,8 @@ use serde_json::json;
 use crate::arg_values::Common;
 use crate::call_notice::Notices;
 use crate::exit::{EXIT_BAD_INPUT, EXIT_FAILED, Fail};
-use crate::run_cmd::{RunPolicy, Session};
 use crate::scratch;
+use crate::session::{RunPolicy, Session};
 use crate::workspace::{lock_run, store_path, workspace_dir};
 
 /// The exit code of a run a person stopped before anything ran (the shell's code for SIGINT).
@@ -816,7 +816,7 @@ pub(crate) fn resume_loop(
     let workspace = std::path::PathBuf::from(&record.workspace);
     let workspace = common.workspace.clone().unwrap_or(workspace);
     let recorded = recording.as_ref().map_or(Recorded::Nothing, Recorded::Resume);
-    let common = &crate::run_cmd::with_stored_hidden(common, &record.options);
+    let common = &crate::session::with_stored_hidden(common, &record.options);
     let LoopParts { mut session, executor, verifier, calls } = loop_parts(
         common,
         (run_policy, allowed, &registry),
@@ -824,7 +824,7 @@ pub(crate) fn resume_loop(
         (budget, &settings, &record.run_id, &record.goal),
         recorded,
     )?;
-    session.engine.config.oracle = crate::run_cmd::resumed_oracle(
+    session.engine.config.oracle = crate::session::resumed_oracle(
         record.options.get("oracle"),
         session.engine.config.oracle.take(),
     );

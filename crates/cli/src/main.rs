@@ -30,6 +30,7 @@ mod run_view;
 mod sandbox_setup;
 mod sarif;
 mod scratch;
+mod session;
 mod show_view;
 mod style;
 mod telemetry;

@@ -6,22 +6,21 @@
 //! resolved to the longest module path it names. The circles are the strongly connected
 //! components of that graph with more than one module.
 //!
-//! This is a ratchet while the re-lay is under way: the counts may go down, never up, and
-//! each budget below is lowered when they do. `cargo test -p pev --test structure -- --nocapture`
+//! Both crates are at zero circles: a new one fails this test. Files over 800 lines are a
+//! ratchet: the listed ones may shrink, never grow, and no other may pass the limit. `cargo test -p pev --test structure -- --nocapture`
 //! prints the circles and the large files.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Modules in circles, and circles, per crate: never more than these.
-const ENGINE_BUDGET: (usize, usize) = (17, 5);
-const CLI_BUDGET: (usize, usize) = (2, 1);
+const ENGINE_BUDGET: (usize, usize) = (0, 0);
+const CLI_BUDGET: (usize, usize) = (0, 0);
 /// Files over [`MAX_LINES`] lines (tests included): never more than these, each never longer.
 const MAX_LINES: usize = 800;
 const OVERSIZE: &[(&str, usize)] = &[
     ("crates/cli/src/agent_cmd.rs", 867),
-    ("crates/cli/src/args.rs", 867),
-    ("crates/cli/src/run_cmd.rs", 868),
+    ("crates/cli/src/args.rs", 866),
     ("crates/mcp/src/gate_tests.rs", 888),
     ("crates/store/src/write.rs", 827),
 ];

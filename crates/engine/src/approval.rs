@@ -9,7 +9,7 @@ use pev_protocol::event::{EventBody, now_rfc3339};
 use pev_store::{ApprovalRecord, Record, StoreError};
 use serde_json::Value;
 
-use crate::step::Shared;
+use crate::step_context::Shared;
 use crate::{Approval, ApprovalMode, ApprovalRequest};
 
 /// Why `step` needs approval, if it does.

@@ -43,7 +43,9 @@ use serde_json::{Value, json};
 pub(crate) use self::files::{check_files, check_tools, observe};
 use self::files::{file_sha, listing_sha, normal};
 use crate::Engine;
-use crate::step::{Shared, StepJob, StepReport, sha256_hex};
+use crate::cache_trace::{FileRead, ListingRead, Trace};
+use crate::digest::sha256_hex;
+use crate::step_context::{Shared, StepJob, StepReport};
 
 /// Bumped when the key's document or the entry's meaning changes: old entries then miss.
 const FORMAT: u32 = 1;
@@ -66,57 +68,11 @@ pub(crate) struct Entry {
     pub created_at: String,
 }
 
-/// A file (or a directory listing) the step read, and its hash then (`None`: it was absent).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct FileRead {
-    pub path: String,
-    pub sha256: Option<String>,
-    /// Set for a `file.list` read: the hash is then of the listing made with these options.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub listing: Option<ListingRead>,
-}
-
-/// The options of a `file.list` call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct ListingRead {
-    pub recursive: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub glob: Option<String>,
-}
-
 /// A file the step changed, and its hash when the step ended (`None`: it was absent).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct FileWrite {
     pub path: String,
     pub sha256_after: Option<String>,
-}
-
-/// What the cache learns while a step runs.
-#[derive(Debug, Default)]
-pub(crate) struct Trace {
-    /// The step's key, once it was looked up (the cache is on and the step may be cached).
-    pub key: Option<String>,
-    pub reads: Vec<FileRead>,
-    pub tools: Vec<String>,
-    /// Why the step's result must not be cached.
-    pub uncacheable: Option<String>,
-    /// How many of the step's warnings only say an attempt failed and another follows.
-    pub retry_warnings: usize,
-    /// The step's result came from the cache.
-    pub reused: bool,
-}
-
-impl Trace {
-    pub(crate) fn refuse(&mut self, why: String) {
-        self.uncacheable.get_or_insert(why);
-    }
-
-    fn note_read(&mut self, read: FileRead) {
-        // The first read of a path is what the step found; later ones follow its own changes.
-        if !self.reads.iter().any(|r| r.path == read.path && r.listing == read.listing) {
-            self.reads.push(read);
-        }
-    }
 }
 
 /// JSON with object keys sorted at every level, so that the key does not depend on the order a

@@ -7,7 +7,8 @@ use pev_tools::{ListOptions, SandboxError, Workspace};
 use serde_json::Value;
 
 use super::{Entry, FileRead, ListingRead, Trace};
-use crate::step::{Before, Call, sha256_hex};
+use crate::call::{Before, Call};
+use crate::digest::sha256_hex;
 
 /// Notes what a call the step made read, or why it makes the step uncacheable.
 pub(crate) fn observe(

@@ -10,8 +10,10 @@ use pev_protocol::tool::Effect;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::call::{Before, Call};
+use crate::digest::sha256_hex;
 use crate::state::{Slot, StepMutation};
-use crate::step::{Before, Call, StepReport, sha256_hex};
+use crate::step_context::StepReport;
 
 fn step(value: Value) -> Step {
     serde_json::from_value(value).unwrap()

@@ -9,8 +9,10 @@ use pev_store::{FileHashRecord, HashPhase, MutationRecord, Record, StoreError};
 use pev_verify::CheckEnv;
 use serde_json::Value;
 
+use crate::call::{Before, Call, CallEnd, snapshot};
+use crate::digest::sha256_hex;
 use crate::state::StepMutation;
-use crate::step::{Before, Call, CallEnd, Shared, StepReport, sha256_hex, snapshot};
+use crate::step_context::{Shared, StepReport};
 
 pub(crate) async fn after_call(
     shared: &Shared,

@@ -30,7 +30,7 @@ pub(crate) struct Continuation {
     pub replayed: u32,
     /// The call the kill interrupted (started, never finished): settled by the resume rules
     /// (`recover`) when the executor asks for it again.
-    in_flight: Option<crate::recover::Recovery>,
+    in_flight: Option<crate::call::Recovery>,
     /// Files a finished call wrote whose change the killed session did not get to journal:
     /// the path, the content before the attempt's first write to it (`None`: it did not
     /// exist) and that content's hash. The change is worked out against the file as it is.
@@ -51,7 +51,7 @@ impl Continuation {
             .iter()
             .rfind(|c| c.step_id == step && c.attempt == attempt)
             .filter(|c| c.status == ToolCallStatus::Started)
-            .map(|c| crate::recover::Recovery {
+            .map(|c| crate::call::Recovery {
                 call: c.clone(),
                 before_hashes: record
                     .file_hashes
@@ -153,11 +153,7 @@ impl Continuation {
     }
 
     /// The interrupted call, if `tool(args)` is it and every finished call was asked for first.
-    pub(crate) fn in_flight(
-        &mut self,
-        tool: &str,
-        args: &Value,
-    ) -> Option<crate::recover::Recovery> {
+    pub(crate) fn in_flight(&mut self, tool: &str, args: &Value) -> Option<crate::call::Recovery> {
         if !self.calls.is_empty() {
             return None;
         }

@@ -20,8 +20,9 @@ use pev_store::{MutationRecord, Record, StoreError};
 use serde_json::{Value, json};
 
 use crate::BoxFuture;
+use crate::call::{Before, Call, CallEnd, watched_paths};
 use crate::state::StepMutation;
-use crate::step::{Before, Call, CallEnd, Shared, StepReport, watched_paths};
+use crate::step_context::{Shared, StepReport};
 
 /// What a delegator gets for one attempt of one delegated step.
 #[derive(Debug, Clone)]
@@ -122,7 +123,7 @@ pub(crate) async fn run(
 ) -> Result<(), StoreError> {
     let delegator = shared.engine.config.models.as_ref().and_then(|m| m.delegator.clone());
     let Some(delegator) = delegator else {
-        crate::step::fail(
+        crate::step_context::fail(
             &mut report.slot,
             "the step delegates to a sub-agent, which needs the models of `pev agent`",
         );
@@ -130,7 +131,7 @@ pub(crate) async fn run(
     };
     let id = step.id.as_str();
     let parent = shared.recorder.run_id().to_owned();
-    let max_attempts = crate::step::max_attempts(step);
+    let max_attempts = crate::step_context::max_attempts(step);
     let watched = watched_paths(step, None);
     let mut feedback: Vec<String> = Vec::new();
     loop {
@@ -199,7 +200,10 @@ pub(crate) async fn run(
                 return Ok(());
             }
             Err(DelegationError::Refused(why)) => {
-                crate::step::fail(&mut report.slot, &format!("the child run was not run: {why}"));
+                crate::step_context::fail(
+                    &mut report.slot,
+                    &format!("the child run was not run: {why}"),
+                );
                 return Ok(());
             }
         };
@@ -242,7 +246,7 @@ pub(crate) async fn run(
         let unconfined = shared.engine.ctx.sandbox.is_off();
         if !outside.is_empty() {
             let outside: Vec<&str> = outside.iter().map(|p| p.as_str()).collect();
-            crate::step::fail(
+            crate::step_context::fail(
                 &mut report.slot,
                 &format!(
                     "child run {child_run} changed files outside its scope `{}`: {}",
@@ -253,7 +257,7 @@ pub(crate) async fn run(
         } else if delegation.scope.is_some() && unconfined && unlisted > 0 {
             // Unconfined, a command can write anywhere; when what it changed could not be
             // listed, staying in the scope is not shown, so the step is not done.
-            crate::step::fail(
+            crate::step_context::fail(
                 &mut report.slot,
                 &format!(
                     "child run {child_run} ran {unlisted} command(s) without the kernel sandbox \
@@ -264,7 +268,7 @@ pub(crate) async fn run(
                 ),
             );
         } else if child.status != RunStatus::Success {
-            crate::step::fail(
+            crate::step_context::fail(
                 &mut report.slot,
                 &format!("child run {child_run} ended {verdict}: {}", reasons_text(&child)),
             );
@@ -302,7 +306,7 @@ pub(crate) async fn run(
                         "child run {child_run} ended success: {} step(s) done",
                         child.steps.iter().filter(|s| s.status == StepStatus::Done).count()
                     );
-                    crate::instruction::judge(
+                    crate::step_judge::judge(
                         shared,
                         &models,
                         step,

@@ -17,8 +17,8 @@ use pev_verify::{CheckEnv, OutcomeInput};
 
 use crate::EngineError;
 use crate::instruct::{PostconditionRequest, StepEvidence};
-use crate::scheduler::RunState;
-use crate::step::Shared;
+use crate::run_state::RunState;
+use crate::step_context::Shared;
 use crate::unasserted::Verifier;
 
 pub(crate) async fn finish(

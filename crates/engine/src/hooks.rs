@@ -52,7 +52,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::state::Slot;
-use crate::step::{Shared, StepReport};
+use crate::step_context::{Shared, StepReport};
 
 /// Where in a run a hook runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

@@ -12,21 +12,16 @@
 
 use std::collections::HashMap;
 
+use crate::call::Recovery;
+
 use pev_protocol::event::{EventBody, now_rfc3339};
 use pev_protocol::tool::Effect;
-use pev_store::{Record, StoreError, ToolCallEnd, ToolCallRecord, ToolCallStatus};
+use pev_store::{Record, StoreError, ToolCallEnd, ToolCallStatus};
 use serde_json::{Value, json};
 
-use crate::step::{Before, Call, CallEnd, Shared, StepReport, sha256_hex, snapshot};
-
-/// What the journal says about a step's last tool call, with what was recorded before it.
-#[derive(Debug, Clone)]
-pub(crate) struct Recovery {
-    pub call: ToolCallRecord,
-    pub before_hashes: HashMap<String, Option<String>>,
-    /// The write target's content before the call, from the journal's blobs.
-    pub before_content: Option<Vec<u8>>,
-}
+use crate::call::{Before, Call, CallEnd, snapshot};
+use crate::digest::sha256_hex;
+use crate::step_context::{Shared, StepReport};
 
 /// `Some` when the interrupted attempt's outcome is known (reused or recovered); `None` when the
 /// call must run again.

@@ -18,10 +18,14 @@ use pev_protocol::{OnFail, Plan};
 use pev_store::{FileHashRecord, HashPhase, Journal, Record, RunRecord, ToolCallStatus};
 use tokio::task::JoinSet;
 
+use crate::call::Recovery;
+use crate::call::snapshot;
+use crate::digest::sha256_hex;
 use crate::recorder::Recorder;
-use crate::recover::Recovery;
+pub(crate) use crate::run_state::RunState;
 use crate::state::{Slot, StepMutation};
-use crate::step::{Shared, StepJob, StepReport, run_step, sha256_hex, snapshot};
+use crate::step::run_step;
+use crate::step_context::{Shared, StepJob, StepReport};
 use crate::{Engine, EngineError};
 
 /// A new run: its id (already created in the store), the plan and the journal to write.
@@ -60,29 +64,6 @@ pub(crate) struct Frontier {
     graph: StepGraph,
     remaining: Vec<usize>,
     ready: VecDeque<usize>,
-}
-
-/// Everything the loop tracks.
-pub(crate) struct RunState {
-    pub slots: Vec<Slot>,
-    pub recoveries: HashMap<usize, Recovery>,
-    /// Instruction steps whose interrupted attempt a resume continues.
-    pub continuations: HashMap<usize, crate::continuation::Continuation>,
-    pub approved: HashSet<String>,
-    pub mutations: Vec<StepMutation>,
-    pub warnings: Vec<String>,
-    pub tool_calls: u64,
-    /// Hashes before the run of the paths postconditions check with `content_changed`.
-    pub run_before: HashMap<String, Option<String>>,
-    pub prior_duration_ms: u64,
-    /// Model usage of earlier sessions of this run (a `pev resume` in a new process; zero when
-    /// the same process continues under a revised plan, whose budget already counts it).
-    pub prior_usage: pev_protocol::run::Usage,
-    pub cancelled: bool,
-    /// Steps failed by a judge's confident "no".
-    pub judge_rejected: Vec<String>,
-    /// Why the budget stopped the run, if it did.
-    pub budget_exhausted: Option<String>,
 }
 
 impl Engine {

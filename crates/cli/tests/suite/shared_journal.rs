@@ -61,6 +61,10 @@ fn database() -> Option<Db> {
 
 impl Drop for Db {
     fn drop(&mut self) {
+        // A local SQLite journal goes with its directory; only a server's database is dropped.
+        if self._dir.is_some() {
+            return;
+        }
         let _ =
             admin().batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
     }

@@ -92,7 +92,7 @@ pub(crate) struct Parts {
 }
 
 fn blob(content: Vec<u8>) -> Blob {
-    (crate::step::sha256_hex(&content), content)
+    (crate::digest::sha256_hex(&content), content)
 }
 
 impl Parts {

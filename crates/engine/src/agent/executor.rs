@@ -26,9 +26,7 @@ use crate::instruct::{
     GateResult, InstructionExecutor, InstructionOutcome, InstructionRequest, Interruption, ToolGate,
 };
 
-/// How much of one tool result the model is shown. Bigger outputs (a whole file, a long log)
-/// would crowd the context and be paid again on every later turn.
-pub(crate) const TOOL_OUTPUT_CAP: usize = 16 * 1024;
+pub(crate) use super::turn::{TOOL_OUTPUT_CAP, cap_text};
 
 /// How much of one dependency's output goes into the system prompt.
 pub(crate) const INPUT_CAP: usize = 4 * 1024;
@@ -298,20 +296,6 @@ fn render(value: &Value) -> String {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
-}
-
-/// `text` cut to at most `limit` bytes on a char boundary, with a note saying how much was cut.
-pub(crate) fn cap_text(text: &str, limit: usize) -> String {
-    if text.len() <= limit {
-        return text.to_owned();
-    }
-    let mut cut = limit;
-    while !text.is_char_boundary(cut) {
-        cut = cut.saturating_sub(1);
-    }
-    let head = text.get(..cut).unwrap_or_default();
-    let dropped = text.len().saturating_sub(cut);
-    format!("{head}\n… truncated {dropped} bytes")
 }
 
 #[cfg(test)]

@@ -16,9 +16,9 @@ use pev_protocol::run::PostconditionJudgment;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::judge::{
-    MAX_CLAIM, MAX_ITEM, ModelJudge, RULES, RawVerdict, answers_schema, cap, confidence_schema,
-    decide, push_diffs, push_mutations, push_questions, section,
+use super::judge_rules::{
+    Asker, MAX_CLAIM, MAX_ITEM, RULES, RawVerdict, answers_schema, cap, confidence_schema, decide,
+    push_diffs, push_mutations, push_questions, section,
 };
 use crate::instruct::{Interruption, JudgeAnswer, PostconditionRequest, PostconditionVerdicts};
 
@@ -63,7 +63,7 @@ struct RawPostconditions {
 
 /// Asks `judge` about every postcondition of `request` in one call.
 pub(super) async fn run(
-    judge: &ModelJudge,
+    judge: &Asker,
     request: &PostconditionRequest,
 ) -> Result<PostconditionVerdicts, Interruption> {
     let (value, usage, tries) = judge.ask(system_prompt(), prompt(request), &schema()).await?;

@@ -11,6 +11,7 @@ pub mod delegate;
 pub mod executor;
 pub mod judge;
 pub mod judge_post;
+mod judge_rules;
 pub mod loop_mode;
 pub mod loop_run;
 pub mod planner;

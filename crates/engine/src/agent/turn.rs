@@ -85,11 +85,26 @@ pub(crate) fn refusal(role: &str, text: &str) -> String {
     if text.is_empty() {
         format!("the {role} model refused to answer")
     } else {
-        format!(
-            "the {role} model refused to answer: {}",
-            crate::agent::executor::cap_text(text, 500)
-        )
+        format!("the {role} model refused to answer: {}", cap_text(text, 500))
     }
+}
+
+/// How much of one tool result the model is shown. Bigger outputs (a whole file, a long log)
+/// would crowd the context and be paid again on every later turn.
+pub(crate) const TOOL_OUTPUT_CAP: usize = 16 * 1024;
+
+/// `text` cut to at most `limit` bytes on a char boundary, with a note saying how much was cut.
+pub(crate) fn cap_text(text: &str, limit: usize) -> String {
+    if text.len() <= limit {
+        return text.to_owned();
+    }
+    let mut cut = limit;
+    while !text.is_char_boundary(cut) {
+        cut = cut.saturating_sub(1);
+    }
+    let head = text.get(..cut).unwrap_or_default();
+    let dropped = text.len().saturating_sub(cut);
+    format!("{head}\n… truncated {dropped} bytes")
 }
 
 #[cfg(test)]

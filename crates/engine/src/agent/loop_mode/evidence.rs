@@ -173,8 +173,18 @@ fn hashes(
     ctx: &ToolContext,
     recorded: &HashMap<String, Option<String>>,
 ) -> HashMap<String, Option<String>> {
-    paths
-        .iter()
-        .filter_map(|p| super::plan_state::baseline(recorded, ctx, p).map(|h| (p.clone(), h)))
-        .collect()
+    paths.iter().filter_map(|p| baseline(recorded, ctx, p).map(|h| (p.clone(), h))).collect()
+}
+
+/// `path`'s hash as a baseline: as the interrupted session saw it when `recorded` knows it
+/// (a continued loop), else as the workspace holds it now.
+pub(crate) fn baseline(
+    recorded: &HashMap<String, Option<String>>,
+    ctx: &ToolContext,
+    path: &str,
+) -> Option<Option<String>> {
+    match recorded.get(path) {
+        Some(before) => Some(before.clone()),
+        None => hash(ctx, path),
+    }
 }

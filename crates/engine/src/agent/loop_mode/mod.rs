@@ -29,8 +29,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::BoxFuture;
-use crate::agent::executor::{TOOL_OUTPUT_CAP, cap_text};
 use crate::agent::turn::{self, Call, Turn};
+use crate::agent::turn::{TOOL_OUTPUT_CAP, cap_text};
 use crate::instruct::{
     GateResult, InstructionExecutor, InstructionOutcome, InstructionRequest, Interruption, ToolGate,
 };

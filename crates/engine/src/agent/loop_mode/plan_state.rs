@@ -26,7 +26,7 @@ use pev_tools::ToolContext;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::evidence::{StepTargets, changed_path, failures, hash, passes, run_checks};
+use super::evidence::{StepTargets, baseline, changed_path, failures, passes, run_checks};
 use super::plan_tools::{
     DroppedStep, ModelPlan, ModelPostcondition, ModelStep, PLAN_CREATE, PLAN_SHOW,
     POSTCONDITION_VERIFY, PlanCreateArgs, PlanRevision, PostconditionRef, PostconditionVerifyArgs,
@@ -617,19 +617,6 @@ fn find_postcondition(plan: &ModelPlan, wanted: &PostconditionRef) -> Option<usi
                 .position(|p| p.id.eq_ignore_ascii_case(id))
                 .or_else(|| id.parse().ok().and_then(by_index))
         }
-    }
-}
-
-/// `path`'s hash as a baseline: as the interrupted session saw it when `recorded` knows it
-/// (a continued loop), else as the workspace holds it now.
-pub(crate) fn baseline(
-    recorded: &HashMap<String, Option<String>>,
-    ctx: &ToolContext,
-    path: &str,
-) -> Option<Option<String>> {
-    match recorded.get(path) {
-        Some(before) => Some(before.clone()),
-        None => hash(ctx, path),
     }
 }
 

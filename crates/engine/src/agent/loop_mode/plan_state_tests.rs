@@ -675,7 +675,7 @@ fn two_steps_in_one_case_fold_are_ambiguous() {
 async fn a_continued_loop_takes_its_baselines_from_what_the_session_saw() {
     let mut f = Fixture::new();
     f.write("style.css", "white #006400");
-    let before = Some(crate::step::sha256_hex(b"white"));
+    let before = Some(crate::digest::sha256_hex(b"white"));
     f.book.note_recorded(HashMap::from([("style.css".to_owned(), before)]));
     f.call("plan_create", css_plan()).await.unwrap();
     f.call("step_update", json!({"id": "patch", "status": "in_progress"})).await.unwrap();

@@ -1,0 +1,105 @@
+//! One tool call's data, below everything that makes, checks or settles calls: the call as a
+//! step makes it ([`Call`]), the files' states before it ([`Before`]), how it ended
+//! ([`CallEnd`]), and what the journal says of an interrupted one ([`Recovery`]).
+
+use std::collections::HashMap;
+
+use pev_protocol::Step;
+use pev_protocol::tool::Effect;
+use pev_store::ToolCallRecord;
+use serde_json::Value;
+
+use crate::Engine;
+use crate::digest::sha256_hex;
+
+/// Files above this size are hashed but not kept for line counts and diffs.
+const MAX_SNAPSHOT_BYTES: usize = 8 * 1024 * 1024;
+
+/// The file a write-effect call changes (its `path` argument), if it names one.
+pub(crate) fn target_path(effect: Effect, args: &Value) -> Option<String> {
+    if effect != Effect::Write {
+        return None;
+    }
+    args.get("path").and_then(Value::as_str).map(str::to_owned)
+}
+
+/// The paths whose state before and after the step is recorded: the file a write changes, the
+/// step's `expected_outputs`, and the paths of its `content_changed` assertions.
+pub(crate) fn watched_paths(step: &Step, target: Option<&str>) -> Vec<String> {
+    let mut paths: Vec<String> = Vec::new();
+    let mut add = |p: &str| {
+        if !paths.iter().any(|q| q == p) {
+            paths.push(p.to_owned());
+        }
+    };
+    if let Some(t) = target {
+        add(t);
+    }
+    for p in &step.expected_outputs {
+        add(p);
+    }
+    for a in &step.assertions {
+        if let pev_protocol::Assertion::ContentChanged { path, .. } = a {
+            add(path);
+        }
+    }
+    paths
+}
+
+/// A file's state: `Some(None)` absent, `Some(Some(bytes))` present, `None` unreadable (outside
+/// the sandbox, a directory): not recorded.
+pub(crate) fn snapshot(engine: &Engine, path: &str) -> Option<Option<Vec<u8>>> {
+    match engine.ctx.workspace.read(path) {
+        Ok(bytes) => Some(Some(bytes)),
+        Err(pev_tools::SandboxError::NotFound { .. }) => Some(None),
+        Err(_) => None,
+    }
+}
+
+/// The files' states before a call: hashes of all watched paths, content of those small enough
+/// to diff (`None` inside: the file did not exist).
+pub(crate) struct Before {
+    pub hashes: HashMap<String, Option<String>>,
+    pub contents: HashMap<String, Option<Vec<u8>>>,
+    /// For a command: the workspace's files before it (see `inventory.rs`).
+    pub inventory: Option<crate::inventory::Taken>,
+}
+
+impl Before {
+    pub(crate) fn take(engine: &Engine, paths: &[String]) -> Self {
+        let mut hashes = HashMap::new();
+        let mut contents = HashMap::new();
+        for path in paths {
+            let Some(state) = snapshot(engine, path) else { continue };
+            hashes.insert(path.clone(), state.as_deref().map(sha256_hex));
+            if state.as_ref().is_none_or(|c| c.len() <= MAX_SNAPSHOT_BYTES) {
+                contents.insert(path.clone(), state);
+            }
+        }
+        Self { hashes, contents, inventory: None }
+    }
+}
+
+/// How a call ended.
+pub(crate) struct CallEnd {
+    pub output: Result<Value, String>,
+}
+
+/// One tool call as the step will make it.
+pub(crate) struct Call<'a> {
+    pub step: &'a Step,
+    pub tool: &'a str,
+    pub effect: Effect,
+    pub args: &'a Value,
+    pub watched: &'a [String],
+    pub target: Option<&'a str>,
+}
+
+/// What the journal says about a step's last tool call, with what was recorded before it.
+#[derive(Debug, Clone)]
+pub(crate) struct Recovery {
+    pub call: ToolCallRecord,
+    pub before_hashes: HashMap<String, Option<String>>,
+    /// The write target's content before the call, from the journal's blobs.
+    pub before_content: Option<Vec<u8>>,
+}

@@ -1,0 +1,136 @@
+//! The durable path of one tool call, for tool steps and executor calls alike: the files'
+//! state before, the intent journaled (durably unless the call only reads) with the hash a write
+//! or patch will leave, the tool, the end record, and what the cache learns.
+
+use std::time::Instant;
+
+use pev_protocol::event::{EventBody, now_rfc3339};
+use pev_protocol::tool::Effect;
+use pev_store::{
+    FileHashRecord, HashPhase, Record, StoreError, ToolCallEnd, ToolCallStart, ToolCallStatus,
+};
+use pev_tools::builtin::file_patch::{Edit, apply};
+use serde_json::Value;
+
+use crate::call::{Before, Call, CallEnd};
+use crate::digest::sha256_hex;
+use crate::step_context::{Shared, StepReport};
+
+/// The hash a write or patch will leave, computed before it runs; `None` when it cannot be known.
+fn intended_sha256(tool: &str, args: &Value, before: Option<&[u8]>, path: &str) -> Option<String> {
+    match tool {
+        "file.write" => {
+            args.get("content").and_then(Value::as_str).map(|c| sha256_hex(c.as_bytes()))
+        }
+        "file.patch" => {
+            let text = std::str::from_utf8(before?).ok()?;
+            let edits: Vec<Edit> = serde_json::from_value(args.get("edits")?.clone()).ok()?;
+            let (new, _) = apply(text, &edits, path).ok()?;
+            Some(sha256_hex(new.as_bytes()))
+        }
+        _ => None,
+    }
+}
+
+/// Makes the call: state before, the durable intent, the tool, the end record.
+pub(crate) async fn invoke(
+    shared: &Shared,
+    call: &Call<'_>,
+    tool: &dyn pev_tools::Tool,
+    report: &mut StepReport,
+    call_no: Option<u32>,
+) -> Result<(Before, CallEnd), StoreError> {
+    let engine = &shared.engine;
+    let run_id = shared.recorder.run_id().to_owned();
+    let id = call.step.id.as_str();
+    let mut before = Before::take(engine, call.watched);
+    if call.tool == "shell.exec" {
+        before.inventory = Some(crate::inventory::before(&engine.ctx.workspace, &shared.activity));
+    }
+    let call_id = match call_no {
+        // An executor's calls within one attempt.
+        Some(n) => format!("{id}#{}.{}.{n}", report.slot.attempts, shared.session),
+        None => format!("{id}#{}.{}", report.slot.attempts, shared.session),
+    };
+    let target_content =
+        call.target.and_then(|t| before.contents.get(t)).and_then(Option::as_deref);
+    let intended =
+        call.target.and_then(|path| intended_sha256(call.tool, call.args, target_content, path));
+    let now = now_rfc3339();
+    let mut records = Vec::with_capacity(call.watched.len() + 2);
+    for (path, sha) in &before.hashes {
+        records.push(Record::FileHash(FileHashRecord {
+            run_id: run_id.clone(),
+            step_id: id.to_owned(),
+            path: path.clone(),
+            phase: HashPhase::Before,
+            sha256: sha.clone(),
+            bytes: None,
+            at: now.clone(),
+        }));
+    }
+    // The content before a write goes with the intent, so a resumed run can still show the diff.
+    if let Some(content) = target_content {
+        records.push(Record::Blob { sha256: sha256_hex(content), content: content.to_vec() });
+    }
+    records.push(Record::ToolCallStarted(ToolCallStart {
+        run_id: run_id.clone(),
+        call_id: call_id.clone(),
+        step_id: id.to_owned(),
+        attempt: report.slot.attempts,
+        tool: call.tool.to_owned(),
+        effect: call.effect,
+        arguments: call.args.clone(),
+        path: call.target.map(str::to_owned),
+        pre_sha256: call.target.and_then(|t| before.hashes.get(t).cloned().flatten()),
+        intended_sha256: intended,
+        started_at: now,
+    }));
+    // An effect must not happen unless its intent is on disk: that is what makes resume safe.
+    if call.effect == Effect::Read {
+        for r in records {
+            shared.recorder.record(r)?;
+        }
+    } else {
+        shared.recorder.durable(records).await?;
+    }
+    shared.recorder.emit(EventBody::ToolCalled {
+        step: id.to_owned(),
+        call_id: call_id.clone(),
+        tool: call.tool.to_owned(),
+        effect: call.effect,
+        arguments: call.args.clone(),
+    })?;
+    report.tool_calls += 1;
+    let started = Instant::now();
+    let result = tool.call(&engine.ctx, call.args.clone()).await;
+    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let (ok, output, error) = match result {
+        Ok(v) => (true, Some(v), None),
+        Err(e) => (false, None, Some(e.to_string())),
+    };
+    shared.recorder.record(Record::ToolCallFinished(ToolCallEnd {
+        run_id,
+        call_id: call_id.clone(),
+        status: if ok { ToolCallStatus::Finished } else { ToolCallStatus::Failed },
+        output: output.clone(),
+        error: error.clone(),
+        ended_at: now_rfc3339(),
+        duration_ms,
+    }))?;
+    shared.recorder.emit(EventBody::ToolFinished {
+        step: id.to_owned(),
+        call_id,
+        tool: call.tool.to_owned(),
+        ok,
+        output: output.clone(),
+        error: error.clone(),
+        duration_ms,
+        recovered: false,
+    })?;
+    let end = CallEnd { output: output.ok_or_else(|| error.unwrap_or_default()) };
+    if engine.config.cache {
+        crate::cache::observe(&engine.ctx.workspace, &mut report.cache, call, &before, &end.output);
+    }
+    Ok((before, end))
+}
