@@ -336,7 +336,7 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     // An agent run's instruction steps need the executor and judge again (from pev.toml and the
     // environment, as when it started); a plain run needs no model.
     if looped {
-        let budget = crate::agent_cmd::remaining_budget(&record.options, prior_usage.as_ref());
+        let budget = crate::models::remaining_budget(&record.options, prior_usage.as_ref());
         let sandbox = SandboxPolicy::from_options(&record.options, floor, verified);
         let resume = crate::agent_cmd::LoopResume {
             record,
@@ -363,18 +363,18 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     let notices = crate::call_notice::Notices::new();
     let mut calls = None;
     let models = if has_instructions {
-        let budget = crate::agent_cmd::remaining_budget(&record.options, prior_usage.as_ref());
+        let budget = crate::models::remaining_budget(&record.options, prior_usage.as_ref());
         let recorded = recording
             .as_ref()
-            .map_or(crate::agent_cmd::Recorded::Nothing, crate::agent_cmd::Recorded::Resume);
-        let models = crate::agent_cmd::build_models(
+            .map_or(crate::models::Recorded::Nothing, crate::models::Recorded::Resume);
+        let models = crate::models::build_models(
             &workspace,
             &notices,
             budget,
             (&policy, &Registry::builtin()),
             recorded,
         )?;
-        crate::agent_cmd::attach_calls(&models.calls, &db, &run_id, err);
+        crate::models::attach_calls(&models.calls, &db, &run_id, err);
         calls = Some(Arc::clone(&models.calls));
         Some(models)
     } else {
@@ -420,7 +420,7 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     let input = ResumeInput { record, journal, blobs, warnings, prior_usage, revision: None };
     let outcome = session.block_on(session.engine.resume(input));
     if let Some(calls) = &calls {
-        crate::agent_cmd::close_calls(calls, err);
+        crate::models::close_calls(calls, err);
     }
     session.report(outcome, err)
 }

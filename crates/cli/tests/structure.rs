@@ -6,8 +6,9 @@
 //! resolved to the longest module path it names. The circles are the strongly connected
 //! components of that graph with more than one module.
 //!
-//! Both crates are at zero circles: a new one fails this test. Files over 800 lines are a
-//! ratchet: the listed ones may shrink, never grow, and no other may pass the limit. `cargo test -p pev --test structure -- --nocapture`
+//! Both crates are at zero circles and no file in the workspace is over 800 lines: a new circle,
+//! or a file growing past the limit, fails this test (`OVERSIZE` is where a file being split
+//! would be listed, with the length it may not exceed). `cargo test -p pev --test structure -- --nocapture`
 //! prints the circles and the large files.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -16,14 +17,9 @@ use std::path::{Path, PathBuf};
 /// Modules in circles, and circles, per crate: never more than these.
 const ENGINE_BUDGET: (usize, usize) = (0, 0);
 const CLI_BUDGET: (usize, usize) = (0, 0);
-/// Files over [`MAX_LINES`] lines (tests included): never more than these, each never longer.
+/// Files over [`MAX_LINES`] lines (tests included) allowed while they are split: none.
 const MAX_LINES: usize = 800;
-const OVERSIZE: &[(&str, usize)] = &[
-    ("crates/cli/src/agent_cmd.rs", 867),
-    ("crates/cli/src/args.rs", 866),
-    ("crates/mcp/src/gate_tests.rs", 888),
-    ("crates/store/src/write.rs", 827),
-];
+const OVERSIZE: &[(&str, usize)] = &[];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -370,33 +370,6 @@ fn edits_without_a_plan_refuse_the_first_stop_only() {
 }
 
 #[test]
-fn a_todo_list_alone_is_partial_and_an_empty_one_makes_no_run() {
-    let env = Env::new();
-    let sessions = env.sessions("s");
-    let empty = call(&sessions, "todo_write", json!({"todos": []}));
-    assert_eq!(empty.structured["run_id"], Value::Null);
-    let todos = json!({"todos": [{"content": "Write a.txt", "status": "completed", "active_form": "Writing"}]});
-    assert!(call(&sessions, "todo_write", todos).ok);
-    env.write("a.txt", "a");
-    let result = env.status("s");
-    assert_eq!(result.status, RunStatus::Partial);
-    assert_eq!(codes(&result), ["steps_not_run"]);
-    assert!(result.reasons[0].message.contains("todo list but no plan"));
-}
-
-#[test]
-fn an_open_todo_item_keeps_a_planned_run_from_success() {
-    let env = Env::new();
-    let sessions = honest(&env, "s");
-    let todos = json!({"todos": [{"content": "Tell the team", "status": "pending", "active_form": "Telling"}]});
-    assert!(call(&sessions, "todo_write", todos).ok);
-    let result = env.status("s");
-    assert_eq!(result.status, RunStatus::Partial);
-    assert_eq!(codes(&result), ["steps_not_run"]);
-    assert!(result.reasons[0].message.contains("todo-1"), "{}", result.reasons[0].message);
-}
-
-#[test]
 fn the_summary_of_a_clients_call() {
     let bash = tool_summary(
         Some(&json!({"command": "make test"})),
@@ -682,41 +655,6 @@ fn a_long_list_of_reasons_is_cut_with_a_count() {
 }
 
 #[test]
-fn the_transcript_checklist_and_its_counter() {
-    let env = Env::new();
-    let transcript = env.ws.path().join("t.jsonl");
-    let todo = |status: &str| {
-        json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "TodoWrite",
-            "input": {"todos": [{"content": "A", "status": "completed", "activeForm": "A"},
-                                {"content": "B", "status": status, "activeForm": "B"}]}}]}})
-        .to_string()
-    };
-    std::fs::write(&transcript, todo("pending")).unwrap();
-    let options = GateOptions { from_transcript: true, max_refusals: 1, ..GateOptions::default() };
-    let stop = json!({"hook_event_name": "Stop", "session_id": "t", "transcript_path": transcript.display().to_string()});
-    let out = env.hook(&stop, &options).stdout.unwrap();
-    assert_eq!(out["decision"], "block");
-    let reason = out["reason"].as_str().unwrap();
-    assert!(
-        reason.contains("1 item(s) open")
-            && reason.contains("B (pending)")
-            && !reason.contains("- A"),
-        "{reason}"
-    );
-    let out = env.hook(&stop, &options).stdout.unwrap();
-    assert_eq!(out["continue"], false);
-    assert!(
-        out["stopReason"].as_str().unwrap().contains("your own todo list is not finished"),
-        "{out}"
-    );
-    // A SubagentStop does not read the parent's checklist.
-    let sub = json!({"hook_event_name": "SubagentStop", "session_id": "t", "transcript_path": transcript.display().to_string()});
-    assert_eq!(env.hook(&sub, &options).stdout, None);
-    std::fs::write(&transcript, todo("completed")).unwrap();
-    assert_eq!(env.hook(&stop, &options).stdout, None);
-}
-
-#[test]
 fn the_default_counter_dir_is_under_the_temp_dir() {
     struct Bare;
     impl GateEnv for Bare {
@@ -725,37 +663,6 @@ fn the_default_counter_dir_is_under_the_temp_dir() {
         }
     }
     assert_eq!(Bare.counter_dir(), std::env::temp_dir().join("pev-gate"));
-}
-
-#[test]
-fn a_dropped_step_is_said_and_todos_beside_a_plan_can_all_be_done() {
-    let env = Env::new();
-    let sessions = honest(&env, "s");
-    let mut revised = hello_plan();
-    revised["steps"].as_array_mut().unwrap().truncate(1);
-    revised["dropped"] = json!([{"id": "check", "reason": "the postcondition reads it"}]);
-    assert!(call(&sessions, "plan_create", revised).ok);
-    let todos = json!({"todos": [{"content": "Tell the team", "status": "completed", "active_form": "Telling"}]});
-    assert!(call(&sessions, "todo_write", todos).ok);
-    let result = env.status("s");
-    assert_eq!(result.status, RunStatus::Success, "{:?}", result.reasons);
-    assert!(
-        result.warnings.iter().any(|w| w.contains("dropped step(s) from its plan: `check`")),
-        "{:?}",
-        result.warnings
-    );
-    assert!(!result.warnings.iter().any(|w| w.contains("todo list but no plan")));
-}
-
-#[test]
-fn a_todo_list_without_changes_asks_for_a_change_that_did_not_happen() {
-    let env = Env::new();
-    let sessions = env.sessions("s");
-    let todos = json!({"todos": [{"content": "Write a.txt", "status": "completed", "active_form": "Writing"}]});
-    assert!(call(&sessions, "todo_write", todos).ok);
-    let result = env.status("s");
-    assert_eq!(codes(&result), ["no_effects"]);
-    assert!(result.warnings.iter().any(|w| w.contains("todo list but no plan")));
 }
 
 #[test]
@@ -813,76 +720,8 @@ fn steps_accepted_together_give_the_calls_to_the_first_in_plan_order_not_by_name
     assert_eq!(result.steps[1].evidence, ["said"]);
 }
 
-/// A client that changes a test: the verdict says `oracle_changed`, the stop is refused with the
-/// file's diff; the same change in a workspace too large to snapshot is not judged as a test's
-/// (the snapshot knows nothing), and the verdict says so instead.
-#[test]
-fn a_changed_test_is_refused_with_its_diff() {
-    let env = Env::new();
-    std::fs::create_dir_all(env.ws.path().join("tests")).unwrap();
-    env.write("tests/test_hello.py", "assert open('hello.txt').read() == 'hi\\n'\n");
-    let _sessions = honest(&env, "s-oracle");
-    env.write("tests/test_hello.py", "assert True\n");
-    let result = env.status("s-oracle");
-    assert!(codes(&result).contains(&"oracle_changed".to_owned()), "{:?}", codes(&result));
-    let changed = &result.final_check.as_ref().unwrap().oracle.as_ref().unwrap().changed;
-    assert_eq!(changed[0].path, "tests/test_hello.py");
-    let out = env.stop("s-oracle", &GateOptions::default()).stdout.unwrap_or_default();
-    assert_eq!(out["decision"], "block", "{out}");
-    let reason = out["reason"].as_str().unwrap();
-    assert!(reason.contains("tests/test_hello.py was changed"), "{reason}");
-    assert!(reason.contains("+assert True"), "the diff: {reason}");
-    assert!(reason.contains("-assert open('hello.txt')"), "the diff: {reason}");
-}
+#[path = "gate_oracle_tests.rs"]
+mod oracle;
 
-#[test]
-fn with_diff_adds_the_diff_to_an_oracle_reason_only() {
-    use pev_protocol::oracle::{OracleChange, OracleChangeKind, OracleCheck};
-    use pev_protocol::run::{FinalCheck, Reason, ReasonCode, RunResult};
-    let change = |path: &str, diff: &str| OracleChange {
-        path: path.to_owned(),
-        change: OracleChangeKind::Modified,
-        why: "a test".to_owned(),
-        allowed: false,
-        diff: diff.to_owned(),
-    };
-    let result = RunResult {
-        final_check: Some(FinalCheck {
-            oracle: Some(OracleCheck {
-                changed: vec![change("tests/a.py", "@@ -1 +1 @@\n-x\n+y\n"), change("tests/b.py", "")],
-                ..OracleCheck::default()
-            }),
-            ..FinalCheck::default()
-        }),
-        ..serde_json::from_value(json!({"run_id": "r", "goal": "g", "status": "partial",
-            "reasons": [], "goal_actions_executed": true, "steps": [], "postconditions": [],
-            "file_mutations": [], "warnings": [], "duration_ms": 0,
-            "usage": {"llm_calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "tool_calls": 0}}))
-        .unwrap()
-    };
-    let reason = |code, message: &str| Reason { code, step: None, message: message.to_owned() };
-    let a = reason(ReasonCode::OracleChanged, "tests/a.py was changed, but …");
-    assert_eq!(with_diff(&a, &result), "tests/a.py was changed, but …\n@@ -1 +1 @@\n-x\n+y");
-    let b = reason(ReasonCode::OracleChanged, "tests/b.py was deleted, but …");
-    assert_eq!(with_diff(&b, &result), "tests/b.py was deleted, but …", "no diff to add");
-    let other = reason(ReasonCode::StepsNotRun, "tests/a.py was changed, but …");
-    assert_eq!(with_diff(&other, &result), "tests/a.py was changed, but …");
-}
-
-/// A workspace too large to snapshot: nothing is known of what changed, so nothing is judged as
-/// a test's change (the verdict says why it knows nothing instead).
-#[test]
-fn a_workspace_too_large_to_snapshot_has_no_oracle_verdict() {
-    let env = Env::new();
-    std::fs::create_dir_all(env.ws.path().join("tests")).unwrap();
-    std::fs::create_dir_all(env.ws.path().join("data")).unwrap();
-    for i in 0..=pev_engine::inventory::MAX_FILES {
-        std::fs::write(env.ws.path().join(format!("data/{i}.txt")), "x").unwrap();
-    }
-    env.write("tests/test_hello.py", "assert True\n");
-    let _sessions = honest(&env, "s-big");
-    env.write("tests/test_hello.py", "assert False\n");
-    let result = env.status("s-big");
-    assert!(result.final_check.as_ref().is_some_and(|c| c.oracle.is_none()), "{result:#?}");
-    assert!(!codes(&result).contains(&"oracle_changed".to_owned()));
-}
+#[path = "gate_todo_tests.rs"]
+mod todo;

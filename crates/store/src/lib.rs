@@ -25,6 +25,7 @@ mod store;
 mod verify;
 mod watch;
 mod write;
+mod write_values;
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};

@@ -9,9 +9,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde::Serialize;
-
-use crate::chain::{cover_columns, row_mac, values_mac};
+use crate::chain::{cover_columns, values_mac};
 use crate::db::{Conn, DbError, Location, Param, Value, params};
 use crate::error::{StoreError, db_err, json_err};
 use crate::key::{JournalKey, Keying};
@@ -19,6 +17,7 @@ use crate::records::{
     ApprovalRecord, FileHashRecord, ModelCallRecord, MutationRecord, Record, StepState,
     ToolCallEnd, ToolCallStart, effect_str, step_status_str,
 };
+use crate::write_values::{WriteError, mac_of, opt_json, param_of, to_json, value_of, with_mac};
 
 /// Writes `rec` (on its own: see [`Batch`] for many in one transaction).
 pub(crate) fn apply(
@@ -453,74 +452,6 @@ fn apply_one(
     Ok(())
 }
 
-/// An error of a record with JSON columns: either half can fail.
-pub(crate) enum WriteError {
-    Sql(DbError),
-    Json(serde_json::Error),
-    /// The run was journaled with a key this writer does not hold.
-    Key(String),
-}
-
-impl WriteError {
-    pub(crate) fn into_store(self, path: &Location, op: &str) -> StoreError {
-        match self {
-            Self::Sql(e) => db_err(path, op, e),
-            Self::Json(e) => json_err(path, op, e),
-            Self::Key(message) => {
-                StoreError::Invalid { path: path.clone(), message: format!("{op}: {message}") }
-            }
-        }
-    }
-}
-
-/// A value read back, as a parameter again.
-fn param_of(v: &Value) -> Param<'_> {
-    match v {
-        Value::Null => Param::Null,
-        Value::Int(i) => Param::Int(*i),
-        Value::Real(f) => Param::Int(*f as i64),
-        Value::Text(t) => Param::Text(t),
-        Value::Bytes(b) => Param::Bytes(b),
-    }
-}
-
-/// A parameter as the value it is read back as.
-fn value_of(p: &Param<'_>) -> Value {
-    match *p {
-        Param::Null => Value::Null,
-        Param::Int(i) => Value::Int(i),
-        Param::Unsigned(u) => Value::Int(i64::try_from(u).unwrap_or(-1)),
-        Param::Bool(b) => Value::Int(i64::from(b)),
-        Param::Text(t) => Value::Text(t.to_owned()),
-        Param::Bytes(b) => Value::Bytes(b.to_vec()),
-    }
-}
-
-/// The MAC of a row of `table` of a run keyed with `key` (none for a run without one).
-fn mac_of(key: Option<&Arc<JournalKey>>, table: &str, covered: &[Param<'_>]) -> Option<String> {
-    key.map(|k| row_mac(k, table, covered))
-}
-
-impl From<DbError> for WriteError {
-    fn from(e: DbError) -> Self {
-        Self::Sql(e)
-    }
-}
-
-impl From<serde_json::Error> for WriteError {
-    fn from(e: serde_json::Error) -> Self {
-        Self::Json(e)
-    }
-}
-
-fn to_json<T: Serialize + ?Sized>(v: &T) -> Result<String, WriteError> {
-    Ok(serde_json::to_string(v)?)
-}
-
-fn opt_json<T: Serialize>(v: Option<&T>) -> Result<Option<String>, WriteError> {
-    v.map(to_json).transpose()
-}
-
 /// Numbers the call after the run's last one unless it comes numbered: the writer is the run's
 /// only writer, so the read and the insert cannot race within one transaction.
 fn model_call(conn: &mut Conn, b: &mut Batch, m: &ModelCallRecord) -> Result<(), WriteError> {
@@ -549,14 +480,6 @@ fn model_call(conn: &mut Conn, b: &mut Batch, m: &ModelCallRecord) -> Result<(),
         None,
     )?;
     Ok(())
-}
-
-/// `covered` and then the MAC, the parameters of an insert.
-fn with_mac<'a>(covered: &[Param<'a>], mac: &'a Option<String>) -> Vec<Param<'a>> {
-    let mut all = Vec::with_capacity(covered.len() + 1);
-    all.extend_from_slice(covered);
-    all.push(Param::from(mac));
-    all
 }
 
 fn step_state(conn: &mut Conn, b: &mut Batch, s: &StepState) -> Result<(), WriteError> {
