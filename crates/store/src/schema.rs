@@ -68,6 +68,130 @@ ALTER TABLE events ADD COLUMN chain TEXT;
 ALTER TABLE runs ADD COLUMN chain_head TEXT;
 ";
 
+/// PostgreSQL's version 1: SQLite's version 4 layout in PostgreSQL's types (`BIGINT`,
+/// `BYTEA`), with an explicit `rowid` (SQLite's is implicit) for the order rows were written
+/// in. PostgreSQL's version 2 is [`V5`], the same statements. Kept here, beside SQLite's, so that
+/// a column added to one is seen missing from the other (the test below compares them).
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+pub(crate) const PG_V1: &str = r#"
+CREATE TABLE runs (
+    rowid       BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+    run_id      TEXT PRIMARY KEY NOT NULL,
+    goal        TEXT NOT NULL,
+    workspace   TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL,
+    options     TEXT NOT NULL,
+    result      TEXT,
+    chain_head  TEXT
+);
+CREATE INDEX runs_created ON runs(created_at);
+CREATE TABLE plan_versions (
+    rowid       BIGINT GENERATED ALWAYS AS IDENTITY,
+    run_id      TEXT NOT NULL REFERENCES runs(run_id),
+    version     BIGINT NOT NULL,
+    plan        TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    PRIMARY KEY (run_id, version)
+);
+CREATE TABLE events (
+    rowid       BIGINT GENERATED ALWAYS AS IDENTITY,
+    run_id      TEXT NOT NULL REFERENCES runs(run_id),
+    seq         BIGINT NOT NULL,
+    at          TEXT NOT NULL,
+    kind        TEXT NOT NULL,
+    body        TEXT NOT NULL,
+    chain       TEXT,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE step_states (
+    rowid       BIGINT GENERATED ALWAYS AS IDENTITY,
+    run_id      TEXT NOT NULL REFERENCES runs(run_id),
+    step_id     TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    attempts    BIGINT NOT NULL,
+    output      TEXT,
+    error       TEXT,
+    started_at  TEXT,
+    ended_at    TEXT,
+    assertions  TEXT NOT NULL,
+    evidence    TEXT NOT NULL,
+    PRIMARY KEY (run_id, step_id)
+);
+CREATE TABLE tool_calls (
+    rowid           BIGINT GENERATED ALWAYS AS IDENTITY,
+    run_id          TEXT NOT NULL REFERENCES runs(run_id),
+    call_id         TEXT NOT NULL,
+    step_id         TEXT NOT NULL,
+    attempt         BIGINT NOT NULL,
+    tool            TEXT NOT NULL,
+    effect          TEXT NOT NULL,
+    arguments       TEXT NOT NULL,
+    path            TEXT,
+    pre_sha256      TEXT,
+    intended_sha256 TEXT,
+    status          TEXT NOT NULL
+        CHECK (status IN ('started', 'finished', 'failed', 'recovered')),
+    output          TEXT,
+    error           TEXT,
+    started_at      TEXT NOT NULL,
+    ended_at        TEXT,
+    duration_ms     BIGINT,
+    PRIMARY KEY (run_id, call_id)
+);
+CREATE TABLE file_hashes (
+    rowid       BIGINT GENERATED ALWAYS AS IDENTITY,
+    run_id      TEXT NOT NULL REFERENCES runs(run_id),
+    step_id     TEXT NOT NULL,
+    path        TEXT NOT NULL,
+    phase       TEXT NOT NULL CHECK (phase IN ('before', 'after')),
+    sha256      TEXT,
+    bytes       BIGINT,
+    at          TEXT NOT NULL
+);
+CREATE INDEX file_hashes_run ON file_hashes(run_id);
+CREATE TABLE blobs (
+    sha256      TEXT PRIMARY KEY NOT NULL,
+    content     BYTEA NOT NULL,
+    encoding    TEXT
+);
+CREATE TABLE mutations (
+    rowid           BIGINT GENERATED ALWAYS AS IDENTITY,
+    run_id          TEXT NOT NULL REFERENCES runs(run_id),
+    seq             BIGINT NOT NULL,
+    step_id         TEXT NOT NULL,
+    path            TEXT NOT NULL,
+    bytes_before    BIGINT NOT NULL,
+    bytes_after     BIGINT NOT NULL,
+    lines_added     BIGINT NOT NULL,
+    lines_removed   BIGINT NOT NULL,
+    no_op           BOOLEAN NOT NULL,
+    before_sha256   TEXT,
+    after_sha256    TEXT,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE approvals (
+    rowid       BIGINT GENERATED ALWAYS AS IDENTITY,
+    run_id      TEXT NOT NULL REFERENCES runs(run_id),
+    step_id     TEXT NOT NULL,
+    "by"        TEXT NOT NULL,
+    at          TEXT NOT NULL,
+    PRIMARY KEY (run_id, step_id)
+);
+CREATE TABLE model_calls (
+    rowid       BIGINT GENERATED ALWAYS AS IDENTITY,
+    run_id      TEXT NOT NULL REFERENCES runs(run_id),
+    seq         BIGINT NOT NULL,
+    role        TEXT NOT NULL,
+    step_id     TEXT,
+    started_at  TEXT NOT NULL,
+    body        TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+"#;
+
 /// Version 1. JSON columns hold serde_json text; timestamps are RFC 3339 UTC text, which sorts
 /// chronologically. `runs(created_at)` is indexed for "last" and `pev runs`.
 const V1: &str = "
@@ -305,4 +429,102 @@ fn check_identity(conn: &Connection, path: &Path, version: i64) -> Result<(), St
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod same_tables {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use super::{MIGRATIONS, PG_V1, V5};
+
+    /// Tables and columns as SQLite has them after every migration.
+    fn sqlite() -> BTreeMap<String, BTreeSet<String>> {
+        let conn = rusqlite::Connection::open_in_memory().expect("sqlite");
+        for migration in MIGRATIONS {
+            conn.execute_batch(migration).expect("migration");
+        }
+        let mut stmt =
+            conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").expect("tables");
+        let tables: Vec<String> =
+            stmt.query_map([], |r| r.get(0)).expect("query").map(|r| r.expect("name")).collect();
+        tables
+            .into_iter()
+            .map(|t| {
+                let mut stmt = conn.prepare(&format!("PRAGMA table_info({t})")).expect("info");
+                let columns: BTreeSet<String> = stmt
+                    .query_map([], |r| r.get::<_, String>(1))
+                    .expect("columns")
+                    .map(|c| c.expect("column"))
+                    .collect();
+                (t, columns)
+            })
+            .collect()
+    }
+
+    /// Tables and columns as PostgreSQL's DDL writes them (`CREATE TABLE`, `ALTER TABLE … ADD
+    /// COLUMN`), without its explicit `rowid`.
+    fn postgres() -> BTreeMap<String, BTreeSet<String>> {
+        let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let text = format!("{PG_V1}\n{V5}");
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("CREATE TABLE ") {
+            let after = &rest[at + "CREATE TABLE ".len()..];
+            let name = after.split(|c: char| c.is_whitespace() || c == '(').next().unwrap_or("");
+            let open = after.find('(').unwrap_or(0);
+            let mut depth = 0;
+            let mut end = open;
+            for (i, c) in after.char_indices().skip(open) {
+                match c {
+                    '(' => depth += 1,
+                    ')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = i;
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let body = &after[open + 1..end];
+            let mut items = Vec::new();
+            let (mut depth, mut start) = (0, 0);
+            for (i, c) in body.char_indices() {
+                match c {
+                    '(' => depth += 1,
+                    ')' => depth -= 1,
+                    ',' if depth == 0 => {
+                        items.push(&body[start..i]);
+                        start = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+            items.push(&body[start..]);
+            let columns = out.entry(name.to_owned()).or_default();
+            for item in items {
+                let word = item.split_whitespace().next().unwrap_or("").trim_matches('"');
+                let constraint = ["PRIMARY", "UNIQUE", "FOREIGN", "CHECK", "CONSTRAINT"];
+                if !word.is_empty() && !constraint.contains(&word) && word != "rowid" {
+                    columns.insert(word.to_owned());
+                }
+            }
+            rest = &after[end..];
+        }
+        for line in text.lines() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            if let ["ALTER", "TABLE", table, "ADD", "COLUMN", column, ..] = words.as_slice() {
+                let column = column.trim_matches('"').trim_end_matches(';');
+                out.entry((*table).to_owned()).or_default().insert(column.to_owned());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn sqlite_and_postgres_describe_the_same_tables_and_columns() {
+        let (sqlite, postgres) = (sqlite(), postgres());
+        assert!(sqlite.contains_key("tool_calls") && sqlite["runs"].contains("mac"), "{sqlite:?}");
+        assert_eq!(sqlite, postgres);
+    }
 }
