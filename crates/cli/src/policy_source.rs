@@ -124,7 +124,8 @@ pub(crate) fn from_options(
             allow_hosts: strings("allow_hosts"),
             ..Policy::default()
         };
-        return compile(document, Vec::new()).map(|p| (p, Vec::new()));
+        let policy = compile(document, Vec::new())?;
+        return if verified { Ok((policy, Vec::new())) } else { narrowed(policy, floor) };
     };
     let document: Policy = serde_json::from_value(stored["document"].clone()).map_err(|e| {
         Fail(EXIT_BAD_INPUT, format!("the run's stored policy cannot be read back: {e}"))
@@ -216,10 +217,15 @@ mod tests {
         assert_eq!(back.policy.sandbox, None);
         assert_eq!(back.policy.deny_tools, ["http.request"]);
         assert_eq!(ignored.len(), 2, "{ignored:?}");
-        // A run from before the policy was journaled keeps its approvals and hosts.
+        // A run from before the policy was journaled keeps its approvals and hosts when the
+        // journal vouches for them; otherwise only its approvals (hosts would widen).
         let old = json!({"approve_tools": ["file.write"], "allow_hosts": ["h"]});
         let (back, _) = from_options(&old, true, None).expect("old");
         assert_eq!(back.policy.approve_tools, ["file.write"]);
         assert_eq!(back.policy.allow_hosts, ["h"]);
+        let (back, ignored) = from_options(&old, false, None).expect("old");
+        assert_eq!(back.policy.approve_tools, ["file.write"]);
+        assert!(back.policy.allow_hosts.is_empty());
+        assert_eq!(ignored.len(), 1, "{ignored:?}");
     }
 }
