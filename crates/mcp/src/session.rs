@@ -248,7 +248,13 @@ impl Sessions {
                 .env_session
                 .clone()
                 .or_else(|| pin.map(|p| p.session))
-                .or_else(|| self.process.as_ref().map(|key| format!("client:{key}"))),
+                // A server many clients share (HTTP) has no client of its own.
+                .or_else(|| {
+                    self.process
+                        .as_ref()
+                        .filter(|_| !self.shared)
+                        .map(|key| format!("client:{key}"))
+                }),
         }
     }
 
