@@ -15,11 +15,11 @@ use serde_json::Value;
 
 use super::support::{pev, run};
 
-/// A database of its own on the test server, dropped afterwards.
+/// A database of its own on the test server (dropped with it), or a SQLite journal in a
+/// directory of its own.
 struct Db {
     url: String,
-    /// The Postgres database to drop, or the SQLite journal's directory.
-    name: String,
+    _server: Option<pev_test_support::Database>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -27,47 +27,17 @@ struct Db {
 fn local() -> Db {
     let dir = tempfile::tempdir().expect("tmp");
     let url = dir.path().join("journal.db").display().to_string();
-    Db { url, name: String::new(), _dir: Some(dir) }
+    Db { url, _server: None, _dir: Some(dir) }
 }
 
 fn admin() -> postgres::Client {
-    let url = std::env::var("PEV_TEST_POSTGRES").expect("PEV_TEST_POSTGRES");
-    postgres::Client::connect(&url, postgres::NoTls).expect("the test server")
+    pev_test_support::admin()
 }
 
-#[allow(clippy::print_stderr)] // the note says why the test did not run
 fn database() -> Option<Db> {
-    if std::env::var("PEV_TEST_POSTGRES").map_or(true, |v| v.is_empty()) {
-        assert!(
-            std::env::var("PEV_REQUIRE_POSTGRES").as_deref() != Ok("1"),
-            "PEV_REQUIRE_POSTGRES=1 but PEV_TEST_POSTGRES is not set"
-        );
-        eprintln!("no PEV_TEST_POSTGRES: skipped (scripts/with-postgres.sh cargo test …)");
-        return None;
-    }
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let name = format!(
-        "pev_cli_{}_{}",
-        std::process::id(),
-        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    );
-    admin().batch_execute(&format!("CREATE DATABASE {name}")).expect("create database");
-    let base = std::env::var("PEV_TEST_POSTGRES").expect("url");
-    let (head, query) = base.split_once('?').map_or((base.as_str(), ""), |(h, q)| (h, q));
-    let slash = head.rfind('/').expect("a database in the URL");
-    let url = format!("{}/{name}?{query}", &head[..slash]);
-    Some(Db { url, name, _dir: None })
-}
-
-impl Drop for Db {
-    fn drop(&mut self) {
-        // A local SQLite journal goes with its directory; only a server's database is dropped.
-        if self._dir.is_some() {
-            return;
-        }
-        let _ =
-            admin().batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
-    }
+    pev_test_support::server("the shared-journal test")?;
+    let db = pev_test_support::Database::create();
+    Some(Db { url: db.url.clone(), _server: Some(db), _dir: None })
 }
 
 /// A workspace with `a.txt` (`1`) and the plan below in `plan.json`.

@@ -39,14 +39,7 @@ fn sqlite() -> Backend {
 /// A fresh Postgres database, or `None` (with a note) when no server is configured.
 #[allow(clippy::print_stderr)] // the note says why the Postgres half did not run
 fn postgres() -> Option<Backend> {
-    if std::env::var("PEV_TEST_POSTGRES").map_or(true, |v| v.is_empty()) {
-        assert!(
-            std::env::var("PEV_REQUIRE_POSTGRES").as_deref() != Ok("1"),
-            "PEV_REQUIRE_POSTGRES=1 but PEV_TEST_POSTGRES is not set"
-        );
-        eprintln!("no PEV_TEST_POSTGRES: the Postgres half is skipped (scripts/with-postgres.sh)");
-        return None;
-    }
+    pev_test_support::server("the Postgres half")?;
     #[cfg(feature = "postgres")]
     {
         let db = pg::Database::create();
@@ -61,59 +54,7 @@ fn postgres() -> Option<Backend> {
 
 #[cfg(feature = "postgres")]
 pub mod pg {
-    use std::sync::atomic::{AtomicU64, Ordering};
-
-    /// A database created for one test and dropped after it.
-    pub struct Database {
-        pub url: String,
-        pub name: String,
-    }
-
-    pub fn admin() -> postgres::Client {
-        let url = std::env::var("PEV_TEST_POSTGRES").unwrap();
-        postgres::Client::connect(&url, postgres::NoTls).unwrap()
-    }
-
-    impl Database {
-        pub fn create() -> Database {
-            static N: AtomicU64 = AtomicU64::new(0);
-            let name = format!(
-                "pev_t_{}_{}_{}",
-                std::process::id(),
-                N.fetch_add(1, Ordering::Relaxed),
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .subsec_nanos()
-            );
-            admin().batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-            let base = std::env::var("PEV_TEST_POSTGRES").unwrap();
-            Database { url: with_dbname(&base, &name), name }
-        }
-
-        pub fn client(&self) -> postgres::Client {
-            postgres::Client::connect(&self.url, postgres::NoTls).unwrap()
-        }
-    }
-
-    impl Drop for Database {
-        fn drop(&mut self) {
-            let _ = admin()
-                .batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
-        }
-    }
-
-    /// `url` with its database replaced: `postgresql:///postgres?host=…` or `…/postgres`.
-    pub fn with_dbname(url: &str, name: &str) -> String {
-        let (head, query) = url.split_once('?').map_or((url, None), |(h, q)| (h, Some(q)));
-        let slash = head.rfind('/').unwrap();
-        let mut out = format!("{}/{name}", &head[..slash]);
-        if let Some(q) = query {
-            out.push('?');
-            out.push_str(q);
-        }
-        out
-    }
+    pub use pev_test_support::{Database, with_dbname};
 }
 
 /// `conformance!(name)`: `name(&Backend)` as a SQLite test and a Postgres test.
