@@ -16,6 +16,7 @@ pub mod config;
 pub mod cost;
 pub mod error;
 pub mod http;
+pub mod layer;
 pub mod notice;
 pub mod openai;
 pub mod retry;

@@ -229,27 +229,21 @@ async fn watched<T>(attempt: BoxFuture<'_, T>, notice: &NoticeSink, number: u32,
     attempt.await
 }
 
-impl ModelClient for Retrying {
-    fn provider(&self) -> &str {
-        self.inner.provider()
+impl crate::layer::Layer for Retrying {
+    fn inner(&self) -> &dyn ModelClient {
+        self.inner.as_ref()
     }
 
-    fn server(&self) -> Option<String> {
-        self.inner.server()
-    }
-
-    fn chat<'a>(
+    fn turn<'a>(
         &'a self,
         request: &'a ChatRequest,
+        sink: Option<StreamSink<'a>>,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(self.run(move || Box::pin(async move { (self.inner.chat(request).await, true) })))
-    }
-
-    fn chat_stream<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-        sink: StreamSink<'a>,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        let Some(sink) = sink else {
+            return Box::pin(
+                self.run(move || Box::pin(async move { (self.inner.chat(request).await, true) })),
+            );
+        };
         Box::pin(self.run(move || {
             Box::pin(async move {
                 let emitted = AtomicBool::new(false);
@@ -263,6 +257,8 @@ impl ModelClient for Retrying {
         }))
     }
 }
+
+crate::layered!(Retrying);
 
 #[cfg(test)]
 #[path = "retry_tests.rs"]

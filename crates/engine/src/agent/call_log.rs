@@ -496,30 +496,21 @@ pub fn error_type(error: &ProviderError) -> &'static str {
     }
 }
 
-impl ModelClient for LoggedClient {
-    fn provider(&self) -> &str {
-        self.inner.provider()
+impl pev_providers::layer::Layer for LoggedClient {
+    fn inner(&self) -> &dyn ModelClient {
+        self.inner.as_ref()
     }
 
-    fn server(&self) -> Option<String> {
-        self.inner.server()
-    }
-
-    fn chat<'a>(
+    fn turn<'a>(
         &'a self,
         request: &'a ChatRequest,
+        sink: Option<StreamSink<'a>>,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(self.call(request, None))
-    }
-
-    fn chat_stream<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-        sink: StreamSink<'a>,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(self.call(request, Some(sink)))
+        Box::pin(self.call(request, sink))
     }
 }
+
+pev_providers::layered!(LoggedClient);
 
 #[cfg(test)]
 #[path = "call_log_tests.rs"]

@@ -193,36 +193,27 @@ impl ResumingClient {
     }
 }
 
-impl ModelClient for ResumingClient {
-    fn provider(&self) -> &str {
-        self.inner.provider()
+impl pev_providers::layer::Layer for ResumingClient {
+    fn inner(&self) -> &dyn ModelClient {
+        self.inner.as_ref()
     }
 
-    fn server(&self) -> Option<String> {
-        self.inner.server()
-    }
-
-    fn chat<'a>(
+    /// A turn the interrupted session was answered is answered from the journal; the others
+    /// go on to the model.
+    fn turn<'a>(
         &'a self,
         request: &'a ChatRequest,
+        sink: Option<StreamSink<'a>>,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        match self.recording.answer_resumed(&self.role, request) {
-            Some(response) => Box::pin(async move { Ok(response) }),
-            None => self.inner.chat(request),
-        }
-    }
-
-    fn chat_stream<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-        sink: StreamSink<'a>,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        match self.recording.answer_resumed(&self.role, request) {
-            Some(response) => Box::pin(async move { Ok(response) }),
-            None => self.inner.chat_stream(request, sink),
+        match (self.recording.answer_resumed(&self.role, request), sink) {
+            (Some(response), _) => Box::pin(async move { Ok(response) }),
+            (None, Some(sink)) => self.inner.chat_stream(request, sink),
+            (None, None) => self.inner.chat(request),
         }
     }
 }
+
+pev_providers::layered!(ResumingClient);
 
 /// The failure a recorded call ended with, as the client would have returned it.
 fn recorded_error(kind: &str, message: &str) -> ProviderError {
