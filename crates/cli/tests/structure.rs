@@ -95,7 +95,6 @@ fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
 /// The byte ranges of inline `mod name { … }` blocks, where `super` names the file's module.
 fn inline_modules(text: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
-    let bytes = text.as_bytes();
     for (at, _) in text.match_indices("mod ") {
         let rest = &text[at + 4..];
         let name_len = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(0);
@@ -103,21 +102,7 @@ fn inline_modules(text: &str) -> Vec<(usize, usize)> {
             continue;
         }
         let open = at + 4 + name_len + rest[name_len..].find('{').unwrap_or(0);
-        let mut depth = 0;
-        let mut end = open;
-        for (i, b) in bytes.iter().enumerate().skip(open) {
-            match b {
-                b'{' => depth += 1,
-                b'}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        end = i;
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
+        let end = pev_test_support::matching(text, open, '{', '}').unwrap_or(text.len());
         out.push((open, end));
     }
     out
@@ -198,20 +183,13 @@ fn read_tree(text: &str) -> (Vec<Vec<String>>, usize) {
             None
         };
         if let Some(open) = group {
-            i += open;
-            let mut depth = 1;
-            let begin = i;
-            while i < bytes.len() && depth > 0 {
-                match bytes[i] {
-                    b'{' => depth += 1,
-                    b'}' => depth -= 1,
-                    _ => {}
-                }
-                i += 1;
-            }
-            let inner = &text[begin..i.saturating_sub(1)];
+            let begin = i + open;
+            // `i` past the group's `}` (or to the end of a group left open).
+            let close = pev_test_support::matching(text, begin - 1, '{', '}');
+            i = close.map_or(text.len(), |c| c + 1);
+            let inner = &text[begin..close.unwrap_or(text.len())];
             let mut out = Vec::new();
-            for item in split_top(inner) {
+            for item in pev_test_support::split_top_level(inner, '{', '}') {
                 let (paths, _) = read_tree(item.trim());
                 for p in paths {
                     let mut full = segments.clone();
@@ -227,24 +205,6 @@ fn read_tree(text: &str) -> (Vec<Vec<String>>, usize) {
         }
         return (vec![segments], i);
     }
-}
-
-fn split_top(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let (mut depth, mut start) = (0, 0);
-    for (i, c) in text.char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    out.push(&text[start..]);
-    out
 }
 
 /// The module a path names: its longest prefix that is a module.
@@ -440,21 +400,6 @@ fn no_file_grows_past_800_lines_and_no_new_one_does() {
             "{file} has {lines} lines: over {MAX_LINES}, and not on the list of files being \
              split (or longer than it was): split it"
         );
-    }
-}
-
-#[test]
-#[ignore = "a tool: prints every edge into the named modules (PEV_EDGES_TO=cli:args)"]
-#[allow(clippy::print_stdout)]
-fn print_edges() {
-    let spec = std::env::var("PEV_EDGES_TO").unwrap_or_default();
-    let (krate, targets) = spec.split_once(':').unwrap_or(("cli", ""));
-    let src = if krate == "engine" { "crates/engine/src" } else { "crates/cli/src" };
-    let targets: BTreeSet<&str> = targets.split(',').collect();
-    for (from, to) in graph(&root().join(src)) {
-        for t in to.iter().filter(|t| targets.contains(t.as_str())) {
-            println!("{from} -> {t}");
-        }
     }
 }
 

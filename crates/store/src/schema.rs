@@ -471,36 +471,8 @@ mod same_tables {
             let after = &rest[at + "CREATE TABLE ".len()..];
             let name = after.split(|c: char| c.is_whitespace() || c == '(').next().unwrap_or("");
             let open = after.find('(').unwrap_or(0);
-            let mut depth = 0;
-            let mut end = open;
-            for (i, c) in after.char_indices().skip(open) {
-                match c {
-                    '(' => depth += 1,
-                    ')' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            end = i;
-                            break;
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            let body = &after[open + 1..end];
-            let mut items = Vec::new();
-            let (mut depth, mut start) = (0, 0);
-            for (i, c) in body.char_indices() {
-                match c {
-                    '(' => depth += 1,
-                    ')' => depth -= 1,
-                    ',' if depth == 0 => {
-                        items.push(&body[start..i]);
-                        start = i + 1;
-                    }
-                    _ => {}
-                }
-            }
-            items.push(&body[start..]);
+            let end = pev_test_support::matching(after, open, '(', ')').unwrap_or(after.len());
+            let items = pev_test_support::split_top_level(&after[open + 1..end], '(', ')');
             let columns = out.entry(name.to_owned()).or_default();
             for item in items {
                 let word = item.split_whitespace().next().unwrap_or("").trim_matches('"');

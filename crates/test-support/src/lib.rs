@@ -2,7 +2,9 @@
 //! server `PEV_TEST_POSTGRES` names (`scripts/with-postgres.sh` starts a throwaway one; `.ci/run`
 //! does), created for the test and dropped after it; and the rule for when there is none: the
 //! test says so and passes, unless `PEV_REQUIRE_POSTGRES=1` (set by `.ci/run`), which makes a
-//! missing server a failure. Only tests depend on this crate.
+//! missing server a failure; and the two helpers of the small readers of source text the tests
+//! use (`structure.rs` reads imports, the store's schema test reads DDL). Only tests depend on
+//! this crate.
 
 // Test support: a failure here is a failed test with its message, which is what a test wants.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
@@ -83,8 +85,52 @@ pub fn with_dbname(url: &str, name: &str) -> String {
     out
 }
 
+/// The index of the `close` that matches the `open` at byte `at` of `text` (nested pairs
+/// skipped), if it is there: for the small readers of source text the tests use.
+pub fn matching(text: &str, at: usize, open: char, close: char) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in text.get(at..)?.char_indices() {
+        if c == open {
+            depth += 1;
+        } else if c == close {
+            depth = depth.checked_sub(1)?;
+            if depth == 0 {
+                return Some(at + i);
+            }
+        }
+    }
+    None
+}
+
+/// `text` split at every `,` that is not inside an `open`…`close` pair.
+pub fn split_top_level(text: &str, open: char, close: char) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in text.char_indices() {
+        if c == open {
+            depth += 1;
+        } else if c == close {
+            depth -= 1;
+        } else if c == ',' && depth == 0 {
+            out.push(&text[start..i]);
+            start = i + 1;
+        }
+    }
+    out.push(&text[start..]);
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn pairs_are_matched_and_lists_split_outside_them() {
+        let text = "f(a, (b, c), d) + 1";
+        assert_eq!(super::matching(text, 1, '(', ')'), Some(14));
+        assert_eq!(super::matching("(()", 0, '(', ')'), None);
+        assert_eq!(super::split_top_level("a, (b, c), d", '(', ')'), ["a", " (b, c)", " d"]);
+        assert_eq!(super::split_top_level("a::{b, c}, d", '{', '}'), ["a::{b, c}", " d"]);
+    }
+
     #[test]
     fn the_database_is_replaced_and_the_query_kept() {
         assert_eq!(
