@@ -5,12 +5,13 @@
 use std::collections::HashMap;
 
 use pev_protocol::Step;
+use pev_protocol::run::FileMutation;
 use pev_protocol::tool::Effect;
 use pev_store::ToolCallRecord;
 use serde_json::Value;
 
-use crate::Engine;
 use crate::digest::sha256_hex;
+use crate::engine::Engine;
 
 /// Files above this size are hashed but not kept for line counts and diffs.
 const MAX_SNAPSHOT_BYTES: usize = 8 * 1024 * 1024;
@@ -102,4 +103,11 @@ pub(crate) struct Recovery {
     pub before_hashes: HashMap<String, Option<String>>,
     /// The write target's content before the call, from the journal's blobs.
     pub before_content: Option<Vec<u8>>,
+}
+
+/// A file mutation with the step that made it.
+#[derive(Debug, Clone)]
+pub(crate) struct StepMutation {
+    pub step: String,
+    pub mutation: FileMutation,
 }

@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use pev_store::{RunRecord, ToolCallRecord, ToolCallStatus};
 use serde_json::Value;
 
-use crate::state::StepMutation;
+use crate::call::StepMutation;
 
 /// What an interrupted attempt left behind.
 #[derive(Debug, Clone, Default)]

@@ -14,7 +14,7 @@ use pev_protocol::run::FileMutation;
 use pev_providers::TokenUsage;
 use serde_json::Value;
 
-use crate::BoxFuture;
+use pev_providers::BoxFuture;
 
 /// What an executor model gets for one attempt at one step.
 #[derive(Debug, Clone)]

@@ -5,7 +5,7 @@
 
 use pev_store::{Location, Store, StoreError};
 
-use crate::EngineError;
+use crate::engine::EngineError;
 
 /// Opens the journal at `location` on a blocking thread and hands it to `f`.
 pub(crate) async fn read<T, F>(location: &Location, f: F) -> Result<T, EngineError>

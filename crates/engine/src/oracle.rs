@@ -18,8 +18,8 @@ use pev_store::Record;
 use pev_tools::{ToolContext, Workspace};
 use pev_verify::oracle::{Oracle, asks_for_test_work, pristine::Scratch};
 
+use crate::engine::{Engine, EngineError};
 use crate::recorder::Recorder;
-use crate::{Engine, EngineError};
 
 /// How many recorded files a result lists (the count is always given).
 const LISTED: usize = 50;

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use pev_protocol::event::{Event, EventBody, now_rfc3339};
 use pev_store::{Journal, Record, StoreError};
 
-use crate::Observer;
+use crate::engine::Observer;
 
 pub(crate) struct Recorder {
     run_id: String,

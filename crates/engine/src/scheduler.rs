@@ -19,14 +19,15 @@ use pev_store::{FileHashRecord, HashPhase, Journal, Record, RunRecord, ToolCallS
 use tokio::task::JoinSet;
 
 use crate::call::Recovery;
+use crate::call::StepMutation;
 use crate::call::snapshot;
 use crate::digest::sha256_hex;
+use crate::engine::{Engine, EngineError};
 use crate::recorder::Recorder;
-pub(crate) use crate::run_state::RunState;
-use crate::state::{Slot, StepMutation};
+pub(crate) use crate::state::run::RunState;
+use crate::state::slot::Slot;
+use crate::state::step::{Shared, StepJob, StepReport};
 use crate::step::run_step;
-use crate::step_context::{Shared, StepJob, StepReport};
-use crate::{Engine, EngineError};
 
 /// A new run: its id (already created in the store), the plan and the journal to write.
 pub struct RunInput {
@@ -288,7 +289,7 @@ impl Engine {
         })?;
         recorder.record(Record::RunStatus {
             run_id: result.run_id.clone(),
-            status: crate::status_name(result.status).to_owned(),
+            status: crate::verdict::finish::status_name(result.status).to_owned(),
             result: Some(Box::new(result.clone())),
             updated_at: now_rfc3339(),
         })?;
@@ -387,7 +388,7 @@ impl Engine {
         }
         // A cancel that came after every step had settled changed nothing.
         state.cancelled |= cancel.is_cancelled() && state.slots.iter().any(|s| !s.is_settled());
-        crate::finish::finish(&shared, &mut state, started).await
+        crate::verdict::finish::finish(&shared, &mut state, started).await
     }
 
     /// Takes a finished step task's report into the state; returns the `on_fail` of a failed
@@ -427,7 +428,7 @@ impl Engine {
         // Before the state is recorded, so that what the hook adds is part of it. A step that
         // waits for approval, or that the budget stopped, has not finished.
         if slot.is_settled() {
-            crate::hooks::step_finished(shared, step, &mut slot, &mut state.warnings).await?;
+            crate::step::hooks::step_finished(shared, step, &mut slot, &mut state.warnings).await?;
         }
         let run_id = shared.recorder.run_id();
         shared.recorder.record(Record::StepState(slot.to_stored(run_id, id)))?;

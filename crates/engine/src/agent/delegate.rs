@@ -31,7 +31,9 @@ use crate::agent::loop_run::{LoopRun, loop_plan};
 use crate::agent::planner::{PlanContext, PlanError, Planner, PlannerOptions, WorkspaceSummary};
 use crate::agent::run::AgentLoop;
 use crate::delegation::{DelegationError, DelegationRequest, Delegator};
-use crate::{BoxFuture, Engine, EngineConfig, ModelHooks, ResumeInput};
+use crate::engine::{Engine, EngineConfig, ModelHooks};
+use crate::scheduler::ResumeInput;
+use pev_providers::BoxFuture;
 
 /// How deep children may nest by default (a child's child is depth 2).
 pub const DEFAULT_MAX_DEPTH: u32 = 2;
@@ -150,7 +152,7 @@ impl Delegator for ChildRuns {
             .steps
             .iter()
             .filter(|s| s.status == pev_protocol::run::StepStatus::Done)
-            .flat_map(|s| crate::final_check::child_claims(s.output.as_ref()))
+            .flat_map(|s| crate::verdict::final_check::child_claims(s.output.as_ref()))
             .collect();
         let mut out: Vec<pev_protocol::Assertion> = Vec::new();
         for a in steps.chain(posts).chain(&nested) {
@@ -357,7 +359,7 @@ impl ChildRuns {
         let engine = Engine {
             registry: Arc::clone(&self.registry),
             ctx,
-            observer: Arc::new(crate::Silent),
+            observer: Arc::new(crate::engine::Silent),
             config: EngineConfig {
                 models: Some(hooks),
                 cache: false,
@@ -469,7 +471,7 @@ impl ChildRuns {
         request: &DelegationRequest,
         goal: &str,
         (roles, budget): (&Roles, &Budget),
-    ) -> Result<Result<RunResult, crate::EngineError>, DelegationError> {
+    ) -> Result<Result<RunResult, crate::engine::EngineError>, DelegationError> {
         let child = request.child_run.as_str();
         if let Some(calls) = &self.calls {
             calls.hold(child);
@@ -580,10 +582,10 @@ impl ChildRuns {
         &self,
         engine: &Engine,
         child: &str,
-        error: &crate::EngineError,
+        error: &crate::engine::EngineError,
     ) -> Option<RunResult> {
         let record = Store::open_existing(&self.db).ok()?.load_run(child).ok()?;
-        let mut result = crate::snapshot(&record);
+        let mut result = crate::verdict::snapshot::snapshot(&record);
         result.status = RunStatus::Failed;
         result.reasons.push(Reason {
             code: ReasonCode::StepFailed,
@@ -631,7 +633,7 @@ impl ChildRuns {
         // Announced like any run's end (`run.finished`), so a resume takes it as final.
         let next_seq = Store::open_existing(&self.db)?.load_run(child)?.next_seq;
         engine.announce(journal.clone(), next_seq, &result).await.map_err(|e| match e {
-            crate::EngineError::Journal(e) => e,
+            crate::engine::EngineError::Journal(e) => e,
             other => {
                 pev_store::StoreError::Invalid { path: self.db.clone(), message: other.to_string() }
             }
@@ -647,7 +649,7 @@ impl ChildRuns {
         mut record: pev_store::RunRecord,
         loop_executor: Option<Arc<LoopExecutor>>,
         verifier: Result<Arc<dyn crate::instruct::Judge>, String>,
-    ) -> Result<RunResult, crate::EngineError> {
+    ) -> Result<RunResult, crate::engine::EngineError> {
         let store = Store::open_existing(&self.db)?;
         let mut blobs = HashMap::new();
         for sha in ResumeInput::blobs_needed(&record) {

@@ -21,10 +21,10 @@ use pev_providers::{
 use serde_json::Value;
 
 use super::turn::{self, Call, Turn};
-use crate::BoxFuture;
 use crate::instruct::{
     GateResult, InstructionExecutor, InstructionOutcome, InstructionRequest, Interruption, ToolGate,
 };
+use pev_providers::BoxFuture;
 
 pub(crate) use super::turn::{TOOL_OUTPUT_CAP, cap_text};
 

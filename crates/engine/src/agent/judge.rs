@@ -26,10 +26,10 @@ use super::judge_rules::{
     Asker, MAX_CLAIM, MAX_ITEM, RULES, RawVerdict, answers_schema, cap, confidence_schema, decide,
     push_diffs, push_mutations, push_questions, section,
 };
-use crate::BoxFuture;
 use crate::instruct::{
     Interruption, Judge, JudgeRequest, JudgeVerdict, PostconditionRequest, PostconditionVerdicts,
 };
+use pev_providers::BoxFuture;
 
 /// The questions every step is judged by, phrased so that "yes" is the good answer.
 pub const QUESTIONS: [&str; 4] = [

@@ -24,10 +24,11 @@ use crate::agent::loop_mode::{
     LoopExecutor, LoopReport, ModelPlan, ModelPostcondition, PlanRevision, StepStatus as StepState,
     VerifiedBy,
 };
-use crate::final_check::name_later_calls;
+use crate::engine::{Engine, EngineError};
 use crate::instruct::{Judge, PostconditionRequest, StepEvidence};
-use crate::unasserted::{Verifier, decide};
-use crate::{Engine, EngineError, RunInput};
+use crate::scheduler::RunInput;
+use crate::verdict::final_check::name_later_calls;
+use crate::verdict::unasserted::{Verifier, decide};
 
 /// The id of the one engine step that hosts the loop.
 pub const LOOP_STEP: &str = "loop";
@@ -77,7 +78,10 @@ impl LoopRun<'_> {
     /// (the caller's client and the engine's continuation), so the loop's plan, gate and
     /// evidence are rebuilt as they were and the loop goes on from where it stopped. The
     /// caller reopens the step if the killed session had finished it.
-    pub async fn resume(&self, input: crate::ResumeInput) -> Result<RunResult, EngineError> {
+    pub async fn resume(
+        &self,
+        input: crate::scheduler::ResumeInput,
+    ) -> Result<RunResult, EngineError> {
         let run_id = input.record.run_id.clone();
         let goal = input.record.goal.clone();
         let journal = input.journal.clone();
@@ -237,8 +241,11 @@ impl LoopRun<'_> {
         journal.flush()?;
         let store = Store::open_existing(self.db)?;
         let record = store.load_run(&result.run_id)?;
-        let (diffs, calls) =
-            crate::unasserted::journal_evidence(&store, &record, &self.engine.ctx.workspace);
+        let (diffs, calls) = crate::verdict::unasserted::journal_evidence(
+            &store,
+            &record,
+            &self.engine.ctx.workspace,
+        );
         let marks = &report.evidence;
         let mut claims: Vec<String> = plan
             .steps

@@ -12,7 +12,8 @@ use pev_protocol::{Plan, Step, StepId};
 use pev_store::{Journal, Record};
 
 use crate::agent::planner::{DoneStep, Failure, PlanContext, PlanError, Planner, WorkspaceSummary};
-use crate::{Engine, EngineError, ResumeInput, RunInput};
+use crate::engine::{Engine, EngineError};
+use crate::scheduler::{ResumeInput, RunInput};
 
 /// The most characters of a done step's output a replan shows.
 const OUTPUT_SUMMARY_CHARS: usize = 600;
@@ -171,7 +172,7 @@ impl AgentLoop<'_> {
         {
             let summary = format!(
                 "{}: {}",
-                crate::status_name(result.status),
+                crate::verdict::finish::status_name(result.status),
                 serde_json::to_string(&result.reasons).unwrap_or_default()
             );
             let decision = hooks.stop(&run_id, &summary).await;
@@ -214,7 +215,7 @@ impl AgentLoop<'_> {
         }
         let record = Record::RunStatus {
             run_id: result.run_id.clone(),
-            status: crate::status_name(result.status).to_owned(),
+            status: crate::verdict::finish::status_name(result.status).to_owned(),
             result: Some(Box::new(result.clone())),
             updated_at: now_rfc3339(),
         };

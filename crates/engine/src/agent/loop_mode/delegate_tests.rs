@@ -13,10 +13,10 @@ use pev_tools::{ToolContext, Workspace};
 use serde_json::{Value, json};
 
 use super::{LoopExecutor, LoopOptions};
-use crate::BoxFuture;
 use crate::instruct::{
     ChildVerdict, GateResult, InstructionExecutor, InstructionRequest, ToolGate,
 };
+use pev_providers::BoxFuture;
 
 fn child(id: &str, status: RunStatus) -> RunResult {
     let reasons = if status == RunStatus::Success {

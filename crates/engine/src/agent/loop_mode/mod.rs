@@ -28,12 +28,12 @@ use pev_tools::ToolContext;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::BoxFuture;
 use crate::agent::turn::{self, Call, Turn};
 use crate::agent::turn::{TOOL_OUTPUT_CAP, cap_text};
 use crate::instruct::{
     GateResult, InstructionExecutor, InstructionOutcome, InstructionRequest, Interruption, ToolGate,
 };
+use pev_providers::BoxFuture;
 
 pub mod delegate_tool;
 mod evidence;
@@ -125,7 +125,8 @@ pub struct LoopExecutor {
 }
 
 /// Asked before a final answer is accepted: `Some(reason)` blocks it (the `stop` hook).
-pub type StopHook = Arc<dyn Fn(String) -> crate::BoxFuture<'static, Option<String>> + Send + Sync>;
+pub type StopHook =
+    Arc<dyn Fn(String) -> pev_providers::BoxFuture<'static, Option<String>> + Send + Sync>;
 
 /// The state of one `execute`, kept out of the mutex so no lock is held across an await.
 struct Run {
@@ -314,7 +315,8 @@ impl LoopExecutor {
                         Ok(delegation) => match tools.delegate(delegation).await {
                             Err(e) => Err(e),
                             Ok(child) => {
-                                let status = crate::status_name(child.result.status);
+                                let status =
+                                    crate::verdict::finish::status_name(child.result.status);
                                 run.book.note_child(&child.result.run_id, status);
                                 if !child.claims.is_empty() {
                                     let step = run.book.plan.as_ref().and_then(|p| {
@@ -430,7 +432,7 @@ fn child_verdict(child: &pev_protocol::run::RunResult) -> String {
         child.file_mutations.iter().filter(|m| !m.no_op).map(|m| m.path.as_str()).collect();
     serde_json::json!({
         "child_run": child.run_id,
-        "status": crate::status_name(child.status),
+        "status": crate::verdict::finish::status_name(child.status),
         "reasons": reasons,
         "changed_files": changed,
     })

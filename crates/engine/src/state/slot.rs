@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use pev_protocol::assertion::AssertionResult;
-use pev_protocol::run::{FileMutation, StepResult, StepStatus};
+use pev_protocol::run::{StepResult, StepStatus};
 use pev_store::StepState;
 use serde_json::Value;
 
@@ -109,11 +109,4 @@ impl Slot {
             ended_at: self.ended_at.clone(),
         }
     }
-}
-
-/// A file mutation with the step that made it.
-#[derive(Debug, Clone)]
-pub(crate) struct StepMutation {
-    pub step: String,
-    pub mutation: FileMutation,
 }

@@ -7,7 +7,7 @@ use pev_protocol::run::{PostconditionResult, RunResult, StepResult, StepStatus, 
 use pev_store::RunRecord;
 use pev_verify::OutcomeInput;
 
-use crate::state::Slot;
+use crate::state::slot::Slot;
 
 /// The run as the journal has it now. A stored result is returned as it is.
 pub fn snapshot(record: &RunRecord) -> RunResult {

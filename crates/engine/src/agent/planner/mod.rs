@@ -24,10 +24,9 @@
 //! carries the goal it was given, so that the verdict (e.g. `no_effects`) is judged against what
 //! was asked, not against the model's restatement.
 
-#[path = "planner_prompt.rs"]
+mod history;
 mod prompt;
-#[path = "workspace_summary.rs"]
-mod workspace_summary;
+mod workspace;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -35,13 +34,14 @@ use std::sync::Arc;
 use pev_lint::{CompiledPolicy, LintOptions};
 use pev_protocol::parse::{Format, ParseError, ParsedPlan, PlanIssue, parse_plan};
 use pev_protocol::schema::{SchemaKind, schema_of};
-use pev_protocol::{Finding, LintCode, LintStatus, Plan, Step, StepId};
+use pev_protocol::{Finding, LintCode, LintStatus, Plan, Step};
 use pev_providers::structured::{StructuredOptions, request_json};
 use pev_providers::{ChatRequest, ContentBlock, Message, ModelClient, ProviderError, TokenUsage};
 use pev_tools::ToolDefinition;
 use serde_json::Value;
 
-pub use workspace_summary::{SummaryEntry, WorkspaceSummary};
+pub use history::{DoneStep, Failure};
+pub use workspace::{SummaryEntry, WorkspaceSummary};
 
 /// How the planner asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,25 +69,6 @@ pub struct PlanContext<'a> {
     /// and a plan names tools by plan name. It calls none of them.
     pub tools: &'a [ToolDefinition],
     pub policy: &'a CompiledPolicy,
-}
-
-/// A step that is done, as a replan shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DoneStep {
-    pub id: StepId,
-    pub title: String,
-    /// A short account of its output (the caller caps it; the prompt caps it again).
-    pub output_summary: String,
-}
-
-/// The step that could not be made to pass, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    pub step: StepId,
-    pub error: String,
-    /// What the harness saw: failed assertions, the judge's feedback, tool errors.
-    pub evidence: Vec<String>,
-    pub attempts: u32,
 }
 
 /// An accepted plan.
@@ -441,5 +422,4 @@ fn mark_planner(plan: &mut Plan, model: &str) {
 }
 
 #[cfg(test)]
-#[path = "planner_tests.rs"]
 mod tests;

@@ -12,10 +12,11 @@ use pev_protocol::run::StepStatus;
 use pev_protocol::{Plan, Step};
 use serde_json::Value;
 
-use crate::Engine;
 use crate::call::Recovery;
+use crate::call::StepMutation;
+use crate::engine::Engine;
 use crate::recorder::Recorder;
-use crate::state::{Slot, StepMutation};
+use crate::state::slot::Slot;
 
 /// What every step task shares.
 pub(crate) struct Shared {
@@ -64,7 +65,7 @@ pub(crate) struct StepReport {
     /// The run's budget stopped the step.
     pub budget_exhausted: Option<String>,
     /// What `--cache` learned about the step (its key, what it read, whether it may be cached).
-    pub cache: crate::cache_trace::Trace,
+    pub cache: crate::cache::trace::Trace,
     /// The first this many of `mutations` were restored from an earlier session (a continued
     /// attempt): the step's evidence, already in the run's changes.
     pub restored_mutations: usize,

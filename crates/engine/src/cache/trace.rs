@@ -2,7 +2,9 @@
 //! tools it called, why it may not be cached), kept in the step's report; the cache itself
 //! (`cache.rs`) reads and writes entries from it.
 
+use pev_protocol::assertion::AssertionResult;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// A file (or a directory listing) the step read, and its hash then (`None`: it was absent).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,4 +50,29 @@ impl Trace {
             self.reads.push(read);
         }
     }
+}
+
+/// What a step's verified result is made of, and what must still hold for it to be reused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Entry {
+    pub key: String,
+    pub run_id: String,
+    pub step_id: String,
+    pub output: Option<Value>,
+    pub evidence: Vec<String>,
+    pub assertions: Vec<AssertionResult>,
+    pub reads: Vec<FileRead>,
+    pub writes: Vec<FileWrite>,
+    /// The tools the step called (checked against approval and the policy when reused).
+    pub tools: Vec<String>,
+    /// The step's calls counted as goal work (CONTRACTS.md §3).
+    pub goal_action: bool,
+    pub created_at: String,
+}
+
+/// A file the step changed, and its hash when the step ended (`None`: it was absent).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct FileWrite {
+    pub path: String,
+    pub sha256_after: Option<String>,
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::call::{Before, Call, CallEnd};
 use crate::digest::sha256_hex;
-use crate::step_context::{Shared, StepReport};
+use crate::state::step::{Shared, StepReport};
 
 /// The hash a write or patch will leave, computed before it runs; `None` when it cannot be known.
 fn intended_sha256(tool: &str, args: &Value, before: Option<&[u8]>, path: &str) -> Option<String> {

@@ -9,10 +9,10 @@ use pev_store::{FileHashRecord, HashPhase, MutationRecord, Record, StoreError};
 use pev_verify::CheckEnv;
 use serde_json::Value;
 
+use crate::call::StepMutation;
 use crate::call::{Before, Call, CallEnd, snapshot};
 use crate::digest::sha256_hex;
-use crate::state::StepMutation;
-use crate::step_context::{Shared, StepReport};
+use crate::state::step::{Shared, StepReport};
 
 pub(crate) async fn after_call(
     shared: &Shared,

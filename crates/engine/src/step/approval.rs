@@ -9,8 +9,8 @@ use pev_protocol::event::{EventBody, now_rfc3339};
 use pev_store::{ApprovalRecord, Record, StoreError};
 use serde_json::Value;
 
-use crate::step_context::Shared;
-use crate::{Approval, ApprovalMode, ApprovalRequest};
+use crate::engine::{Approval, ApprovalMode, ApprovalRequest};
+use crate::state::step::Shared;
 
 /// Why `step` needs approval, if it does.
 pub(crate) fn approval_reason(shared: &Shared, step: &Step, tool: &str) -> Option<String> {

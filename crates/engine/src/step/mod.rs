@@ -6,6 +6,16 @@
 //! patches, the hash the call will produce) reaches the disk before the tool runs, so after a
 //! crash `recover` can tell "not applied" from "applied" by looking at the file.
 
+pub(crate) mod approval;
+pub(crate) mod cache;
+pub(crate) mod check;
+pub(crate) mod delegated;
+pub(crate) mod hooks;
+pub(crate) mod instruction;
+pub(crate) mod invoke;
+pub(crate) mod judge;
+pub(crate) mod recover;
+
 use std::sync::Arc;
 
 use pev_protocol::Step;
@@ -14,13 +24,13 @@ use pev_protocol::run::StepStatus;
 use pev_store::{Record, StoreError};
 use serde_json::Value;
 
-use crate::Approval;
-use crate::approval::{approval_reason, ask_approval};
 use crate::call::{Call, target_path, watched_paths};
-use crate::invoke::invoke;
+use crate::engine::Approval;
 use crate::resolve::resolve_parameters;
-use crate::state::Slot;
-pub(crate) use crate::step_context::{Shared, StepJob, StepReport, fail, max_attempts};
+use crate::state::slot::Slot;
+use crate::state::step::{Shared, StepJob, StepReport, fail, max_attempts};
+use crate::step::approval::{approval_reason, ask_approval};
+use crate::step::invoke::invoke;
 
 pub(crate) async fn run_step(shared: Arc<Shared>, mut job: StepJob) -> StepReport {
     let _running = shared.activity.enter();
@@ -36,7 +46,7 @@ pub(crate) async fn run_step(shared: Arc<Shared>, mut job: StepJob) -> StepRepor
         warnings: Vec::new(),
         cancelled: false,
         budget_exhausted: None,
-        cache: crate::cache_trace::Trace::default(),
+        cache: crate::cache::trace::Trace::default(),
         restored_mutations: 0,
         already_counted: Vec::new(),
         earlier_mutations: std::mem::take(&mut job.earlier_mutations),
@@ -47,7 +57,7 @@ pub(crate) async fn run_step(shared: Arc<Shared>, mut job: StepJob) -> StepRepor
         return report;
     };
     let driven = match drive(&shared, step, &mut job, &mut report).await {
-        Ok(()) => crate::cache::remember(&shared, step, &mut report),
+        Ok(()) => crate::step::cache::remember(&shared, step, &mut report),
         Err(e) => Err(e),
     };
     if let Err(e) = driven {
@@ -97,10 +107,10 @@ async fn drive(
             }
         }
         report.cache.refuse("a delegated step runs a child run".to_owned());
-        return crate::delegation::run(shared, step, delegation, &job.inputs, report).await;
+        return crate::step::delegated::run(shared, step, delegation, &job.inputs, report).await;
     }
     if step.tool.is_none() {
-        if crate::cache::try_reuse(shared, step, job, report, (None, None, false))? {
+        if crate::step::cache::try_reuse(shared, step, job, report, (None, None, false))? {
             return Ok(());
         }
         if !job.approved && step.requires_approval {
@@ -111,7 +121,8 @@ async fn drive(
             }
         }
         let continuation = job.continuation.take();
-        return crate::instruction::run(shared, step, &job.inputs, continuation, report).await;
+        return crate::step::instruction::run(shared, step, &job.inputs, continuation, report)
+            .await;
     }
     let Some((tool_name, tool)) =
         step.tool.as_deref().and_then(|t| engine.registry.get(t).map(|tool| (t, Arc::clone(tool))))
@@ -133,7 +144,7 @@ async fn drive(
     } else {
         let needs_approval = approval_reason(shared, step, tool_name).is_some();
         let reuse = (Some(&args), Some(effect), needs_approval);
-        if crate::cache::try_reuse(shared, step, job, report, reuse)? {
+        if crate::step::cache::try_reuse(shared, step, job, report, reuse)? {
             return Ok(());
         }
     }
@@ -176,7 +187,7 @@ async fn drive(
             .emit(EventBody::StepStarted { step: id.to_owned(), attempt: report.slot.attempts })?;
 
         let settled = match recovery.take() {
-            Some(r) => crate::recover::settle(shared, &call, r, report).await?,
+            Some(r) => crate::step::recover::settle(shared, &call, r, report).await?,
             None => None,
         };
         let mut objection = None;
@@ -185,7 +196,7 @@ async fn drive(
             None => {
                 let hooked = (tool_name, &args);
                 if let Some(reason) =
-                    crate::hooks::before_call(shared, step, hooked, report).await?
+                    crate::step::hooks::before_call(shared, step, hooked, report).await?
                 {
                     // Denied: the call is not made, and asking again would be denied again.
                     fail(&mut report.slot, &format!("hook denied: {reason}"));
@@ -193,13 +204,13 @@ async fn drive(
                 }
                 let (before, end) = invoke(shared, &call, &*tool, report, None).await?;
                 objection =
-                    crate::hooks::after_step_call(shared, step, hooked, &end.output, report)
+                    crate::step::hooks::after_step_call(shared, step, hooked, &end.output, report)
                         .await?;
                 (before, end)
             }
         };
         let mutations_before = report.mutations.len();
-        crate::check::after_call(shared, &call, (before, end), &job.inputs, report).await?;
+        crate::step::check::after_call(shared, &call, (before, end), &job.inputs, report).await?;
         if let Some(reason) = objection {
             // The call happened (its changes are recorded above), but the hook rejects it.
             fail(&mut report.slot, &format!("hook denied: {reason}"));
@@ -215,7 +226,7 @@ async fn drive(
                 .skip(mutations_before)
                 .map(|m| m.mutation.clone())
                 .collect();
-            crate::step_judge::judge(
+            crate::step::judge::judge(
                 shared,
                 &models,
                 step,

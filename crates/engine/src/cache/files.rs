@@ -6,7 +6,7 @@ use pev_protocol::tool::Effect;
 use pev_tools::{ListOptions, SandboxError, Workspace};
 use serde_json::Value;
 
-use super::{Entry, FileRead, ListingRead, Trace};
+use super::trace::{Entry, FileRead, ListingRead, Trace};
 use crate::call::{Before, Call};
 use crate::digest::sha256_hex;
 

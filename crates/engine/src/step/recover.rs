@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use crate::call::{Before, Call, CallEnd, snapshot};
 use crate::digest::sha256_hex;
-use crate::step_context::{Shared, StepReport};
+use crate::state::step::{Shared, StepReport};
 
 /// `Some` when the interrupted attempt's outcome is known (reused or recovered); `None` when the
 /// call must run again.

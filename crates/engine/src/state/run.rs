@@ -5,7 +5,8 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::call::Recovery;
-use crate::state::{Slot, StepMutation};
+use crate::call::StepMutation;
+use crate::state::slot::Slot;
 
 /// Everything the loop tracks.
 pub(crate) struct RunState {

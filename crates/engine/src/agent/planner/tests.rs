@@ -14,6 +14,7 @@ use serde_json::json;
 
 use super::*;
 use crate::agent::test_clients::{BROKE_MESSAGE, Broke};
+use pev_protocol::StepId;
 
 fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)

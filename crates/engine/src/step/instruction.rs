@@ -14,14 +14,14 @@ use pev_protocol::{Assertion, Step};
 use pev_store::StoreError;
 use serde_json::{Value, json};
 
-use crate::BoxFuture;
-use crate::approval::ask_approval;
 use crate::call::{Before, Call, CallEnd, target_path, watched_paths};
 use crate::continuation::Continuation;
 use crate::instruct::{GateResult, InstructionRequest, Interruption, ToolGate};
-use crate::invoke::invoke;
-use crate::step_context::{Shared, StepReport};
-use crate::step_judge::judge;
+use crate::state::step::{Shared, StepReport};
+use crate::step::approval::ask_approval;
+use crate::step::invoke::invoke;
+use crate::step::judge::judge;
+use pev_providers::BoxFuture;
 
 /// The engine's [`ToolGate`] for one attempt of one step.
 struct StepGate<'a> {
@@ -79,7 +79,7 @@ impl ToolGate for StepGate<'_> {
         Box::pin(async move {
             self.delegations += 1;
             let n = self.delegations;
-            let result = crate::delegation::from_gate(
+            let result = crate::step::delegated::from_gate(
                 self.shared,
                 self.step,
                 (delegation, n),
@@ -162,7 +162,8 @@ impl StepGate<'_> {
             }
             let hooked = (tool, &args);
             let decision =
-                crate::hooks::after_call(shared, self.step, hooked, &answer, self.report).await?;
+                crate::step::hooks::after_call(shared, self.step, hooked, &answer, self.report)
+                    .await?;
             let output = with_hook_answer(answer, &decision)
                 .map_err(|message| registry.names().in_wire_terms(&message));
             return Ok(GateResult { output, fatal: false });
@@ -182,14 +183,14 @@ impl StepGate<'_> {
         if let Some(glob) = shared.approve_globs.iter().find(|g| g.matches(tool)) {
             let reason = format!("the policy's approve_tools lists `{}`", glob.as_str());
             match ask_approval(shared, self.step, tool, &args, reason).await? {
-                crate::Approval::Yes => {}
-                crate::Approval::No => {
+                crate::engine::Approval::Yes => {}
+                crate::engine::Approval::No => {
                     return Ok(GateResult {
                         output: Err(format!("a person refused the {wire} call")),
                         fatal: false,
                     });
                 }
-                crate::Approval::Defer => {
+                crate::engine::Approval::Defer => {
                     return Ok(GateResult {
                         output: Err(format!(
                             "the {wire} call needs a person's approval and nobody can answer now"
@@ -201,7 +202,7 @@ impl StepGate<'_> {
         }
         let hooked = (tool, &args);
         if let Some(reason) =
-            crate::hooks::before_call(shared, self.step, hooked, self.report).await?
+            crate::step::hooks::before_call(shared, self.step, hooked, self.report).await?
         {
             // The model is told why and may try something else; the call is not made.
             return Ok(GateResult { output: Err(format!("hook denied: {reason}")), fatal: false });
@@ -233,7 +234,9 @@ impl StepGate<'_> {
         let interrupted = self.continuation.as_deref_mut().and_then(|c| c.in_flight(tool, &args));
         // What settling says (a command runs again) stays a warning the judge sees.
         let settled = match interrupted {
-            Some(recovery) => crate::recover::settle(shared, &call, recovery, self.report).await?,
+            Some(recovery) => {
+                crate::step::recover::settle(shared, &call, recovery, self.report).await?
+            }
             None => None,
         };
         let (before, end) = match settled {
@@ -241,7 +244,13 @@ impl StepGate<'_> {
             None => invoke(shared, &call, &*implementation, self.report, Some(self.calls)).await?,
         };
         let first_new = self.report.mutations.len();
-        crate::check::record_changes(shared, &call, &before, end.output.is_ok(), self.report)?;
+        crate::step::check::record_changes(
+            shared,
+            &call,
+            &before,
+            end.output.is_ok(),
+            self.report,
+        )?;
         for m in self.report.mutations.iter().skip(first_new) {
             let before_text = before.contents.get(&m.mutation.path).and_then(Option::as_deref);
             if let Some(diff) = diff_for_judge(shared, &m.mutation, before_text) {
@@ -262,7 +271,8 @@ impl StepGate<'_> {
             }
         }
         let decision =
-            crate::hooks::after_call(shared, self.step, hooked, &end.output, self.report).await?;
+            crate::step::hooks::after_call(shared, self.step, hooked, &end.output, self.report)
+                .await?;
         // The tools word their errors with plan names; the model knows only the wire names.
         let output = with_hook_answer(end.output, &decision)
             .map_err(|message| registry.names().in_wire_terms(&message));
@@ -366,7 +376,7 @@ fn restore(
             "{path} was changed by a call the interrupted session finished (worked out from the \
              journal's before-content)"
         ));
-        report.mutations.push(crate::state::StepMutation { step: id.to_owned(), mutation });
+        report.mutations.push(crate::call::StepMutation { step: id.to_owned(), mutation });
     }
     Ok(())
 }
@@ -378,7 +388,7 @@ fn diff_for_judge(
     before: Option<&[u8]>,
 ) -> Option<String> {
     let after = shared.engine.ctx.workspace.read(&mutation.path).ok();
-    crate::unasserted::unified_diff(
+    crate::verdict::unasserted::unified_diff(
         &mutation.path,
         before.unwrap_or_default(),
         after.as_deref().unwrap_or_default(),
@@ -394,7 +404,7 @@ pub(crate) async fn run(
     report: &mut StepReport,
 ) -> Result<(), StoreError> {
     let Some(models) = shared.engine.config.models.clone() else {
-        crate::step_context::fail(
+        crate::state::step::fail(
             &mut report.slot,
             "the step has no `tool` and no executor model is configured (use `pev agent`)",
         );
@@ -512,7 +522,7 @@ pub(crate) async fn run(
         let untouched: Vec<String> =
             watched.iter().filter(|p| !touched.contains(p)).cloned().collect();
         let own = Call { watched: &untouched, ..call };
-        crate::check::record_changes(shared, &own, &before, true, report)?;
+        crate::step::check::record_changes(shared, &own, &before, true, report)?;
         match &outcome.interrupted {
             Some(Interruption::Budget(why)) => {
                 report.budget_exhausted = Some(why.clone());
@@ -521,7 +531,7 @@ pub(crate) async fn run(
                 return Ok(());
             }
             Some(Interruption::Provider(why)) => {
-                crate::step_context::fail(
+                crate::state::step::fail(
                     &mut report.slot,
                     &format!("the executor model failed: {why}"),
                 );
@@ -536,7 +546,7 @@ pub(crate) async fn run(
                 return Ok(());
             }
             Some(Interruption::TurnLimit(n)) => {
-                crate::step_context::fail(
+                crate::state::step::fail(
                     &mut report.slot,
                     &format!("the executor used its {n} turns without finishing the step"),
                 );
@@ -549,7 +559,8 @@ pub(crate) async fn run(
                         "tool_calls": calls,
                     })),
                 };
-                crate::check::check_output(shared, &call, (&before, end), inputs, report).await?;
+                crate::step::check::check_output(shared, &call, (&before, end), inputs, report)
+                    .await?;
             }
         }
         if report.slot.status == StepStatus::Done {

@@ -7,9 +7,9 @@ use pev_protocol::event::EventBody;
 use pev_protocol::run::{FileMutation, StepStatus};
 use pev_store::StoreError;
 
-use crate::ModelHooks;
+use crate::engine::ModelHooks;
 use crate::instruct::{Interruption, JudgeRequest};
-use crate::step_context::{Shared, StepReport};
+use crate::state::step::{Shared, StepReport};
 
 /// The judge, when tier 1 passed but cannot check everything: the step has acceptance criteria,
 /// or its tool calls raised warnings.

@@ -15,11 +15,11 @@ use pev_protocol::run::{
 use pev_store::Record;
 use pev_verify::{CheckEnv, OutcomeInput};
 
-use crate::EngineError;
+use crate::engine::EngineError;
 use crate::instruct::{PostconditionRequest, StepEvidence};
-use crate::run_state::RunState;
-use crate::step_context::Shared;
-use crate::unasserted::Verifier;
+use crate::state::run::RunState;
+use crate::state::step::Shared;
+use crate::verdict::unasserted::Verifier;
 
 pub(crate) async fn finish(
     shared: &Shared,
@@ -164,7 +164,7 @@ pub(crate) async fn finish(
         let could_succeed =
             outcome(&assumed, state.budget_exhausted.as_deref()).0 == RunStatus::Success;
         let models = shared.engine.config.models.as_ref();
-        let verifier = match (crate::unasserted::why_no_judge(models), models) {
+        let verifier = match (crate::verdict::unasserted::why_no_judge(models), models) {
             (Some(why), _) => Some(Verifier::Unavailable(why)),
             // Nothing was done whose evidence a judge could weigh: its yes would be its word.
             (None, Some(_)) if plan.steps.is_empty() => Some(Verifier::Unavailable(
@@ -183,7 +183,7 @@ pub(crate) async fn finish(
                     ..PostconditionRequest::default()
                 }
             };
-            let decided = crate::unasserted::decide(verifier, &request).await;
+            let decided = crate::verdict::unasserted::decide(verifier, &request).await;
             if asked && let Some(m) = models {
                 shared.recorder.emit(EventBody::Usage { usage: (m.usage)() })?;
             }
@@ -201,7 +201,7 @@ pub(crate) async fn finish(
                     },
                 })?;
             }
-            crate::unasserted::replace(&mut postconditions, &unasserted, decided.results);
+            crate::verdict::unasserted::replace(&mut postconditions, &unasserted, decided.results);
         }
     }
     let (status, reasons) = outcome(&postconditions, state.budget_exhausted.as_deref());
@@ -252,17 +252,21 @@ async fn recheck(
     state: &mut RunState,
     outputs: &HashMap<String, serde_json::Value>,
 ) -> Result<FinalCheck, EngineError> {
-    let mut check =
-        crate::final_check::recheck_steps(&shared.plan, &state.slots, &shared.engine.ctx, outputs)
-            .await;
+    let mut check = crate::verdict::final_check::recheck_steps(
+        &shared.plan,
+        &state.slots,
+        &shared.engine.ctx,
+        outputs,
+    )
+    .await;
     if !check.regressed.is_empty() {
         shared.recorder.flush().await?;
         let id = shared.recorder.run_id().to_owned();
         let location = shared.recorder.journal().location();
         let record = crate::journal_read::read(location, move |s| s.load_run(&id)).await?;
         let calls = &record.tool_calls;
-        crate::final_check::name_later_calls(&mut check.regressed, calls, |of| {
-            of.step().and_then(|id| crate::final_check::after_last_call_of(calls, id))
+        crate::verdict::final_check::name_later_calls(&mut check.regressed, calls, |of| {
+            of.step().and_then(|id| crate::verdict::final_check::after_last_call_of(calls, id))
         });
     }
     for r in &check.regressed {
@@ -305,9 +309,13 @@ async fn settle_oracle(
     if crate::oracle::needs_pristine(&changes) {
         match oracle.pristine(ctx, &crate::oracle::undone(&changes)) {
             Ok((scratch, copy)) => {
-                let pristine =
-                    crate::final_check::recheck_steps(&shared.plan, &state.slots, &copy, outputs)
-                        .await;
+                let pristine = crate::verdict::final_check::recheck_steps(
+                    &shared.plan,
+                    &state.slots,
+                    &copy,
+                    outputs,
+                )
+                .await;
                 // The postconditions too: a suite run as a postcondition is a check like any.
                 let env = CheckEnv { ctx: &copy, step: None, outputs, before: &state.run_before };
                 let posts = pev_verify::check_postconditions(&shared.plan, &env).await;
@@ -394,7 +402,7 @@ async fn judge_request(
     let (diffs, calls) =
         crate::journal_read::read(shared.recorder.journal().location(), move |s| {
             let record = s.load_run(&id)?;
-            Ok(crate::unasserted::journal_evidence(s, &record, &workspace))
+            Ok(crate::verdict::unasserted::journal_evidence(s, &record, &workspace))
         })
         .await?;
     let mut claims = Vec::new();

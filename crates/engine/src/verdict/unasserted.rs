@@ -116,7 +116,7 @@ fn not_judged(description: &str, why: &str) -> PostconditionResult {
 }
 
 /// Why no judge can be asked in a run whose engine has these models.
-pub(crate) fn why_no_judge(models: Option<&crate::ModelHooks>) -> Option<String> {
+pub(crate) fn why_no_judge(models: Option<&crate::engine::ModelHooks>) -> Option<String> {
     match models {
         None => Some(
             "`pev run` has no verifier model (give the postcondition assertions, or run the \

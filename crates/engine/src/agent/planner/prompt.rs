@@ -14,7 +14,8 @@ use pev_protocol::{Finding, Plan};
 use pev_tools::ToolDefinition;
 use serde_json::Value;
 
-use super::{DoneStep, Failure, WorkspaceSummary};
+use super::history::{DoneStep, Failure};
+use super::workspace::WorkspaceSummary;
 
 /// How much of one tool's description the catalog shows.
 const MAX_TOOL_DESCRIPTION: usize = 400;

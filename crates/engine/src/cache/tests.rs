@@ -10,10 +10,15 @@ use pev_protocol::tool::Effect;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::cache::files::{check_files, check_tools, listing_sha};
+use crate::cache::trace::{Entry, FileRead, FileWrite, ListingRead, Trace};
+use crate::call::StepMutation;
 use crate::call::{Before, Call};
 use crate::digest::sha256_hex;
-use crate::state::{Slot, StepMutation};
-use crate::step_context::StepReport;
+use crate::state::slot::Slot;
+use crate::state::step::StepReport;
+use crate::step::cache::build_entry;
+use pev_tools::Workspace;
 
 fn step(value: Value) -> Step {
     serde_json::from_value(value).unwrap()

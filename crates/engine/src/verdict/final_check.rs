@@ -15,7 +15,7 @@ use pev_protocol::Plan;
 
 use pev_tools::ToolContext;
 
-use crate::state::Slot;
+use crate::state::slot::Slot;
 
 /// How many later calls a regression keeps.
 const KEPT_CALLS: usize = 10;
