@@ -4,40 +4,11 @@
 //! crates, renders the result (text for people, JSON or SARIF for tools) and returns an exit
 //! code; nothing here panics on any input, and every failure is one message on stderr.
 
-mod agent_cmd;
-mod approve_tty;
-mod arg_values;
 mod args;
-mod call_notice;
-mod conversation_view;
-mod doctor_cmd;
-mod eval_cmd;
-mod eval_scale;
-mod exit;
-mod explain;
-mod follow;
-mod help;
+mod commands;
 mod input;
-mod journal_cmd;
-mod lint_cmd;
-mod locate;
-mod locate_yaml;
-mod mcp_cmd;
-mod models;
-mod policy_source;
-mod replay_cmd;
-mod run_cmd;
-mod run_summary;
-mod run_view;
-mod sandbox_setup;
-mod sarif;
-mod scratch;
-mod session;
-mod show_view;
-mod style;
-mod telemetry;
-mod text;
-mod workspace;
+mod shared;
+mod view;
 
 use std::io::{BufWriter, IsTerminal, Write};
 use std::process::ExitCode;
@@ -47,7 +18,7 @@ use pev_protocol::schema::{SchemaKind, schema_of};
 
 pub(crate) use crate::args::OutputFormat;
 use crate::args::{Cli, Command, GateAction, SchemaArg, ShowFormat};
-use crate::lint_cmd::{EXIT_BAD_INPUT, EXIT_OK, Env, LintRequest};
+use crate::commands::lint::{EXIT_BAD_INPUT, EXIT_OK, Env, LintRequest};
 
 fn main() -> ExitCode {
     // `pev __sandbox …` is pev re-executing itself as the sandbox helper (see pev-sandbox).
@@ -82,26 +53,26 @@ fn main() -> ExitCode {
             };
             // Buffered: a result with 100,000 findings is not 100,000 write calls.
             let mut out = BufWriter::new(stdout.lock());
-            let code = lint_cmd::run(&req, &env, &mut out, &mut stderr.lock());
+            let code = crate::commands::lint::run(&req, &env, &mut out, &mut stderr.lock());
             finish(code, out.flush())
         }
         Command::Run(args) => {
-            let req = run_cmd::RunRequest {
+            let req = crate::commands::run::RunRequest {
                 plan: args.plan,
                 policy: args.policy,
                 scratch: args.scratch,
                 common: args.common.common(),
             };
             let json = req.common.json;
-            report_events(run_cmd::run(&req, &mut std::io::stderr()), json)
+            report_events(crate::commands::run::run(&req, &mut std::io::stderr()), json)
         }
         Command::Agent(args) => {
-            let req = agent_cmd::AgentRequest {
+            let req = crate::commands::agent::AgentRequest {
                 goal: args.goal,
                 policy: args.policy,
                 scratch: args.scratch,
                 approve_plan: args.approve_plan,
-                budget: agent_cmd::BudgetArgs {
+                budget: crate::commands::agent::BudgetArgs {
                     max_usd: args.max_usd,
                     max_tokens: args.max_tokens,
                     max_turns: args.max_turns,
@@ -116,44 +87,58 @@ fn main() -> ExitCode {
                 replay: None,
             };
             let json = req.common.json;
-            report_events(agent_cmd::run(&req, &mut std::io::stderr()), json)
+            report_events(crate::commands::agent::run(&req, &mut std::io::stderr()), json)
         }
         Command::Replay { run, policy, from, goal, common } => {
-            let req =
-                replay_cmd::ReplayRequest { run, policy, from, goal, common: common.common() };
-            report(replay_cmd::replay(&req, &mut std::io::stderr()))
+            let req = crate::commands::replay::ReplayRequest {
+                run,
+                policy,
+                from,
+                goal,
+                common: common.common(),
+            };
+            report(crate::commands::replay::replay(&req, &mut std::io::stderr()))
         }
         Command::Resume { run, common } => {
             let common = common.common();
-            report_events(run_cmd::resume(&run, &common, &mut std::io::stderr()), common.json)
+            report_events(
+                crate::commands::run::resume(&run, &common, &mut std::io::stderr()),
+                common.json,
+            )
         }
         Command::Runs { journal } => {
             let mut out = BufWriter::new(stdout.lock());
-            let code = report(journal_cmd::runs(&journal.common(None, false), &mut out));
+            let code =
+                report(crate::commands::journal::runs(&journal.common(None, false), &mut out));
             finish(code, out.flush())
         }
         Command::Show { run, step, conversation: true, full, format, journal, .. } => {
             let mut common = journal.common(None, false);
             common.json |= format == ShowFormat::Json;
             let mut out = BufWriter::new(stdout.lock());
-            let code =
-                report(conversation_view::show(&run, step.as_deref(), full, &common, &mut out));
+            let code = report(crate::commands::conversation::show(
+                &run,
+                step.as_deref(),
+                full,
+                &common,
+                &mut out,
+            ));
             finish(code, out.flush())
         }
         Command::Show { run, format, journal, follow: true, .. } => {
             let mut common = journal.common(None, false);
             common.json |= format == ShowFormat::Json;
             let mut out = stdout.lock();
-            report(follow::follow(&run, &common, &mut out, &mut stderr.lock()))
+            report(crate::commands::follow::follow(&run, &common, &mut out, &mut stderr.lock()))
         }
         Command::Show { run, format, journal, .. } => {
             let mut common = journal.common(None, false);
             common.json |= format == ShowFormat::Json;
             let mut out = BufWriter::new(stdout.lock());
-            let code = report(journal_cmd::show(&run, &common, &mut out));
+            let code = report(crate::commands::journal::show(&run, &common, &mut out));
             finish(code, out.flush())
         }
-        Command::Approve { run, step, journal } => report(journal_cmd::approve(
+        Command::Approve { run, step, journal } => report(crate::commands::journal::approve(
             &run,
             step.as_deref(),
             &journal.common(None, false),
@@ -171,48 +156,69 @@ fn main() -> ExitCode {
         } => {
             let mut out = BufWriter::new(stdout.lock());
             let flags = (json, allow_partial);
-            let code = report(eval_scale::merge(&files, flags, &mut out, &mut std::io::stderr()));
+            let code = report(crate::commands::eval::scale::merge(
+                &files,
+                flags,
+                &mut out,
+                &mut std::io::stderr(),
+            ));
             finish(code, out.flush())
         }
         Command::Eval { action: None, suite, json, gate, keep, record, jobs, shard } => match suite
         {
-            None => report(Err(crate::exit::Fail(
-                crate::exit::EXIT_BAD_INPUT,
+            None => report(Err(crate::shared::exit::Fail(
+                crate::shared::exit::EXIT_BAD_INPUT,
                 "give a suite directory (pev eval SUITE_DIR) or `pev eval merge FILE...`".into(),
             ))),
             Some(suite) => {
                 let jobs = usize::from(jobs.unwrap_or(1).max(1));
-                let req = eval_cmd::EvalRequest { suite, json, gate, keep, record, jobs, shard };
+                let req = crate::commands::eval::EvalRequest {
+                    suite,
+                    json,
+                    gate,
+                    keep,
+                    record,
+                    jobs,
+                    shard,
+                };
                 let mut out = BufWriter::new(stdout.lock());
-                let code = report(eval_cmd::run(&req, &mut out, &mut std::io::stderr()));
+                let code =
+                    report(crate::commands::eval::run(&req, &mut out, &mut std::io::stderr()));
                 finish(code, out.flush())
             }
         },
         Command::Gc { older_than, dry_run, journal } => {
             let common = journal.common(None, false);
             let mut out = BufWriter::new(stdout.lock());
-            let code = report(journal_cmd::gc(older_than, dry_run, &common, &mut out));
+            let code = report(crate::commands::journal::gc(older_than, dry_run, &common, &mut out));
             finish(code, out.flush())
         }
         Command::Export { runs, otlp, capture_content, journal } => {
             let common = journal.common(None, false);
             let mut out = BufWriter::new(stdout.lock());
-            let req = telemetry::ExportRequest { runs, url: otlp, capture_content };
-            let code = report(telemetry::export(&req, &common, &mut out));
+            let req = crate::shared::telemetry::ExportRequest { runs, url: otlp, capture_content };
+            let code = report(crate::shared::telemetry::export(&req, &common, &mut out));
             finish(code, out.flush())
         }
         Command::Report { run, output, journal } => {
             let common = journal.common(None, false);
             let mut out = BufWriter::new(stdout.lock());
-            let code = report(journal_cmd::report(&run, &common, output.as_deref(), &mut out));
+            let code = report(crate::commands::journal::report(
+                &run,
+                &common,
+                output.as_deref(),
+                &mut out,
+            ));
             finish(code, out.flush())
         }
-        Command::Mcp { place, http } => {
-            report(mcp_cmd::mcp(&place.place(), http.as_deref(), &mut std::io::stderr()))
-        }
+        Command::Mcp { place, http } => report(crate::commands::mcp::mcp(
+            &place.place(),
+            http.as_deref(),
+            &mut std::io::stderr(),
+        )),
         Command::Gate { action: Some(GateAction::Status { session, run, place }), .. } => {
             let mut out = BufWriter::new(stdout.lock());
-            let code = report(mcp_cmd::gate_status(
+            let code = report(crate::commands::mcp::gate_status(
                 &place.place(),
                 session.as_deref(),
                 run.as_deref(),
@@ -236,19 +242,22 @@ fn main() -> ExitCode {
                 deadline: std::time::Duration::from_secs(deadline.max(1)),
             };
             let mut out = BufWriter::new(stdout.lock());
-            let code = report(mcp_cmd::gate(&place.place(), &options, record, &mut out));
+            let code =
+                report(crate::commands::mcp::gate(&place.place(), &options, record, &mut out));
             finish(code, out.flush())
         }
         Command::Integrate { client, user, project: _, plugin, print, workspace } => {
-            let req = mcp_cmd::IntegrateRequest { client, user, plugin, print, workspace };
+            let req =
+                crate::commands::mcp::IntegrateRequest { client, user, plugin, print, workspace };
             let mut out = BufWriter::new(stdout.lock());
-            let code = report(mcp_cmd::integrate(&req, &mut out, &mut std::io::stderr()));
+            let code =
+                report(crate::commands::mcp::integrate(&req, &mut out, &mut std::io::stderr()));
             finish(code, out.flush())
         }
         Command::Doctor { workspace, json, ping } => {
-            let req = doctor_cmd::DoctorRequest { workspace, json, ping };
+            let req = crate::commands::doctor::DoctorRequest { workspace, json, ping };
             let mut out = BufWriter::new(stdout.lock());
-            let code = report(doctor_cmd::run(&req, &mut out));
+            let code = report(crate::commands::doctor::run(&req, &mut out));
             finish(code, out.flush())
         }
     };
@@ -290,8 +299,8 @@ fn print_schema(kind: SchemaArg, out: &mut dyn Write) -> u8 {
 /// [`report`] for the commands whose `--json` output is a stream of events: a failure is also
 /// one last line on stdout, `{"event": "error", "exit_code": N, "message": "…"}`, so a
 /// machine reading stdout gets an answer in every case.
-fn report_events(outcome: Result<u8, crate::exit::Fail>, json: bool) -> u8 {
-    if json && let Err(crate::exit::Fail(code, message)) = &outcome {
+fn report_events(outcome: Result<u8, crate::shared::exit::Fail>, json: bool) -> u8 {
+    if json && let Err(crate::shared::exit::Fail(code, message)) = &outcome {
         let line = serde_json::json!({"event": "error", "exit_code": code, "message": message});
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}");
@@ -300,10 +309,10 @@ fn report_events(outcome: Result<u8, crate::exit::Fail>, json: bool) -> u8 {
     report(outcome)
 }
 
-fn report(outcome: Result<u8, crate::exit::Fail>) -> u8 {
+fn report(outcome: Result<u8, crate::shared::exit::Fail>) -> u8 {
     match outcome {
         Ok(code) => code,
-        Err(crate::exit::Fail(code, message)) => {
+        Err(crate::shared::exit::Fail(code, message)) => {
             let mut err = std::io::stderr().lock();
             let _ = writeln!(err, "pev: error: {message}");
             code
