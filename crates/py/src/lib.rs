@@ -10,14 +10,17 @@
 //! layer (`pev/_errors.py`) turns it into the typed exception (`PlanSyntaxError`,
 //! `PlanSchemaError`, `PolicyError` with its `kind`). Every lint releases the GIL.
 
-// The CLI's locator of JSON pointers in JSON and YAML text, shared as source until it moves to a
-// library crate (notes/issue30_cli_request.md), so findings carry the lines `pev lint` gives them.
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../cli/src/locate.rs"]
-mod locate;
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../cli/src/locate_yaml.rs"]
-mod locate_yaml;
+// The CLI's locator of JSON pointers in JSON and YAML text, shared as source (build.rs copies it)
+// until it moves to a library crate (notes/issue30_cli_request.md), so findings carry the lines
+// `pev lint` gives them.
+#[allow(dead_code, unreachable_pub, clippy::all)]
+mod locate {
+    include!(concat!(env!("OUT_DIR"), "/locate.rs"));
+}
+#[allow(dead_code, unreachable_pub, clippy::all)]
+mod locate_yaml {
+    include!(concat!(env!("OUT_DIR"), "/locate_yaml.rs"));
+}
 
 use std::path::{Path, PathBuf};
 
@@ -166,6 +169,7 @@ impl PyPolicy {
 /// at all raises. With `locate`, findings carry the line and column of their path in `text`.
 #[pyfunction]
 #[pyo3(signature = (text, format, policy=None, fail_risk=None, locate=false))]
+#[allow(clippy::too_many_arguments, reason = "the Python signature: one keyword per option")]
 fn lint(
     py: Python<'_>,
     text: &str,

@@ -1,0 +1,1 @@
+"""Reporters: plan-lint's text and JSON output."""

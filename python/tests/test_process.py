@@ -1,0 +1,146 @@
+"""Through the bundled binary: where it is, `python -m pev`, runs, verify, the gate, MCP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+import pev
+
+from pev_test_support import EXAMPLES, REPO, has_subcommand, run_cli
+
+HOOKS = REPO / "crates" / "cli" / "tests" / "fixtures" / "hooks"
+
+
+def test_the_binary_and_its_helper_are_installed_side_by_side(pev_bin: str) -> None:
+    scripts = Path(sysconfig.get_path("scripts"))
+    if "PEV_BIN" not in os.environ:
+        assert Path(pev_bin) == scripts / "pev"
+    assert (Path(pev_bin).parent / "pev-sandbox").is_file()
+    assert shutil.which("pev", path=str(scripts)) is not None or "PEV_BIN" in os.environ
+
+
+def test_python_dash_m_pev_is_the_binary(pev_bin: str) -> None:
+    out = subprocess.run([sys.executable, "-m", "pev", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0
+    assert out.stdout == run_cli(pev_bin, "--version").stdout
+    bad = subprocess.run([sys.executable, "-m", "pev", "lint", "/nonexistent.json"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "nonexistent" in bad.stderr
+
+
+def test_pev_bin_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PEV_BIN", str(tmp_path / "missing"))
+    with pytest.raises(pev.PevBinaryNotFound):
+        pev.find_pev_bin()
+
+
+def _site(tmp_path: Path, example: str = "dark-green") -> Path:
+    site = tmp_path / "site"
+    shutil.copytree(EXAMPLES / example / "site", site)
+    return site
+
+
+def test_run_the_readme_example_to_success_with_events(tmp_path: Path) -> None:
+    site = _site(tmp_path)
+    events: list[dict] = []
+    result = pev.run(EXAMPLES / "dark-green" / "plan.json", workspace=site, on_event=events.append)
+    assert result.status == pev.RunStatus.SUCCESS and result.ok, result.reasons
+    assert [s.status for s in result.steps] == ["done", "done", "done"]
+    assert "#013220" in (site / "style.css").read_text()
+    names = [e["event"] for e in events]
+    assert names[0] == "run.started" and names[-1] == "run.finished"
+    assert "step.finished" in names
+    started = events[0]
+    if shutil.which("bwrap") and started.get("sandbox"):
+        # With bubblewrap the run is confined by pev's full sandbox.
+        assert "sandbox" in started
+
+
+def test_arun_and_a_failing_assertion(tmp_path: Path) -> None:
+    site = _site(tmp_path, "failing-assertion")
+    events: list[dict] = []
+    result = asyncio.run(pev.arun(EXAMPLES / "failing-assertion" / "plan.json", workspace=site, on_event=events.append))
+    assert result.status != pev.RunStatus.SUCCESS
+    assert "assertion_failed" in [r.code for r in result.reasons]
+    assert events and events[-1]["event"] == "run.finished"
+
+
+def test_run_from_a_dict_and_bad_input(tmp_path: Path) -> None:
+    site = _site(tmp_path)
+    plan = json.loads((EXAMPLES / "dark-green" / "plan.json").read_text())
+    assert pev.run(plan, workspace=site).ok
+    with pytest.raises(pev.PevCommandError) as info:
+        pev.run("{not json", workspace=site)
+    assert info.value.exit_code == 2 and info.value.message
+
+
+def test_gate_on_recorded_payloads(tmp_path: Path) -> None:
+    payload = json.loads((HOOKS / "claude_stop.json").read_text())
+    payload["cwd"] = str(tmp_path)
+    decision = pev.gate(payload, workspace=tmp_path)
+    # No pev run in this workspace and no plan required: the stop is allowed.
+    assert decision.decision == "allow" and decision.allowed
+    required = pev.gate(payload, workspace=tmp_path, require_plan=True)
+    assert required.decision == "block" and required.reason
+    assert required.as_hook_json()["decision"] == "block"
+    async_required = asyncio.run(pev.agate(payload, workspace=tmp_path, require_plan=True))
+    assert async_required.decision == "block"
+
+
+def test_gate_decision_shapes() -> None:
+    stop = pev.GateDecision.from_output('{"continue": false, "stopReason": "r", "systemMessage": "m"}')
+    assert stop.decision == "stop" and stop.as_claude_hook_output() == {"continue_": False, "stopReason": "r", "systemMessage": "m"}
+    assert pev.GateDecision.from_output("").decision == "allow"
+
+
+def test_gate_status_of_a_run(tmp_path: Path) -> None:
+    site = _site(tmp_path)
+    result = pev.run(EXAMPLES / "dark-green" / "plan.json", workspace=site)
+    status = pev.gate_status(run=result.run_id, workspace=site)
+    assert status is not None and status.run_id == result.run_id and status.ok
+    assert asyncio.run(pev.agate_status(run="last", workspace=site)).run_id == result.run_id  # type: ignore[union-attr]
+
+
+def test_mcp_server_lists_plan_tools(tmp_path: Path) -> None:
+    argv = pev.mcp_command(tmp_path)
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    proc = subprocess.run(argv, input="".join(json.dumps(r) + "\n" for r in requests), capture_output=True, text=True, timeout=60)
+    replies = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    tools = next(r for r in replies if r.get("id") == 2)["result"]["tools"]
+    assert {"plan_create", "lint_plan"} <= {t["name"] for t in tools}
+
+
+@pytest.fixture
+def check_available(pev_bin: str) -> None:
+    if not has_subcommand(pev_bin, "check"):
+        pytest.skip("this pev has no `pev check` yet (notes/issue30_cli_request.md): pev.verify needs it")
+
+
+def test_verify_outside_a_run(tmp_path: Path, check_available: None) -> None:
+    (tmp_path / "style.css").write_text("body { background: #013220; }\n")
+    result = pev.verify(
+        [
+            {"type": "file_exists", "path": "style.css"},
+            {"type": "file_contains", "path": "style.css", "pattern": "#013220"},
+            {"type": "command_succeeds", "command": "test -f style.css"},
+            {"type": "file_contains", "path": "../outside", "pattern": "x"},
+        ],
+        workspace=tmp_path,
+    )
+    assert [r.passed for r in result.results] == [True, True, True, False]
+    assert not result.passed
+    assert asyncio.run(pev.averify({"type": "file_exists", "path": "style.css"}, workspace=tmp_path)).passed
+    with pytest.raises(pev.PevCommandError):
+        pev.verify({"type": "no_such_assertion"}, workspace=tmp_path)
