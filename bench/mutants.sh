@@ -29,7 +29,7 @@ core=(
   crates/verify/src/mutation.rs
   crates/verify/src/goal.rs
   crates/verify/src/mismatch.rs
-  crates/engine/src/final_check.rs
+  crates/engine/src/verdict/final_check.rs
   crates/engine/src/agent/loop_mode/gate.rs
   crates/engine/src/agent/loop_mode/plan_state.rs
   crates/engine/src/agent/budget.rs

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pev_engine::ModelHooks;
-use pev_engine::agent::budget::{Budget, BudgetState, BudgetedClient};
-use pev_engine::agent::call_log::{CallLog, LoggedClient};
+use pev_engine::agent::budget::{Budget, BudgetState};
+use pev_engine::agent::call_log::CallLog;
 use pev_engine::agent::delegate::{ChildRuns, DEFAULT_MAX_DEPTH, RoleClient, Roles};
 use pev_engine::agent::judge::{JudgeOptions, ModelJudge};
 use pev_engine::agent::planner::{PlanContext, PlanError, WorkspaceSummary};
-use pev_engine::agent::replay::{Recording, ReplayClient, ResumingClient};
+use pev_engine::agent::replay::{Recording, ReplayClient};
 use pev_engine::agent::run::AgentLoop;
 use pev_lint::CompiledPolicy;
 use pev_protocol::Plan;
@@ -26,7 +26,7 @@ use crate::args::values::Common;
 use crate::shared::exit::{EXIT_BAD_INPUT, EXIT_FAILED, Fail};
 use crate::shared::models::{
     JUDGE_THRESHOLD, Recorded, attach_calls, build_models, client_for, close_calls, notice_sink,
-    tool_registry,
+    stack, tool_registry,
 };
 use crate::shared::scratch;
 use crate::shared::session::{RunPolicy, Session};
@@ -299,15 +299,11 @@ fn loop_parts(
     let state = Arc::new(BudgetState::new(budget, prices.clone()));
     let notices = Notices::new();
     let calls = CallLog::priced(prices.clone());
+    // Only the executor's calls are answered from a resumed run's recording.
+    let stack = stack(&prices, &state, &calls, recorded);
     let inner = client_for(&config, Role::Executor, (&notices, &calls, replay))?;
-    let paid: Arc<dyn pev_providers::ModelClient> =
-        Arc::new(BudgetedClient::new(inner, "executor", prices.clone(), Arc::clone(&state)));
-    let client: Arc<dyn pev_providers::ModelClient> = match recorded {
-        Recorded::Resume(recording) => {
-            Arc::new(ResumingClient::new("executor", Arc::clone(recording), paid))
-        }
-        _ => paid,
-    };
+    let client = stack.client("executor", inner);
+    let stack = stack.live();
     let model = config.role(Role::Executor).model.value.clone();
     // The verifier decides the postconditions the model declares without assertions; without
     // one they stay unverified, and the run's reason says why.
@@ -319,14 +315,8 @@ fn loop_parts(
             Some(notice_sink(&config, Role::Verifier, &notices)),
         ),
     };
-    let verifier_client = verifier.map(|inner| RoleClient {
-        client: Arc::new(BudgetedClient::new(
-            Arc::new(LoggedClient::new(inner, "verifier", Arc::clone(&calls))),
-            "verifier",
-            prices.clone(),
-            Arc::clone(&state),
-        )),
-        model: config.role(Role::Verifier).model.value.clone(),
+    let verifier_client = verifier.map(|inner| {
+        stack.role("verifier", inner, config.role(Role::Verifier).model.value.clone())
     });
     let verifier = verifier_client
         .as_ref()
@@ -354,15 +344,7 @@ fn loop_parts(
             .client_with_notice(Role::Planner, Some(notice_sink(&config, Role::Planner, &notices)))
             .ok(),
     }
-    .map(|inner| RoleClient {
-        client: Arc::new(BudgetedClient::new(
-            Arc::new(LoggedClient::new(inner, "planner", Arc::clone(&calls))),
-            "planner",
-            prices.clone(),
-            Arc::clone(&state),
-        )),
-        model: config.role(Role::Planner).model.value.clone(),
-    });
+    .map(|inner| stack.role("planner", inner, config.role(Role::Planner).model.value.clone()));
     let db = store_path(common, workspace)?;
     let lint = Arc::clone(&run_policy.lint);
     let mut session = Session::open(common, workspace, &db, run_policy, None)?;

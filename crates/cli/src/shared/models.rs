@@ -1,6 +1,6 @@
 //! The models of an agent run: the three role clients built from `pev.toml` and the
-//! environment, each `Resuming?(Budgeted(Logged(Retrying(provider) | Replay)))`, paid from one
-//! budget ([`build_models`]); the tools they are offered ([`tool_registry`]); the call log
+//! environment, each stacked by `pev_engine::agent::roles::Stack` around a provider or a
+//! recording, paid from one budget ([`build_models`]); the tools they are offered ([`tool_registry`]); the call log
 //! attached to the run and closed; and what a resumed run may still spend. `pev agent`, `pev
 //! resume` and `pev replay` build their models here.
 
@@ -8,13 +8,14 @@ use std::io::Write;
 use std::sync::Arc;
 
 use pev_engine::ModelHooks;
-use pev_engine::agent::budget::{Budget, BudgetState, BudgetedClient};
-use pev_engine::agent::call_log::{CallLog, LoggedClient};
+use pev_engine::agent::budget::{Budget, BudgetState};
+use pev_engine::agent::call_log::CallLog;
 use pev_engine::agent::delegate::{ChildRuns, DEFAULT_MAX_DEPTH, RoleClient, Roles};
 use pev_engine::agent::executor::{ExecutorOptions, ModelExecutor};
 use pev_engine::agent::judge::{JudgeOptions, ModelJudge};
 use pev_engine::agent::planner::{Planner, PlannerOptions};
-use pev_engine::agent::replay::{Recording, ReplayClient, ResumingClient};
+use pev_engine::agent::replay::{Recording, ReplayClient};
+use pev_engine::agent::roles::Stack;
 use pev_lint::CompiledPolicy;
 use pev_providers::config::{Config, Role};
 
@@ -83,8 +84,9 @@ impl Models {
     }
 }
 
-/// `role`'s client, reporting through `notices` a call that waits long and each retry.
-/// Its calls are journaled through `calls`; with a recording, they are answered from it.
+/// `role`'s own client (the innermost of its [`Stack`]), reporting through `notices` a call that
+/// waits long and each retry (journaled through `calls` with the call it belongs to); with a
+/// recording, the calls are answered from it.
 pub(crate) fn client_for(
     config: &Config,
     role: Role,
@@ -118,7 +120,7 @@ pub(crate) fn client_for(
                 .map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?
         }
     };
-    Ok(Arc::new(LoggedClient::new(inner, role.name(), Arc::clone(calls))))
+    Ok(inner)
 }
 
 /// Notices of `role`'s calls: "pev: planner (claude-opus-4-6) has waited 30s for an answer
@@ -177,20 +179,11 @@ pub(crate) fn build_models(
     let prices = config.prices().clone();
     let state = Arc::new(BudgetState::new(budget, prices.clone()));
     let calls = CallLog::priced(prices.clone());
-    let client = |role: Role| -> Result<Arc<dyn pev_providers::ModelClient>, Fail> {
-        let inner = client_for(&config, role, (notices, &calls, replay))?;
-        let paid: Arc<dyn pev_providers::ModelClient> =
-            Arc::new(BudgetedClient::new(inner, role.name(), prices.clone(), Arc::clone(&state)));
-        Ok(match recorded {
-            Recorded::Resume(recording) => {
-                Arc::new(ResumingClient::new(role.name(), Arc::clone(recording), paid))
-            }
-            _ => paid,
-        })
-    };
+    let stack = stack(&prices, &state, &calls, recorded);
     let model = |role: Role| config.role(role).model.value.clone();
     let role = |role: Role| -> Result<RoleClient, Fail> {
-        Ok(RoleClient { client: client(role)?, model: model(role) })
+        let inner = client_for(&config, role, (notices, &calls, replay))?;
+        Ok(stack.role(role.name(), inner, model(role)))
     };
     let verifier = role(Role::Verifier)?;
     let judge = ModelJudge::new(
@@ -230,6 +223,25 @@ pub(crate) fn build_models(
         delegator: None,
     };
     Ok(Models { planner, hooks, state, calls, roles, prices })
+}
+
+/// The layers of a run's role clients: journaled through `calls`, paid from `state` and, in a
+/// resumed run, answered from the recording while the interrupted attempts match.
+pub(crate) fn stack(
+    prices: &pev_providers::cost::PriceTable,
+    state: &Arc<BudgetState>,
+    calls: &Arc<CallLog>,
+    recorded: Recorded<'_>,
+) -> Stack {
+    Stack {
+        prices: prices.clone(),
+        state: Arc::clone(state),
+        calls: Some(Arc::clone(calls)),
+        resume: match recorded {
+            Recorded::Resume(recording) => Some(Arc::clone(recording)),
+            _ => None,
+        },
+    }
 }
 
 /// Model calls are journaled as `run_id`'s from now on; a journal that refuses is a warning

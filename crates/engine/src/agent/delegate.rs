@@ -16,13 +16,12 @@ use pev_lint::CompiledPolicy;
 use pev_protocol::event::now_rfc3339;
 use pev_protocol::run::{Reason, ReasonCode, RunResult, RunStatus};
 use pev_protocol::{DelegateMode, Plan};
-use pev_providers::ModelClient;
 use pev_providers::cost::PriceTable;
 use pev_store::{Journal, NewRun, Store};
 use pev_tools::ToolContext;
 use serde_json::json;
 
-use crate::agent::budget::{Budget, BudgetState, BudgetedClient};
+use crate::agent::budget::{Budget, BudgetState};
 use crate::agent::call_log::CallLog;
 use crate::agent::executor::{ExecutorOptions, ModelExecutor};
 use crate::agent::judge::{JudgeOptions, ModelJudge};
@@ -38,21 +37,8 @@ use pev_providers::BoxFuture;
 /// How deep children may nest by default (a child's child is depth 2).
 pub const DEFAULT_MAX_DEPTH: u32 = 2;
 
-/// One role's client and model.
-#[derive(Clone)]
-pub struct RoleClient {
-    pub client: Arc<dyn ModelClient>,
-    pub model: String,
-}
-
-/// The clients children are run with: the parent's, each already paying from the parent's
-/// budget and journaled through its call log.
-#[derive(Clone)]
-pub struct Roles {
-    pub planner: RoleClient,
-    pub executor: RoleClient,
-    pub verifier: Option<RoleClient>,
-}
+use super::roles::Stack;
+pub use super::roles::{RoleClient, Roles};
 
 /// The run's delegator.
 #[derive(Clone)]
@@ -295,16 +281,15 @@ impl ChildRuns {
             };
         }
         let state = Arc::new(BudgetState::new(budget, self.prices.clone()));
+        // The parent's clients are journaled already: the child's stack adds its budget slice.
+        let stack = Stack {
+            prices: self.prices.clone(),
+            state: Arc::clone(&state),
+            calls: None,
+            resume: None,
+        };
         let paid = |role: &RoleClient, name: &str| -> RoleClient {
-            RoleClient {
-                client: Arc::new(BudgetedClient::new(
-                    Arc::clone(&role.client),
-                    name,
-                    self.prices.clone(),
-                    Arc::clone(&state),
-                )),
-                model: role.model.clone(),
-            }
+            stack.role(name, Arc::clone(&role.client), role.model.clone())
         };
         let roles = Roles {
             planner: paid(&self.roles.planner, "planner"),

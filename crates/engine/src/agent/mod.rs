@@ -16,6 +16,7 @@ pub mod loop_mode;
 pub mod loop_run;
 pub mod planner;
 pub mod replay;
+pub mod roles;
 pub mod run;
 #[cfg(test)]
 mod test_clients;
