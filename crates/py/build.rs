@@ -17,10 +17,6 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=PEV_BUNDLE_TARGET_DIR");
     println!("cargo:rerun-if-env-changed=PEV_BUNDLE_PROFILE");
-    if let Err(message) = share_locator() {
-        println!("cargo:error=cannot take the CLI's locator: {message}");
-        std::process::exit(1);
-    }
     if env::var_os("CARGO_FEATURE_BUNDLE").is_none() {
         return;
     }
@@ -28,74 +24,6 @@ fn main() {
         println!("cargo:error=cannot bundle the pev binaries: {message}");
         std::process::exit(1);
     }
-}
-
-/// The CLI's locator of JSON pointers in JSON and YAML text (`locate.rs`, `locate_yaml.rs`,
-/// wherever they sit under crates/cli/src) copied into OUT_DIR as two flat modules, so findings
-/// get the lines `pev lint --format json` gives them without a second implementation to drift.
-/// Until the locator moves to a library crate (notes/issue30_cli_request.md): inner doc comments
-/// become plain ones (`include!` takes items only), the test modules are dropped, and paths to
-/// the locator become `crate::locate`.
-fn share_locator() -> Result<(), String> {
-    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").map_err(|e| e.to_string())?);
-    let cli = manifest.join("../cli/src");
-    let out = PathBuf::from(env::var("OUT_DIR").map_err(|e| e.to_string())?);
-    for name in ["locate.rs", "locate_yaml.rs"] {
-        let source = find(&cli, name).ok_or_else(|| format!("no {name} under {}", cli.display()))?;
-        println!("cargo:rerun-if-changed={}", source.display());
-        let text = std::fs::read_to_string(&source).map_err(|e| format!("{}: {e}", source.display()))?;
-        let mut flat = String::new();
-        let mut lines = text.lines().peekable();
-        while let Some(line) = lines.next() {
-            if line.trim() == "#[cfg(test)]" && lines.peek().is_some_and(|l| l.starts_with("#[path")) {
-                lines.next();
-                lines.next();
-                continue;
-            }
-            let line = line.strip_prefix("//!").map_or_else(|| line.to_owned(), |rest| format!("//{rest}"));
-            flat.push_str(&rewrite_locate_paths(&line));
-            flat.push('\n');
-        }
-        std::fs::write(out.join(name), flat).map_err(|e| e.to_string())?;
-    }
-    Ok(())
-}
-
-/// `crate::a::b::locate::` (any module path ending in `locate`) becomes `crate::locate::`.
-fn rewrite_locate_paths(line: &str) -> String {
-    let mut out = String::new();
-    let mut rest = line;
-    while let Some(at) = rest.find("crate::") {
-        out.push_str(&rest[..at]);
-        let tail = &rest[at..];
-        match tail.find("locate::") {
-            Some(end)
-                if tail[..end]
-                    .chars()
-                    .all(|c| c.is_alphanumeric() || c == '_' || c == ':') =>
-            {
-                out.push_str("crate::locate::");
-                rest = &tail[end + "locate::".len()..];
-            }
-            _ => {
-                out.push_str("crate::");
-                rest = &tail["crate::".len()..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-fn find(dir: &Path, name: &str) -> Option<PathBuf> {
-    let mut entries: Vec<_> = std::fs::read_dir(dir).ok()?.flatten().map(|e| e.path()).collect();
-    entries.sort();
-    for path in &entries {
-        if path.file_name().is_some_and(|n| n == name) && path.is_file() {
-            return Some(path.clone());
-        }
-    }
-    entries.iter().filter(|p| p.is_dir()).find_map(|p| find(p, name))
 }
 
 fn bundle() -> Result<(), String> {

@@ -101,12 +101,37 @@ def test_gate_decision_shapes() -> None:
     assert pev.GateDecision.from_output("").decision == "allow"
 
 
-def test_gate_status_of_a_run(tmp_path: Path) -> None:
-    site = _site(tmp_path)
+def test_gate_status_of_a_client_session(tmp_path: Path) -> None:
+    # `pev gate status` answers for a run a client made through `pev mcp`: drive the real server
+    # over stdio as Claude Code would, with a plan whose one step is done and verified.
+    (tmp_path / "hello.txt").write_text("hi\n")
+    plan = {
+        "objective": "Create hello.txt containing hi",
+        "steps": [{"id": "write", "title": "Write hello.txt",
+                   "assertions": [{"type": "file_contains", "path": "hello.txt", "pattern": "hi"}]}],
+    }
+    call = lambda i, name, args: {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": name, "arguments": args}}  # noqa: E731
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        call(2, "plan_create", plan),
+        call(3, "step_update", {"id": "write", "status": "done", "evidence": "wrote hello.txt"}),
+    ]
+    env = {**os.environ, "PEV_SESSION_ID": "py-session-1"}
+    proc = subprocess.run(pev.mcp_command(tmp_path), input="".join(json.dumps(r) + "\n" for r in requests),
+                          capture_output=True, text=True, timeout=60, env=env)
+    replies = {r.get("id"): r for r in map(json.loads, filter(str.strip, proc.stdout.splitlines()))}
+    assert replies[2]["result"]["isError"] is False and replies[3]["result"]["isError"] is False, proc.stdout
+
+    status = pev.gate_status(session="py-session-1", workspace=tmp_path)
+    assert status is not None and status.ok and status.status == "success", status
+    again = asyncio.run(pev.agate_status(run=status.run_id, workspace=tmp_path))
+    assert again is not None and again.run_id == status.run_id
+    # A run `pev run` made is no client's: the binary says so, and so does the exception.
+    site = _site(tmp_path / "other")
     result = pev.run(EXAMPLES / "dark-green" / "plan.json", workspace=site)
-    status = pev.gate_status(run=result.run_id, workspace=site)
-    assert status is not None and status.run_id == result.run_id and status.ok
-    assert asyncio.run(pev.agate_status(run="last", workspace=site)).run_id == result.run_id  # type: ignore[union-attr]
+    with pytest.raises(pev.PevCommandError, match="not a pev mcp run"):
+        pev.gate_status(run=result.run_id, workspace=site)
 
 
 def test_mcp_server_lists_plan_tools(tmp_path: Path) -> None:

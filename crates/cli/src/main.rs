@@ -145,6 +145,17 @@ fn main() -> ExitCode {
             &mut stdout.lock(),
             &mut stderr.lock(),
         )),
+        Command::Check { assertions, outputs, policy, place } => {
+            let mut out = BufWriter::new(stdout.lock());
+            let req = crate::commands::check::CheckRequest {
+                place: place.place(),
+                assertions: &assertions,
+                outputs: outputs.as_deref(),
+                policy: policy.as_deref(),
+            };
+            let code = report(crate::commands::check::check(&req, &mut out, &mut stderr.lock()));
+            finish(code, out.flush())
+        }
         Command::Schema { kind } => {
             let mut out = BufWriter::new(stdout.lock());
             let code = print_schema(kind, &mut out);

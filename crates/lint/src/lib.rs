@@ -10,6 +10,8 @@
 
 mod checks;
 pub mod graph;
+pub mod locate;
+pub mod locate_yaml;
 pub mod narrow;
 pub mod policy;
 pub mod rego;

@@ -10,19 +10,9 @@
 //! layer (`pev/_errors.py`) turns it into the typed exception (`PlanSyntaxError`,
 //! `PlanSchemaError`, `PolicyError` with its `kind`). Every lint releases the GIL.
 
-// The CLI's locator of JSON pointers in JSON and YAML text, shared as source (build.rs copies it)
-// until it moves to a library crate (notes/issue30_cli_request.md), so findings carry the lines
-// `pev lint` gives them.
-#[allow(dead_code, unreachable_pub, clippy::all)]
-mod locate {
-    include!(concat!(env!("OUT_DIR"), "/locate.rs"));
-}
-#[allow(dead_code, unreachable_pub, clippy::all)]
-mod locate_yaml {
-    include!(concat!(env!("OUT_DIR"), "/locate_yaml.rs"));
-}
-
 use std::path::{Path, PathBuf};
+
+use pev_lint::{locate, locate_yaml};
 
 use pev_lint::policy::RegoSource;
 use pev_lint::{CompiledPolicy, LintOptions, PolicyError, lint as lint_plan, schema_failure};

@@ -192,6 +192,34 @@ pub(crate) enum Command {
         #[command(flatten)]
         journal: JournalArgs,
     },
+    /// Check assertions against a workspace now, outside any run (JSON out; exit 0 all passed,
+    /// 1 one failed)
+    #[command(
+        long_about = "Check assertions against a workspace now, outside any run.\n\n\
+            ASSERTIONS is a JSON or YAML file (or `-` for stdin) holding one assertion or an \
+            array of them, as a plan's `assertions` hold them (docs/reference.md \u{a7}2). They \
+            are checked by the same code as in a run, commands in the same sandbox. The answer \
+            is JSON on stdout: {\"passed\": bool, \"results\": [{\"type\", \"passed\", \
+            \"detail\"}]}. content_changed needs a run and fails here.",
+        after_help = "Examples:\n  \
+            echo '[{\"type\": \"file_exists\", \"path\": \"README.md\"}]' | pev check -\n  \
+            pev check checks.yaml --workspace site\n\n\
+            Exit codes: 0 all passed, 1 one failed, 2 bad input."
+    )]
+    Check {
+        /// A JSON or YAML file holding one assertion or an array of them; `-` reads stdin
+        #[arg(value_name = "ASSERTIONS")]
+        assertions: String,
+        /// Step outputs for output_contains and exit_code_eq: a JSON object of step id to output
+        #[arg(long, value_name = "FILE")]
+        outputs: Option<PathBuf>,
+        /// A policy file: its allow_hosts apply to http_status (one inside the workspace only
+        /// narrows)
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        #[command(flatten)]
+        place: PlaceArgs,
+    },
     /// Print the JSON Schema of a plan, a lint result, a policy or a run result
     #[command(
         long_about = "Print the JSON Schema of one of pev's documents.\n\n\

@@ -14,9 +14,11 @@ use pev_protocol::parse::{Format, ParseError, parse_plan};
 use pev_protocol::{LintResult, LintStatus, Plan};
 
 use crate::args::OutputFormat;
-use crate::input::locate::Locations;
 use crate::input::{self, Source};
-use crate::{input::locate_yaml, view::explain, view::sarif, view::text};
+use pev_lint::locate::Locations;
+use pev_lint::locate_yaml;
+
+use crate::view::{explain, sarif, text};
 
 /// Exit code: the plan passes (or has only warnings).
 pub const EXIT_OK: u8 = 0;

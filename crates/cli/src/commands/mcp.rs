@@ -13,36 +13,14 @@ use pev_mcp::gate::{GateEnv, GateOptions};
 use pev_mcp::integrate::Wiring;
 use pev_mcp::session::session_from_env;
 use pev_mcp::{Server, Sessions};
-use pev_tools::{ToolContext, ToolPolicy, Workspace};
+use pev_tools::ToolContext;
 
 use crate::shared::exit::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, Fail, exit_code};
-use crate::shared::sandbox_setup::{self, SandboxPolicy};
 
 /// The largest hook payload read (Claude Code's carry the last assistant message).
 const MAX_PAYLOAD: u64 = 16 * 1024 * 1024;
 
 pub(crate) use crate::args::values::Place;
-
-impl Place {
-    /// The workspace (`fallback` is the payload's `cwd`), its journal and a tool context.
-    fn open(&self, fallback: Option<&str>) -> Result<(Arc<ToolContext>, PathBuf), String> {
-        let dir = self
-            .workspace
-            .clone()
-            .or_else(|| std::env::var_os("CLAUDE_PROJECT_DIR").map(PathBuf::from))
-            .or_else(|| fallback.map(PathBuf::from))
-            .or_else(|| std::env::current_dir().ok())
-            .ok_or("no workspace: pass --workspace")?;
-        let ws = Workspace::open(&dir).map_err(|e| format!("workspace {}: {e}", dir.display()))?;
-        let root = ws.root().to_path_buf();
-        let db = self.store.clone().unwrap_or_else(|| pev_store::default_path(&root));
-        let config = crate::shared::workspace::file_config(&root).map_err(|Fail(_, m)| m)?;
-        let settings = SandboxPolicy::default().resolve(config.sandbox());
-        let sandbox = sandbox_setup::build(settings, Some((&root, &db)), &[]);
-        let ctx = ToolContext { workspace: ws, policy: ToolPolicy::default(), sandbox };
-        Ok((Arc::new(ctx), db))
-    }
-}
 
 fn runtime() -> Result<tokio::runtime::Runtime, Fail> {
     tokio::runtime::Builder::new_current_thread()

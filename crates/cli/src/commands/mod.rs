@@ -3,6 +3,7 @@
 //! (`replay` runs an agent, `resume` goes through `run`, `run` prints lint reports) imports it.
 
 pub(crate) mod agent;
+pub(crate) mod check;
 pub(crate) mod conversation;
 pub(crate) mod doctor;
 pub(crate) mod eval;

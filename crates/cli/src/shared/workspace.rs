@@ -4,9 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::args::values::Common;
+use std::sync::Arc;
+
+use pev_tools::{ToolContext, ToolPolicy, Workspace};
+
+use crate::args::values::{Common, Place};
 use crate::input;
 use crate::shared::exit::{EXIT_BAD_INPUT, EXIT_FAILED, Fail};
+use crate::shared::sandbox_setup::{self, SandboxPolicy};
 
 /// The workspace directory: `--workspace`, or the current directory.
 pub fn workspace_dir(arg: Option<&Path>) -> Result<PathBuf, Fail> {
@@ -72,4 +77,30 @@ pub(crate) fn file_config(workspace: &Path) -> Result<pev_providers::config::Con
         matches!(name, "XDG_CONFIG_HOME" | "HOME").then(|| std::env::var(name).ok()).flatten()
     };
     pev_providers::config::Config::load(workspace, &vars).map_err(|e| Fail::input(e.to_string()))
+}
+
+/// Where `pev mcp`, `pev gate` and `pev check` work: the workspace is `--workspace`, else
+/// `$CLAUDE_PROJECT_DIR`, else the hook payload's `cwd`, else the current directory.
+impl Place {
+    /// The workspace (`fallback` is the payload's `cwd`), its journal and a tool context.
+    pub(crate) fn open(
+        &self,
+        fallback: Option<&str>,
+    ) -> Result<(Arc<ToolContext>, PathBuf), String> {
+        let dir = self
+            .workspace
+            .clone()
+            .or_else(|| std::env::var_os("CLAUDE_PROJECT_DIR").map(PathBuf::from))
+            .or_else(|| fallback.map(PathBuf::from))
+            .or_else(|| std::env::current_dir().ok())
+            .ok_or("no workspace: pass --workspace")?;
+        let ws = Workspace::open(&dir).map_err(|e| format!("workspace {}: {e}", dir.display()))?;
+        let root = ws.root().to_path_buf();
+        let db = self.store.clone().unwrap_or_else(|| pev_store::default_path(&root));
+        let config = file_config(&root).map_err(|Fail(_, m)| m)?;
+        let settings = SandboxPolicy::default().resolve(config.sandbox());
+        let sandbox = sandbox_setup::build(settings, Some((&root, &db)), &[]);
+        let ctx = ToolContext { workspace: ws, policy: ToolPolicy::default(), sandbox };
+        Ok((Arc::new(ctx), db))
+    }
 }

@@ -13,8 +13,8 @@ use std::io::{self, Write};
 use pev_protocol::{Finding, LintCode, LintResult, LintStatus, Severity};
 use serde::Serialize;
 
-use crate::input::locate::Locations;
 use crate::view::explain::level_word;
+use pev_lint::locate::Locations;
 
 const SCHEMA: &str =
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";

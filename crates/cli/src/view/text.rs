@@ -8,7 +8,7 @@ use std::io::{self, Write};
 
 use pev_protocol::{Finding, LintCode, LintResult, LintStatus, Plan};
 
-use crate::input::locate::Locations;
+use pev_lint::locate::Locations;
 
 /// What the text report needs besides the result.
 pub struct Report<'a> {

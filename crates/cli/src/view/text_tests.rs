@@ -3,7 +3,7 @@
 use pev_protocol::{Finding, LintCode, LintResult, LintStatus, Plan, Step, StepId};
 
 use super::Report;
-use crate::input::locate::Locations;
+use pev_lint::locate::Locations;
 
 fn result() -> LintResult {
     LintResult {

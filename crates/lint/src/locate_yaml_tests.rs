@@ -1,7 +1,7 @@
 //! Unit tests for the best-effort YAML locator.
 
 use super::locations;
-use crate::input::locate::Position;
+use crate::locate::Position;
 
 fn at(line: usize, column: usize) -> Option<Position> {
     Some(Position { line, column })

@@ -14,11 +14,11 @@ use std::fmt::Write as _;
 
 use pev_protocol::reference::push_escaped;
 
-use crate::input::locate::{Locations, Position, canonical_key};
+use crate::locate::{Locations, Position, canonical_key};
 
 /// Scans YAML `text` for `pointers` and their ancestors.
 pub fn locations<'a>(text: &str, pointers: impl IntoIterator<Item = &'a str>) -> Locations {
-    let wanted = crate::input::locate::with_ancestors(pointers);
+    let wanted = crate::locate::with_ancestors(pointers);
     let mut locations = Locations::none();
     if wanted.is_empty() {
         return locations;

@@ -56,7 +56,7 @@ impl Locations {
     }
 
     /// Notes that the canonical `pointer` is spelled `raw` in the text.
-    pub(crate) fn insert_written(&mut self, pointer: &str, raw: &str) {
+    pub fn insert_written(&mut self, pointer: &str, raw: &str) {
         if pointer != raw {
             self.written.entry(pointer.to_owned()).or_insert_with(|| raw.to_owned());
         }
@@ -74,13 +74,13 @@ impl Locations {
     }
 
     /// Notes a position found by another scanner (the YAML locator); the first one stays.
-    pub(crate) fn insert(&mut self, pointer: String, position: Position) {
+    pub fn insert(&mut self, pointer: String, position: Position) {
         self.found.entry(pointer).or_insert(position);
     }
 }
 
 /// The pointers and every ancestor of each (`/a/b` gives `/a/b`, `/a` and ``).
-pub(crate) fn with_ancestors<'a>(pointers: impl IntoIterator<Item = &'a str>) -> HashSet<String> {
+pub fn with_ancestors<'a>(pointers: impl IntoIterator<Item = &'a str>) -> HashSet<String> {
     let mut wanted: HashSet<String> = HashSet::new();
     for pointer in pointers {
         let mut p = pointer;
@@ -99,7 +99,7 @@ pub(crate) fn with_ancestors<'a>(pointers: impl IntoIterator<Item = &'a str>) ->
 
 /// The alias a key may be written as, given where its object is (the canonical pointer of the
 /// object and its depth); returns the canonical key.
-pub(crate) fn canonical_key<'k>(object: &str, depth: usize, key: &'k str) -> &'k str {
+pub fn canonical_key<'k>(object: &str, depth: usize, key: &'k str) -> &'k str {
     let step_object = depth == 3 && is_indexed(object, "/steps/");
     let assertion_object = depth == 5
         && (object.starts_with("/steps/") || object.starts_with("/postconditions/"))

@@ -5,9 +5,6 @@
 //! limit protects the linter from being handed a multi-gigabyte file by mistake; it is 64 MiB,
 //! and the hidden `PEV_MAX_INPUT_BYTES` environment variable lowers it for tests.
 
-pub(crate) mod locate;
-pub(crate) mod locate_yaml;
-
 use std::fmt;
 use std::io::Read;
 use std::path::Path;
