@@ -48,6 +48,26 @@ echo "-- pytest: pev (lint parity with the CLI, run/gate/mcp, adapters)"
 echo "-- pytest: pev-plan-lint (plan-lint's 13 upstream tests, unchanged, and the drop-in's own)"
 (cd "$work" && PATH="$work/venv/bin:$PATH" "$py" -m pytest -q -p no:cacheprovider "$root/python/plan-lint/tests")
 echo "-- plan-lint's CI smoke command"
-(cd python/plan-lint/src/plan_lint && "$py" -m plan_lint examples/price_drop.json --policy examples/policy.yaml --format json >"$work/smoke.json" || true)
-grep -q TOOL_DENY "$work/smoke.json" && grep -q RAW_SECRET "$work/smoke.json"
+# plan-lint's own CI runs it from its checkout's root, where examples/ is; exit 1: the plan has errors.
+cp -r python/plan-lint/src/plan_lint/examples "$work/examples"
+code=0
+(cd "$work" && "$py" -m plan_lint examples/price_drop.json --policy examples/policy.yaml --format json >"$work/smoke.json") || code=$?
+test "$code" = 1 || { echo "plan-lint smoke: exit $code, expected 1"; cat "$work/smoke.json"; exit 1; }
+grep -q TOOL_DENY "$work/smoke.json"
+grep -q RAW_SECRET "$work/smoke.json"
+echo "-- the README's Python section, as printed (python -c lines and the python block), in the venv"
+python3 - "$root/README.md" "$work/readme" <<'PY'
+import re, sys, pathlib
+text = pathlib.Path(sys.argv[1]).read_text()
+section = text.split("## Python", 1)[1].split("\n## ", 1)[0]
+out = pathlib.Path(sys.argv[2]); out.mkdir()
+commands = [l for b in re.findall(r"```sh\n(.*?)```", section, re.S) for l in b.splitlines() if l.startswith("python ")]
+blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+assert commands and blocks, "the README's Python section lost its examples"
+(out / "commands.sh").write_text("set -e\n" + "\n".join(commands) + "\n")
+for i, b in enumerate(blocks):
+    (out / f"block{i}.py").write_text(b)
+PY
+(cd "$root" && PATH="$work/venv/bin:$PATH" bash "$work/readme/commands.sh")
+for block in "$work"/readme/block*.py; do (cd "$root" && "$py" "$block"); done
 echo "python: ok"

@@ -68,11 +68,7 @@ fn policy_error(err: &PolicyError) -> PyErr {
         PolicyError::UnknownSeverityCode { path, .. } => ("unknown_severity_code", path),
         PolicyError::Rego { path, .. } => ("rego", path),
     };
-    native(
-        "policy",
-        err.to_string(),
-        &json!({"kind": kind, "path": path.display().to_string()}),
-    )
+    native("policy", err.to_string(), &json!({"kind": kind, "path": path.display().to_string()}))
 }
 
 /// A compiled policy: loaded and checked once, immutable, shared freely across threads.
@@ -108,11 +104,10 @@ impl PyPolicy {
                 let mut sources = Vec::new();
                 for file in &policy.rego {
                     let full = base_dir.join(file);
-                    let source =
-                        std::fs::read_to_string(&full).map_err(|e| PolicyError::Rego {
-                            path: label.to_owned(),
-                            message: format!("cannot read {}: {e}", full.display()),
-                        })?;
+                    let source = std::fs::read_to_string(&full).map_err(|e| PolicyError::Rego {
+                        path: label.to_owned(),
+                        message: format!("cannot read {}: {e}", full.display()),
+                    })?;
                     sources.push(RegoSource { path: full, source });
                 }
                 sources.extend(
