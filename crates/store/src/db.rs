@@ -134,6 +134,11 @@ pub enum DbError {
     #[cfg(feature = "postgres")]
     #[error("{}", crate::pg::describe(.0))]
     Postgres(#[from] postgres::Error),
+    /// pev refused the connection (TLS it cannot have, a pooler that voids the lease): the
+    /// message says why and what to do.
+    #[cfg(feature = "postgres")]
+    #[error("{0}")]
+    Refused(String),
     /// A column held something else than the reader expected.
     #[error("column {column}: {message}")]
     Column { column: usize, message: String },

@@ -18,6 +18,10 @@ mod key;
 mod lease;
 #[cfg(feature = "postgres")]
 mod pg;
+#[cfg(feature = "postgres")]
+mod pg_tls;
+#[cfg(feature = "postgres")]
+mod pg_tls_conn;
 mod read;
 mod records;
 mod schema;

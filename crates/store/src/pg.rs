@@ -12,8 +12,11 @@
 //!
 //! Connections have TCP keepalives (a vanished host is noticed in about half a minute) and an
 //! `application_name` naming this machine and process, which is how a refused second driver
-//! learns who holds a run. TLS is not in this build: use a unix socket, a private network or a
-//! tunnel; `sslmode=require` is refused when connecting, never silently downgraded.
+//! learns who holds a run. TLS is `pg_tls.rs`'s (libpq's `sslmode`, and no cleartext to
+//! another machine unless the string says `sslmode=disable`). The first connection of a
+//! process to a database checks that it has a session of its own (`check_session`): a pooler
+//! that hands a connection's statements to several server sessions (PgBouncer in transaction
+//! mode) voids the one-driver lease, and is refused.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -27,6 +30,8 @@ use postgres::{Client, Config, NoTls, Statement};
 
 use crate::db::{DbError, Location, Param, Row, Value};
 use crate::error::StoreError;
+use crate::pg_tls::{Decision, Reach, Tls};
+use crate::pg_tls_conn::MakeRustls;
 use crate::schema::Create;
 
 /// The Postgres schema pev's tables live in.
@@ -49,6 +54,11 @@ const IDLE_KEPT: usize = 4;
 pub struct Target {
     config: Config,
     shown: String,
+    /// What the connections do about TLS, and the rustls configuration when they use it.
+    tls: Decision,
+    rustls: Option<MakeRustls>,
+    /// Set once a connection of this process was found to have a session of its own.
+    session_checked: std::sync::OnceLock<()>,
     idle: Mutex<Vec<PgConn>>,
     /// The writer of this process's leases (see `lease.rs`), shared by every journal it opens.
     pub(crate) leased: Mutex<std::sync::Weak<crate::journal::Inner>>,
@@ -79,6 +89,8 @@ impl Target {
         value: &str,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Target, String> {
+        let (value, asked) = crate::pg_tls::split(value, env)
+            .map_err(|e| format!("the postgres store's connection string: {e}"))?;
         let mut config: Config = value.parse().map_err(|e: postgres::Error| {
             // The parser's message is a fixed phrase per kind of error, never the value.
             format!("the postgres store's connection string is not valid: {e}")
@@ -141,16 +153,51 @@ impl Target {
             .keepalives_idle(Duration::from_secs(10))
             .keepalives_interval(Duration::from_secs(5))
             .keepalives_retries(3);
+        let default_root = env("HOME")
+            .map(|h| PathBuf::from(h).join(".postgresql/root.crt"))
+            .filter(|p| p.is_file());
+        let tls = crate::pg_tls::decide(&asked, reach(&config), default_root)
+            .map_err(|e| format!("the postgres store's connection string ({host}): {e}"))?;
+        config.ssl_mode(match tls.tls {
+            Tls::Off => postgres::config::SslMode::Disable,
+            Tls::Offered(_) => postgres::config::SslMode::Prefer,
+            Tls::Required(_) => postgres::config::SslMode::Require,
+        });
+        let rustls = match &tls.tls {
+            Tls::Off => None,
+            Tls::Offered(v) | Tls::Required(v) => Some(MakeRustls {
+                config: crate::pg_tls_conn::client_config(v)
+                    .map_err(|e| format!("the postgres store ({host}): {e}"))?,
+            }),
+        };
         // A URL `--store` takes back (the password withheld: it comes from the environment).
+        let mode = match tls.asked {
+            Some(m) if m != crate::pg_tls::SslMode::Prefer => format!("sslmode={}", m.name()),
+            _ => String::new(),
+        };
+        let root = match &asked.root {
+            Some(crate::pg_tls::RootCert::System) => "sslrootcert=system".to_owned(),
+            Some(crate::pg_tls::RootCert::File(p)) => {
+                format!("sslrootcert={}", enc(&p.display().to_string()))
+            }
+            None => String::new(),
+        };
+        let extra: Vec<&str> =
+            [mode.as_str(), root.as_str()].into_iter().filter(|s| !s.is_empty()).collect();
         let shown = if host.starts_with('/') {
             let port = if port == 5432 { String::new() } else { format!("&port={port}") };
             format!("postgresql:///{}?host={}&user={}{port}", enc(&db), enc(&host), enc(&user))
         } else {
-            format!("postgres://{}@{}:{port}/{}", enc(&user), enc(&host), enc(&db))
+            let query =
+                if extra.is_empty() { String::new() } else { format!("?{}", extra.join("&")) };
+            format!("postgres://{}@{}:{port}/{}{query}", enc(&user), enc(&host), enc(&db))
         };
         Ok(Target {
             config,
             shown,
+            tls,
+            rustls,
+            session_checked: std::sync::OnceLock::new(),
             idle: Mutex::new(Vec::new()),
             leased: Mutex::new(std::sync::Weak::new()),
             held: Mutex::new(std::collections::HashSet::new()),
@@ -182,10 +229,13 @@ impl Target {
 
     /// A new connection of its own (a journal writer's: its session holds the leases).
     pub(crate) fn fresh(&self, at: &Location, create: Create) -> Result<PgConn, StoreError> {
-        let open =
-            |source: postgres::Error| StoreError::Open { path: at.clone(), source: source.into() };
-        let client = self.config.connect(NoTls).map_err(open)?;
+        let open = |source: DbError| StoreError::Open { path: at.clone(), source };
+        let client = self.client().map_err(open)?;
         let mut conn = PgConn { client, statements: HashMap::new() };
+        if self.session_checked.get().is_none() {
+            self.check_session(&mut conn).map_err(open)?;
+            let _ = self.session_checked.set(());
+        }
         // Every new connection checks the schema version (one query when it is current): a
         // long-lived process must still refuse a journal a newer pev has migrated since.
         migrate(&mut conn, at, create)?;
@@ -196,10 +246,61 @@ impl Target {
     }
 
     /// A connection that LISTENs on `channel` (for a [`crate::Watch`]).
-    pub(crate) fn listener(&self, channel: &str) -> Result<Client, postgres::Error> {
-        let mut client = self.config.connect(NoTls)?;
+    pub(crate) fn listener(&self, channel: &str) -> Result<Client, DbError> {
+        let mut client = self.client()?;
         client.batch_execute(&format!("LISTEN {channel}"))?;
         Ok(client)
+    }
+
+    /// A new client, with TLS as decided; a TLS failure says why with the host and the mode.
+    fn client(&self) -> Result<Client, DbError> {
+        let connected = match &self.rustls {
+            Some(tls) => self.config.connect(tls.clone()),
+            None => self.config.connect(NoTls),
+        };
+        connected.map_err(|e| {
+            let cause = describe(&e);
+            if self.tls.tls != Tls::Off && cause.contains("TLS") {
+                DbError::Refused(crate::pg_tls::explain(
+                    &self.tls,
+                    &first_host(&self.config).0,
+                    &cause,
+                ))
+            } else {
+                DbError::Postgres(e)
+            }
+        })
+    }
+
+    /// Refuses a connection whose statements do not all run in one server session: a pooler
+    /// in transaction (or statement) mode. The lease is a session lock (`lease.rs`), which such
+    /// a pooler leaves on a server session other clients' transactions then run in.
+    ///
+    /// Two statements of `conn` must run in the same backend, and a statement of a second
+    /// connection, sent between them, in another one: a transaction pooler hands the second
+    /// connection the session the first just let go of (PgBouncer reuses the most recent one).
+    /// Once per process and database: one more connection and three round trips.
+    fn check_session(&self, conn: &mut PgConn) -> Result<(), DbError> {
+        let pid = |client: &mut Client| -> Result<i32, DbError> {
+            Ok(client.query_one("SELECT pg_backend_pid()", &[])?.try_get(0)?)
+        };
+        let first = pid(&mut conn.client)?;
+        // A second connection that cannot be had (a full server) proves nothing either way.
+        let other = self.client().ok().map(|mut c| pid(&mut c)).transpose()?;
+        let again = pid(&mut conn.client)?;
+        if first == again && other != Some(first) {
+            return Ok(());
+        }
+        Err(DbError::Refused(format!(
+            "{} runs one connection's statements in several server sessions (backends {first}, \
+             {again}{}): a pooler in transaction mode (PgBouncer's pool_mode = transaction) is \
+             in between. The journal needs a session of its own: a run's one-driver lease is a \
+             session lock, which such a pooler leaves behind for other clients, so two drivers \
+             could apply a run's effects twice. Point pev at PostgreSQL directly, or at a pool \
+             in session mode",
+            first_host(&self.config).0,
+            other.map(|o| format!(", and another connection's in {o}")).unwrap_or_default(),
+        )))
     }
 
     /// Keeps `conn` for the next store of this process, unless it is broken or enough are kept.
@@ -240,6 +341,19 @@ fn default_host() -> String {
         }
     }
     "localhost".to_owned()
+}
+
+/// How far the farthest host is (an address in `hostaddr` is where TCP goes).
+fn reach(config: &Config) -> Reach {
+    let hosts = config.get_hosts().iter().enumerate().map(|(i, h)| {
+        match (config.get_hostaddrs().get(i), h) {
+            (Some(addr), _) => Reach::of_host(&addr.to_string()),
+            (None, Host::Tcp(name)) => Reach::of_host(name),
+            (None, Host::Unix(_)) => Reach::Socket,
+        }
+    });
+    let addrs = config.get_hostaddrs().iter().map(|a| Reach::of_host(&a.to_string()));
+    hosts.chain(addrs).max().unwrap_or(Reach::Socket)
 }
 
 fn first_host(config: &Config) -> (String, u16) {

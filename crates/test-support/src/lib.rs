@@ -33,6 +33,23 @@ pub fn server(what: &str) -> Option<String> {
     }
 }
 
+/// The value of `var`, one of the variables `scripts/with-postgres.sh` exports beside the
+/// server (the TLS server's URL, the PgBouncer's), or `None` with a note on stderr when it is
+/// not set. Panics when it is not set and a server is required.
+pub fn server_extra(var: &str, what: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(value) if !value.is_empty() => Some(value),
+        _ => {
+            assert!(
+                std::env::var(REQUIRE_VAR).as_deref() != Ok("1"),
+                "{REQUIRE_VAR}=1 but {var} is not set (scripts/with-postgres.sh sets it)"
+            );
+            eprintln!("no {var}: {what} skipped (scripts/with-postgres.sh cargo test …)");
+            None
+        }
+    }
+}
+
 /// A client of the test server's own database (to create and drop others, or to end sessions).
 pub fn admin() -> postgres::Client {
     let url = std::env::var(SERVER_VAR).expect("PEV_TEST_POSTGRES");

@@ -7,6 +7,8 @@ mod gc;
 mod journal;
 mod keyed;
 mod open;
+#[cfg(feature = "postgres")]
+mod pg_tls;
 mod reads;
 mod roundtrip;
 
