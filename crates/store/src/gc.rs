@@ -7,9 +7,12 @@
 //! resume may still finish (stopped by a person, by its budget, or waiting for an approval), a
 //! run the caller names (another process holds it), and a child whose parent stays. What refers
 //! to a blob is found conservatively: its hash anywhere in a remaining row (a mutation's or a
-//! call's hash column, a model call's request, an event's workspace snapshot). A writer may
-//! commit a blob before the row that names it, so blobs are collected only when the caller says
-//! no run is being written (`collect_blobs`). A dry run only reads.
+//! call's hash column, a model call's request, an event's workspace snapshot). A journal writer
+//! commits a blob in the transaction of the row that names it (`journal.rs`), so a blob no
+//! committed row names is nobody's, whatever is being driven meanwhile: collection needs no
+//! quiet journal, only that no writer adds or re-adds a blob while it decides (SQLite's write
+//! lock; on Postgres a lock on the blob table, which a writer's insert of a blob waits for, and
+//! re-inserts a blob gc took after it). A dry run only reads.
 
 use std::collections::HashSet;
 
@@ -40,8 +43,8 @@ pub struct GcOptions<'a> {
     pub dry_run: bool,
     /// Runs to keep whatever their age (another process holds them).
     pub keep: &'a [String],
-    /// Delete the blobs the deleted runs leave unreferenced: only when no run is being written
-    /// (a live writer may commit a blob's row after the blob).
+    /// Delete the blobs the deleted runs leave unreferenced (safe while runs are being
+    /// written: a journal commits a blob with the row that names it).
     pub collect_blobs: bool,
 }
 
@@ -74,7 +77,7 @@ const REFERRING: [(&str, &str); 12] = [
     ("plan_versions", "plan"),
 ];
 
-const SKIPPED: &str = "a run is being written, and its blobs may not have their rows yet";
+const SKIPPED: &str = "a run older than the cutoff is still being driven";
 
 /// Every 64-hex-digit run of `text` (what a SHA-256 looks like), lower-cased.
 pub(crate) fn hashes_in(text: &str, out: &mut HashSet<String>) {
@@ -138,22 +141,13 @@ fn collect(conn: &mut Conn, at: &Location, options: &Job) -> Result<GcReport, St
         let mut tx =
             conn.begin(if options.dry_run { Begin::Read } else { Begin::Write }).map_err(sql)?;
         // Postgres does not lock up front: no blob may be added (nor found already there by a
-        // writer about to name it) until the collection commits, and a run driven anywhere
-        // (a lease other than this process's) means a writer may hold a blob whose row is not
-        // committed yet, so blobs are then left alone.
-        let mut collect_blobs = options.collect_blobs;
+        // writer about to name it) until the collection commits. A writer's transaction that
+        // adds a blob and the row naming it either committed before this lock (its row is
+        // read below: each statement here sees what committed before it) or waits for it
+        // and then re-inserts a blob this took. Leases elsewhere do not matter.
+        let collect_blobs = options.collect_blobs;
         if tx.dialect() == Dialect::Postgres && !options.dry_run && collect_blobs {
             tx.batch("LOCK TABLE blobs IN SHARE ROW EXCLUSIVE MODE").map_err(sql)?;
-            let driven: i64 = tx
-                .query_value(
-                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
-                     AND objsubid = 1 AND pid <> pg_backend_pid()
-                     AND database = (SELECT oid FROM pg_database
-                                     WHERE datname = current_database())",
-                    &[],
-                )
-                .map_err(sql)?;
-            collect_blobs = driven == 0;
         }
         let query = format!(
             "SELECT run_id, status, result FROM runs

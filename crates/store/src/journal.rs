@@ -5,6 +5,13 @@
 //! fsyncs, not fifty thousand, while a caller that needs a record on disk before it acts (the
 //! start of a write, before the write) still gets exactly that from [`Journal::record_durable`].
 //!
+//! A blob is committed with the record queued after it, never alone before it: the engine
+//! records a blob just before the row that names it (a mutation, the start of a write, a model
+//! call, an event), so a blob and the row naming it land in one transaction even when a group
+//! ends between them. That is what lets `gc.rs` collect blobs while runs are being written.
+//! Blobs that end a group are held for the next one, unless a caller waits on this commit (a
+//! durable record, a flush, a lease, a job) or the journal closes.
+//!
 //! Errors are sticky. If any record of a batch fails, the whole transaction is rolled back, the
 //! error is kept, every waiter of that batch gets it, and every later call on any handle returns
 //! it: a journal never silently drops a record after an earlier one failed.
@@ -258,6 +265,7 @@ impl Writer {
     /// Commits groups until every handle is gone (the channel closes after the last queued
     /// message has been received, so nothing queued is lost on close).
     fn run(mut self, rx: &Receiver<Msg>) {
+        // What a group commits; between groups, the blobs that ended the last one.
         let mut batch: Vec<Record> = Vec::with_capacity(256);
         let mut waiters: Vec<SyncSender<Ack>> = Vec::new();
         while let Ok(first) = rx.recv() {
@@ -270,8 +278,10 @@ impl Writer {
                 }
                 taken += 1;
             }
-            let outcome = self.commit(&batch);
-            batch.clear();
+            let held =
+                if waiters.is_empty() && after.is_none() { trailing_blobs(&batch) } else { 0 };
+            let outcome = self.commit(&batch[..batch.len() - held]);
+            batch.drain(..batch.len() - held);
             for waiter in waiters.drain(..) {
                 // A waiter that gave up (its thread ended) needs no answer.
                 let _ = waiter.send(outcome.clone());
@@ -292,6 +302,8 @@ impl Writer {
                 None => {}
             }
         }
+        // The last handle is gone: blobs still held are committed on their own.
+        let _ = self.commit(&batch);
     }
 
     /// Takes or gives back an advisory lock on this connection (Postgres only). A failure is
@@ -342,6 +354,13 @@ impl Writer {
             }
         }
     }
+}
+
+/// How many blobs end `batch` and may wait for the next group (the rows naming them come
+/// after them); none when they alone make a group's worth.
+fn trailing_blobs(batch: &[Record]) -> usize {
+    let n = batch.iter().rev().take_while(|r| matches!(r, Record::Blob { .. })).count();
+    if n >= MAX_BATCH { 0 } else { n }
 }
 
 /// What waits for the batch before it to be committed.

@@ -151,3 +151,44 @@ fn held_and_resumable_runs_stay_and_blobs_wait_for_quiet() {
     assert!(report.blobs_skipped.is_some());
     assert!(store.blob(&sha).unwrap().is_some(), "collected only when no run is written");
 }
+
+/// On a shared journal, blobs are collected while another process drives a run (a busy
+/// journal always has one): the lease elsewhere does not hold collection back, and what the
+/// driven run's rows name stays.
+#[cfg(feature = "postgres")]
+#[test]
+fn blobs_are_collected_while_another_process_drives_a_run() {
+    if pev_test_support::server("gc beside a driven run").is_none() {
+        return;
+    }
+    let db = pev_test_support::Database::create();
+    let at = pev_store::Location::parse(&db.url).unwrap();
+    let store = crate::suite::open_store(&at).unwrap();
+    let (gone, shared) = ("a".repeat(64), "b".repeat(64));
+    store.create_run(&new_run("old", "2026-01-01T00:00:00.000Z", 1)).unwrap();
+    finish(&store, "old", "2026-01-02T00:00:00.000Z");
+    store.create_run(&new_run("driven", "2026-01-01T00:00:00.000Z", 1)).unwrap();
+    // Another process drives `driven` (its own handle on the database, its own session).
+    let elsewhere = pev_store::Location::parse(&db.url).unwrap();
+    let lease = elsewhere.lease_keyed("driven", &crate::suite::keying()).unwrap();
+    let journal = crate::suite::start_journal(&elsewhere).unwrap();
+    for record in [blob(&gone), blob(&shared), mutation("old", &gone), mutation("old", &shared)] {
+        store.write(&record).unwrap();
+    }
+    journal.record(blob(&shared)).unwrap();
+    journal.record(mutation("driven", &shared)).unwrap();
+    journal.flush().unwrap();
+    let keep = ["driven".to_owned()];
+    let report = store
+        .gc(
+            "2026-03-01T00:00:00.000Z",
+            GcOptions { dry_run: false, keep: &keep, collect_blobs: true },
+        )
+        .unwrap();
+    assert_eq!(report.runs, ["old"]);
+    assert_eq!(report.kept, ["driven"]);
+    assert_eq!((report.blobs, report.blobs_skipped), (1, None));
+    assert_eq!(store.blob(&gone).unwrap(), None);
+    assert!(store.blob(&shared).unwrap().is_some(), "the driven run names it");
+    drop((journal, lease));
+}

@@ -241,3 +241,36 @@ fn a_store_reads_and_approves_while_a_journal_writes() {
     assert_eq!(store.events("r1").unwrap().len(), 2000);
     assert_eq!(store.load_run("r1").unwrap().approvals[0].by, "reader");
 }
+
+/// A blob is committed with the record queued after it (the row naming it), never alone, even
+/// when a group ends between them; a flush or a close commits one still held.
+#[test]
+fn a_blob_waits_for_the_row_that_names_it() {
+    let db = db();
+    let store = crate::suite::open_store(&db.path).unwrap();
+    create(&store, "r1", "2026-01-01T00:00:00.000Z");
+    let journal = crate::suite::start_journal(&db.path).unwrap();
+    journal.record(event_rec("r1", 0)).unwrap();
+    journal.flush().unwrap();
+    let before = journal.commits();
+    let sha = "a".repeat(64);
+    journal.record(Record::Blob { sha256: sha.clone(), content: b"one".to_vec() }).unwrap();
+    // Whenever the writer took it, it holds it: nothing names it yet.
+    thread::sleep(Duration::from_millis(100));
+    assert_eq!(store.blob(&sha).unwrap(), None);
+    assert_eq!(journal.commits(), before);
+    let mut named = step_state("r1", "s0", StepStatus::Done);
+    named.output = Some(serde_json::json!({ "sha": sha }));
+    journal.record(Record::StepState(named)).unwrap();
+    journal.flush().unwrap();
+    assert_eq!(journal.commits(), before + 1, "the blob and its row in one transaction");
+    assert_eq!(store.blob(&sha).unwrap().as_deref(), Some(&b"one"[..]));
+    // A blob nothing follows is committed by a flush, and by the close.
+    let (flushed, closed) = ("b".repeat(64), "c".repeat(64));
+    journal.record(Record::Blob { sha256: flushed.clone(), content: b"f".to_vec() }).unwrap();
+    journal.flush().unwrap();
+    assert!(store.blob(&flushed).unwrap().is_some());
+    journal.record(Record::Blob { sha256: closed.clone(), content: b"c".to_vec() }).unwrap();
+    journal.close().unwrap();
+    assert!(store.blob(&closed).unwrap().is_some());
+}
