@@ -44,7 +44,9 @@ test -x "$work/venv/bin/pev" && test -x "$work/venv/bin/pev-sandbox" && test -x 
 "$py" -m pev --version
 
 echo "-- pytest: pev (lint parity with the CLI, run/gate/mcp, adapters)"
-(cd "$work" && PATH="$work/venv/bin:$PATH" "$py" -m pytest -q -p no:cacheprovider "$root/python/tests")
+# Nothing may skip here: every framework package is installed above, and `pev check` exists.
+(cd "$work" && PATH="$work/venv/bin:$PATH" "$py" -m pytest -q -rs -p no:cacheprovider "$root/python/tests") | tee "$work/pytest.log"
+if grep -qE '[0-9]+ skipped' "$work/pytest.log"; then echo "python tests skipped in CI: see above"; exit 1; fi
 echo "-- pytest: pev-plan-lint (plan-lint's 13 upstream tests, unchanged, and the drop-in's own)"
 (cd "$work" && PATH="$work/venv/bin:$PATH" "$py" -m pytest -q -p no:cacheprovider "$root/python/plan-lint/tests")
 echo "-- plan-lint's CI smoke command"
