@@ -289,6 +289,56 @@ impl Workspace {
         Ok(removed)
     }
 
+    /// Removes the file at `path` (a symlink itself, never what it points to), through the
+    /// directory handle: a path that leaves the workspace, or names `.pev`, is refused, and
+    /// nothing outside the workspace (the process's own directory included) can be touched.
+    /// A file that is already absent is not an error; a directory is.
+    pub fn remove_file(&self, path: &str) -> Result<(), SandboxError> {
+        let rel = lexical(path)?;
+        if rel.file_name().is_none() {
+            return Err(SandboxError::InvalidPath {
+                path: path.to_owned(),
+                reason: "it names the workspace root, not a file",
+            });
+        }
+        let dir = &self.inner.dir;
+        // The directory the file is in, resolved (a symlinked directory on the way may lead
+        // elsewhere in the workspace, never out of it); the file's own name is not followed.
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        let parent = if is_root(parent) {
+            PathBuf::new()
+        } else {
+            match dir.canonicalize(parent) {
+                Ok(p) => p,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(SandboxError::from_io("resolve", path, e)),
+            }
+        };
+        let target = parent.join(rel.file_name().unwrap_or_default());
+        if is_reserved(&target) {
+            return Err(SandboxError::Reserved { path: path.to_owned() });
+        }
+        if let Some(scope) = &self.inner.write_scope
+            && !self
+                .resolved(&parent)
+                .is_some_and(|p| p.join(rel.file_name().unwrap_or_default()).starts_with(scope))
+        {
+            return Err(SandboxError::OutOfScope {
+                path: path.to_owned(),
+                scope: scope.display().to_string(),
+            });
+        }
+        match dir.symlink_metadata(&target) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(SandboxError::from_io("stat", path, e)),
+            Ok(meta) if meta.is_dir() => {
+                return Err(SandboxError::IsDirectory { path: path.to_owned() });
+            }
+            Ok(_) => {}
+        }
+        dir.remove_file(&target).map_err(|e| SandboxError::from_io("remove", path, e))
+    }
+
     /// Replace (or create) a file with `bytes`, atomically: the content goes to a temporary file
     /// beside the target, which is then renamed over it. Parent directories are created inside
     /// the sandbox. Writing to a symlink that stays inside writes the file it points to; an

@@ -169,10 +169,9 @@ fn rewind(store: &Store, record: &RunRecord, copy: &Path) -> Result<(), String> 
         match &m.before_sha256 {
             // It did not exist before the run.
             None if m.mutation.bytes_before == 0 => {
-                if ws.exists(path).map_err(|e| format!("{path}: {e}"))? {
-                    let target = ws.resolve(path).map_err(|e| format!("{path}: {e}"))?;
-                    std::fs::remove_file(&target).map_err(|e| format!("{path}: {e}"))?;
-                }
+                // Through the copy's own handle: `resolve` gives a path relative to the copy,
+                // which `std::fs` would have taken relative to the current directory.
+                ws.remove_file(path).map_err(|e| format!("{path}: {e}"))?;
             }
             None => {
                 return Err(format!(

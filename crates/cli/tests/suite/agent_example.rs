@@ -195,3 +195,42 @@ fn a_recorded_run_replays_offline_and_a_change_is_named() {
     assert_eq!(refused.code, 2);
     assert!(refused.stderr.contains("not an agent run"), "{}", refused.stderr);
 }
+
+/// `pev replay` of a run that created a file, run from the workspace as a user would (issue 31):
+/// the copy is put back as it was before the run (the created file removed there, through the
+/// copy's own handle), the replay matches the recording, and the workspace itself keeps the
+/// file. Before, the removal went to the current directory: the user's file was deleted and the
+/// replay diverged at the write ("created": false).
+#[test]
+fn a_run_that_created_a_file_replays_and_the_workspace_keeps_it() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let ws = example_site(tmp.path(), "site");
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir(&scratch).expect("mkdir");
+    let script = super::support::repo_root()
+        .join("crates/cli/tests/fixtures/agent/changelog/executor.json");
+    let pev = || {
+        let mut cmd = pev_clean();
+        cmd.current_dir(&ws)
+            .env("TMPDIR", &scratch)
+            .env("PEV_EXECUTOR_PROVIDER", format!("script:{}", script.display()));
+        cmd
+    };
+    let goal = "Add a CHANGELOG entry for 1.2 in notes/changelog.txt";
+    let out = run(&mut pev(), &["agent", goal, "--mode", "loop"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let note = ws.join("notes/changelog.txt");
+    assert_eq!(std::fs::read_to_string(&note).expect("the note"), "1.2: dark green\n");
+
+    for _ in 0..2 {
+        let same = run(&mut pev(), &["replay", "last"]);
+        assert_eq!(same.code, 0, "{}", same.stderr);
+        assert!(
+            same.stderr.contains("outcome success now, success when recorded\n"),
+            "{}",
+            same.stderr
+        );
+        assert!(!same.stderr.contains("diverged"), "{}", same.stderr);
+        assert!(note.is_file(), "the replay removed the workspace's own file");
+    }
+}

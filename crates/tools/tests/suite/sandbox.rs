@@ -268,3 +268,45 @@ fn stale_temporary_files_of_a_write_are_removed_and_nothing_else() {
     assert_eq!(ws.remove_stale_temps("missing/dir/x.txt").unwrap(), 0);
     assert!(ws.remove_stale_temps("../x.txt").unwrap_err().is_escape());
 }
+
+/// `Workspace::remove_file` goes through the workspace's own handle (issue 31: `pev replay`
+/// removed a created file with `std::fs` and the path `resolve` gives, relative to the
+/// workspace, so it removed the file of that name in the current directory instead).
+#[test]
+fn remove_file_removes_inside_the_workspace_only() {
+    let root = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    for dir in [root.path(), elsewhere.path()] {
+        std::fs::create_dir_all(dir.join("notes")).unwrap();
+        std::fs::write(dir.join("notes/changelog.txt"), "1.2\n").unwrap();
+    }
+    let ws = pev_tools::Workspace::open(root.path()).unwrap();
+    // The same relative path exists where the process stands: it must be left alone.
+    let cwd = std::env::current_dir().unwrap();
+    std::env::set_current_dir(elsewhere.path()).unwrap();
+    let removed = ws.remove_file("notes/changelog.txt");
+    std::env::set_current_dir(cwd).unwrap();
+    removed.unwrap();
+    assert!(!root.path().join("notes/changelog.txt").exists(), "removed in the workspace");
+    assert!(elsewhere.path().join("notes/changelog.txt").exists(), "not in the current directory");
+    // Already absent, or its directory absent: nothing to do.
+    ws.remove_file("notes/changelog.txt").unwrap();
+    ws.remove_file("gone/x.txt").unwrap();
+
+    // A symlink is removed itself, never what it points to; nothing outside is reachable.
+    let outside = elsewhere.path().join("notes/changelog.txt");
+    std::os::unix::fs::symlink(&outside, root.path().join("link")).unwrap();
+    ws.remove_file("link").unwrap();
+    assert!(outside.exists() && !root.path().join("link").exists());
+    std::os::unix::fs::symlink(elsewhere.path(), root.path().join("out")).unwrap();
+    assert!(
+        ws.remove_file("out/notes/changelog.txt").is_err(),
+        "through a link out of the workspace"
+    );
+    assert!(outside.exists());
+    assert!(matches!(ws.remove_file("../x"), Err(SandboxError::Escape { .. })));
+    std::fs::create_dir_all(root.path().join(".pev")).unwrap();
+    std::fs::write(root.path().join(".pev/pev.db"), "journal").unwrap();
+    assert!(matches!(ws.remove_file(".pev/pev.db"), Err(SandboxError::Reserved { .. })));
+    assert!(matches!(ws.remove_file("notes"), Err(SandboxError::IsDirectory { .. })));
+}
