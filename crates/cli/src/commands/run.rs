@@ -272,23 +272,13 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
         }
     }
     let events = store.events(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
-    // What earlier sessions spent: the last usage they journaled (a killed session has no
-    // stored result), or the stored result's when that is further along.
+    // What earlier sessions spent, all of them: see `spent_before`.
     let journaled_usage = events.iter().rev().find_map(|e| match &e.body {
         EventBody::Usage { usage } => Some(usage.clone()),
         _ => None,
     });
-    let prior_usage = match (journaled_usage, record.result.as_ref().map(|r| r.usage.clone())) {
-        (Some(a), Some(b)) => Some(if a.llm_calls >= b.llm_calls { a } else { b }),
-        (a, b) => a.or(b),
-    };
-    // A run with child runs (delegated steps): the parent journals its usage only between
-    // steps, so a session killed inside a child spent more than it says; the journaled calls
-    // of the whole tree say what was spent.
-    let prior_usage = match (prior_usage, tree_usage(&store, &run_id)) {
-        (Some(a), Some(t)) => Some(if t.llm_calls > a.llm_calls { t } else { a }),
-        (a, t) => a.or(t),
-    };
+    let stored = record.result.as_ref().map(|r| r.usage.clone());
+    let prior_usage = spent_before(journaled_usage, stored, calls_usage(&store, &run_id));
     let warnings = events
         .into_iter()
         .filter_map(|e| match e.body {
@@ -483,14 +473,12 @@ fn workspace_mismatches(record: &pev_store::RunRecord, workspace: &Path) -> Vec<
 
 /// What the model calls of `run_id` and its child runs (ids `RUN.STEP.ATTEMPT…`) spent, from
 /// the journal; `None` when it has no child runs.
-fn tree_usage(store: &Store, run_id: &str) -> Option<pev_protocol::run::Usage> {
+/// The model calls journaled for `run_id` and its child runs, summed; `None` when there are none
+/// or they cannot be read.
+fn calls_usage(store: &Store, run_id: &str) -> Option<pev_protocol::run::Usage> {
     let prefix = format!("{run_id}.");
     let runs = store.list_runs().ok()?;
-    let children: Vec<&str> =
-        runs.iter().map(|r| r.run_id.as_str()).filter(|id| id.starts_with(&prefix)).collect();
-    if children.is_empty() {
-        return None;
-    }
+    let children = runs.iter().map(|r| r.run_id.as_str()).filter(|id| id.starts_with(&prefix));
     let mut usage = pev_protocol::run::Usage::default();
     for id in std::iter::once(run_id).chain(children) {
         for call in store.model_calls(id).ok()? {
@@ -503,7 +491,67 @@ fn tree_usage(store: &Store, run_id: &str) -> Option<pev_protocol::run::Usage> {
             usage.cost_usd += call.cost_usd.unwrap_or(0.0);
         }
     }
-    Some(usage)
+    (usage.llm_calls > 0).then_some(usage)
+}
+
+/// What every earlier session of a run spent, for the ceilings of the next one (issue 31: from
+/// the second resume on, the first session's spend was forgotten, so `--max-usd` could be
+/// overrun across resumes). The journaled model calls of the run and its children are the
+/// record of every session: each call is journaled before its answer is used (a killed
+/// session's too), and a call a resume answers from the journal is not journaled again. The
+/// usage events and the stored result say what one session counted; they are used where the
+/// calls say less (a journal from before calls were kept), and for the tool calls.
+fn spent_before(
+    journaled: Option<pev_protocol::run::Usage>,
+    stored: Option<pev_protocol::run::Usage>,
+    calls: Option<pev_protocol::run::Usage>,
+) -> Option<pev_protocol::run::Usage> {
+    let counted = match (journaled, stored) {
+        (Some(a), Some(b)) => Some(if a.llm_calls >= b.llm_calls { a } else { b }),
+        (a, b) => a.or(b),
+    };
+    match (counted, calls) {
+        (Some(mut counted), Some(calls)) if calls.llm_calls >= counted.llm_calls => {
+            counted.llm_calls = calls.llm_calls;
+            counted.input_tokens = calls.input_tokens;
+            counted.output_tokens = calls.output_tokens;
+            counted.cache_read_tokens = calls.cache_read_tokens;
+            counted.cache_write_tokens = calls.cache_write_tokens;
+            counted.cost_usd = calls.cost_usd;
+            Some(counted)
+        }
+        (counted, calls) => counted.or(calls),
+    }
+}
+
+#[cfg(test)]
+mod spent_tests {
+    use pev_protocol::run::Usage;
+
+    use super::spent_before;
+
+    fn usage(calls: u64, usd: f64) -> Usage {
+        Usage { llm_calls: calls, cost_usd: usd, tool_calls: 2, ..Usage::default() }
+    }
+
+    #[test]
+    fn every_session_counts_not_only_the_last_one() {
+        // Three sessions of 0.02 each: the last one's usage events count only its own calls.
+        let last_session = usage(2, 0.02);
+        let journal = usage(6, 0.06);
+        let spent = spent_before(Some(last_session), None, Some(journal.clone())).unwrap();
+        assert_eq!((spent.llm_calls, spent.cost_usd), (6, 0.06));
+        assert_eq!(spent.tool_calls, 2, "tool calls come from what the sessions counted");
+        // Only the calls (a killed first session journaled no usage yet).
+        assert_eq!(spent_before(None, None, Some(journal)).unwrap().cost_usd, 0.06);
+        // A journal from before calls were kept: what the sessions counted stands.
+        let old = spent_before(Some(usage(4, 0.04)), Some(usage(3, 0.03)), None).unwrap();
+        assert_eq!((old.llm_calls, old.cost_usd), (4, 0.04));
+        assert!(spent_before(None, None, None).is_none());
+        // Fewer journaled calls than counted (calls before they were journaled): the count stands.
+        let partial = spent_before(Some(usage(5, 0.05)), None, Some(usage(2, 0.01))).unwrap();
+        assert_eq!((partial.llm_calls, partial.cost_usd), (5, 0.05));
+    }
 }
 
 /// The model calls of the attempts the killed session left unfinished, to answer them again
