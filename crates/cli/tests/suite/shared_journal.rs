@@ -271,6 +271,21 @@ fn show_follow_sees_every_event_of_a_run_driven_elsewhere() {
     follow_case(&db);
 }
 
+/// The README's `cargo test` on a machine without PostgreSQL (issue 33): every test here, run
+/// without `PEV_TEST_POSTGRES`, passes, and each that needs the server says it skipped (the
+/// local `--follow` case once panicked dropping a database it never had).
+#[test]
+fn without_a_server_every_shared_journal_test_skips_and_says_so() {
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite");
+    pev_test_support::check_skips(&pev_test_support::ServerTests {
+        suite: &suite,
+        modules: &["shared_journal"],
+        filters: &["suite::shared_journal::"],
+        local: &["show_follow_sees_every_event_of_a_local_run"],
+        this_test: "suite::shared_journal::without_a_server_every_shared_journal_test_skips_and_says_so",
+    });
+}
+
 /// The same on a SQLite journal (a follower on this machine, polling).
 #[test]
 fn show_follow_sees_every_event_of_a_local_run() {

@@ -57,6 +57,25 @@ pub mod pg {
     pub use pev_test_support::{Database, with_dbname};
 }
 
+/// The README's `cargo test` on a machine without PostgreSQL (issue 33): the store's server
+/// tests, run without `PEV_TEST_POSTGRES`, pass and each says it skipped.
+#[cfg(feature = "postgres")]
+#[test]
+fn without_a_server_every_postgres_test_skips_and_says_so() {
+    let suite = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite");
+    pev_test_support::check_skips(&pev_test_support::ServerTests {
+        suite: &suite,
+        modules: &["conformance", "gc", "pg_tls"],
+        filters: &[
+            "suite::conformance::postgres::",
+            "suite::gc::blobs_are_collected_while_another_process_drives_a_run",
+            "suite::pg_tls::",
+        ],
+        local: &["a_host_that_is_not_this_machine_gets_no_cleartext_unless_the_url_says_disable"],
+        this_test: "suite::conformance::without_a_server_every_postgres_test_skips_and_says_so",
+    });
+}
+
 /// `conformance!(name)`: `name(&Backend)` as a SQLite test and a Postgres test.
 macro_rules! conformance {
     ($($case:ident),* $(,)?) => {
