@@ -40,6 +40,7 @@ mod run_tools;
 mod sandbox_escape;
 mod sandbox_install;
 mod sandbox_namespaces;
+mod sandbox_secrets;
 mod sarif;
 mod schema;
 mod shared_journal;
