@@ -536,13 +536,19 @@ pub(crate) fn resume_loop(
             .and_then(serde_json::Value::as_u64)
             .map_or(10, |n| u32::try_from(n).unwrap_or(10)),
     };
-    let registry = Arc::new(pev_tools::Registry::builtin());
-    let allowed: Vec<String> = match option("allowed_tools").and_then(serde_json::Value::as_array) {
-        Some(names) => names.iter().filter_map(|n| n.as_str()).map(str::to_owned).collect(),
-        None => registry.iter().map(|t| t.name().to_owned()).collect(),
-    };
     let workspace = std::path::PathBuf::from(&record.workspace);
     let workspace = common.workspace.clone().unwrap_or(workspace);
+    let stored: Option<Vec<String>> = option("allowed_tools")
+        .and_then(serde_json::Value::as_array)
+        .map(|names| names.iter().filter_map(|n| n.as_str()).map(str::to_owned).collect());
+    // The MCP servers the run was started with come back with it.
+    let registry = Arc::new(crate::shared::models::resumed_registry(
+        &workspace,
+        stored.as_deref().unwrap_or_default(),
+        err,
+    )?);
+    let allowed: Vec<String> =
+        stored.unwrap_or_else(|| registry.iter().map(|t| t.name().to_owned()).collect());
     let recorded = recording.as_ref().map_or(Recorded::Nothing, Recorded::Resume);
     let common = &crate::shared::session::with_stored_hidden(common, &record.options);
     let LoopParts { mut session, executor, verifier, calls } = loop_parts(

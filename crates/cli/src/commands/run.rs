@@ -353,19 +353,27 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     }
     let notices = crate::view::call_notice::Notices::new();
     let mut calls = None;
+    let mut resumed_tools = None;
     let models = if has_instructions {
         let budget = crate::shared::models::remaining_budget(&record.options, prior_usage.as_ref());
         let recorded = recording.as_ref().map_or(
             crate::shared::models::Recorded::Nothing,
             crate::shared::models::Recorded::Resume,
         );
+        // The MCP servers the run was started with come back with it.
+        let registry = Arc::new(crate::shared::models::resumed_registry(
+            &workspace,
+            &strings("allowed_tools"),
+            err,
+        )?);
         let models = crate::shared::models::build_models(
             &workspace,
             &notices,
             budget,
-            (&policy, &Registry::builtin()),
+            (&policy, &registry),
             recorded,
         )?;
+        resumed_tools = Some(registry);
         crate::shared::models::attach_calls(&models.calls, &db, &run_id, err);
         calls = Some(Arc::clone(&models.calls));
         Some(models)
@@ -397,6 +405,9 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     // The oracle the run started with, never loosened by the resume's own flags.
     session.engine.config.oracle =
         resumed_oracle(record.options.get("oracle"), session.engine.config.oracle.take());
+    if let Some(registry) = resumed_tools {
+        session.engine.registry = registry;
+    }
     if let Some(models) = &models {
         // Delegated steps: their children are continued (or their verdicts read) in the tree.
         let max_replans = record

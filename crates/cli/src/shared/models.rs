@@ -164,6 +164,36 @@ pub(crate) fn tool_registry(
     Ok(registry)
 }
 
+/// The tools of a resumed run: the built-in ones and, when the run was started with tools of
+/// MCP servers (`mcp__NAME__…` among the tools its policy allowed), those servers again, started
+/// from the user's `pev.toml` as `pev agent` starts them. A tool the run was started with that
+/// no server offers now is named on `err`; the model is then told it is unknown, as for any
+/// tool that is not there.
+pub(crate) fn resumed_registry(
+    workspace: &std::path::Path,
+    allowed: &[String],
+    err: &mut dyn Write,
+) -> Result<pev_tools::Registry, Fail> {
+    if !allowed.iter().any(|t| t.starts_with("mcp__")) {
+        return Ok(pev_tools::Registry::builtin());
+    }
+    let registry = tool_registry(workspace, workspace, err)?;
+    let missing: Vec<&str> = allowed
+        .iter()
+        .filter(|t| t.starts_with("mcp__") && registry.get(t).is_none())
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        let _ = writeln!(
+            err,
+            "pev: warning: the run was started with MCP tools that no server in your pev.toml \
+             offers now: {}",
+            missing.join(", ")
+        );
+    }
+    Ok(registry)
+}
+
 pub(crate) fn build_models(
     workspace: &std::path::Path,
     notices: &Arc<Notices>,

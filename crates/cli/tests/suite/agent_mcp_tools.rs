@@ -99,3 +99,75 @@ fn a_workspace_pev_toml_may_not_start_a_server() {
     assert!(out.stderr.contains("read from your own pev.toml only"), "{}", out.stderr);
     assert!(!dir.path().join("pwned").exists());
 }
+
+/// A resumed `pev agent` run gets its MCP servers back (issue 31): killed while a command ran,
+/// after a call to a server's tool, the run is resumed and its model's next call of that
+/// server's tool is made and journaled. Before, a resume offered the built-in tools only, and
+/// the call was refused as unknown.
+#[test]
+fn a_resumed_run_has_its_mcp_servers_again() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let dir = tempfile::tempdir().unwrap();
+    let (ws, cfg, peer) = (dir.path().join("ws"), dir.path().join("cfg"), dir.path().join("peer"));
+    for d in [&ws, &peer] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    user_config(&cfg, &peer);
+    let plan = json!({"goal": "g", "steps": [{"id": "a", "tool": "file.read", "parameters": {"path": "x"}}]});
+    let before = json!({"name": "mcp-before-kill", "turns": [
+        {"content": [{"type": "tool_use", "id": "t1", "name": "mcp__peer__lint_plan", "input": {"plan": plan}}]},
+        {"content": [{"type": "tool_use", "id": "t2", "name": "shell_exec", "input": {"command": "sleep 3"}}]}
+    ]});
+    let after = json!({"name": "mcp-after-resume", "turns": [
+        {"content": [{"type": "tool_use", "id": "t3", "name": "mcp__peer__todo_write",
+                      "input": {"todos": [{"content": "Report", "status": "pending", "activeForm": "Reporting"}]}}],
+         "expect": {"tools_include": ["mcp__peer__todo_write", "file_read"]}},
+        {"content": [{"type": "text", "text": "The plan is fine."}],
+         "expect": {"last_user_contains": "Report"}}
+    ]});
+    std::fs::write(ws.join("before.json"), before.to_string()).unwrap();
+    std::fs::write(ws.join("after.json"), after.to_string()).unwrap();
+    std::fs::write(ws.join("pev.toml"), "[roles.executor]\nprovider = \"script:before.json\"\n")
+        .unwrap();
+    let ws_arg = ws.display().to_string();
+    let mut child = std::process::Command::new(super::run_support::pev_path())
+        .args(["agent", "Check the plan", "--mode", "loop", "--workspace", &ws_arg, "--json"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("XDG_CONFIG_HOME", &cfg)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    for line in BufReader::new(stdout).lines() {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if event["event"] == "tool.called" && event["tool"] == "shell.exec" {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    std::fs::write(ws.join("pev.toml"), "[roles.executor]\nprovider = \"script:after.json\"\n")
+        .unwrap();
+    let mut cmd = pev_clean();
+    cmd.env("XDG_CONFIG_HOME", &cfg);
+    let out = run(&mut cmd, &["resume", "last", "--workspace", &ws_arg, "--json"]);
+    assert!(out.stderr.contains("MCP server `peer`"), "the server was started again: {}", out.stderr);
+    let store = pev_store::Store::open_existing(ws.join(".pev/pev.db")).unwrap();
+    let run_id = store.resolve_run("last").unwrap();
+    let todo: Vec<_> = store
+        .load_run(&run_id)
+        .unwrap()
+        .tool_calls
+        .into_iter()
+        .filter(|c| c.tool == "mcp__peer__todo_write")
+        .collect();
+    assert_eq!(todo.len(), 1, "the resumed model's call of the server's tool: {}", out.stderr);
+    assert!(todo[0].error.is_none(), "{:?}", todo[0].error);
+    assert_eq!(out.code, 0, "stderr:\n{}", out.stderr);
+}
