@@ -725,3 +725,6 @@ mod oracle;
 
 #[path = "gate_todo_tests.rs"]
 mod todo;
+
+#[path = "gate_session_tests.rs"]
+mod sessions;
