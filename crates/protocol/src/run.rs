@@ -303,4 +303,7 @@ pub struct CheckedOnce {
     #[serde(rename = "type")]
     pub kind: String,
     pub why: String,
+    /// The file the assertion checks, when it names one: what the evidence depends on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }

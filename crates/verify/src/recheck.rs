@@ -52,6 +52,7 @@ pub async fn recheck(claims: &[Claim<'_>]) -> FinalCheck {
                     of: claim.of.clone(),
                     kind: assertion.kind().to_owned(),
                     why,
+                    path: assertion.path().map(str::to_owned),
                 });
                 continue;
             }

@@ -221,6 +221,7 @@ fn a_reason_names_up_to_three_later_calls_and_counts_the_rest() {
 #[test]
 fn the_checked_once_warning_says_whose_what_and_why() {
     let once = pev_protocol::run::CheckedOnce {
+        path: None,
         of: EvidenceOf::Step("deploy".into()),
         kind: "command_succeeds".into(),
         why: "marked `repeatable: false`".into(),

@@ -535,36 +535,6 @@ fn spent_before(
     }
 }
 
-#[cfg(test)]
-mod spent_tests {
-    use pev_protocol::run::Usage;
-
-    use super::spent_before;
-
-    fn usage(calls: u64, usd: f64) -> Usage {
-        Usage { llm_calls: calls, cost_usd: usd, tool_calls: 2, ..Usage::default() }
-    }
-
-    #[test]
-    fn every_session_counts_not_only_the_last_one() {
-        // Three sessions of 0.02 each: the last one's usage events count only its own calls.
-        let last_session = usage(2, 0.02);
-        let journal = usage(6, 0.06);
-        let spent = spent_before(Some(last_session), None, Some(journal.clone())).unwrap();
-        assert_eq!((spent.llm_calls, spent.cost_usd), (6, 0.06));
-        assert_eq!(spent.tool_calls, 2, "tool calls come from what the sessions counted");
-        // Only the calls (a killed first session journaled no usage yet).
-        assert_eq!(spent_before(None, None, Some(journal)).unwrap().cost_usd, 0.06);
-        // A journal from before calls were kept: what the sessions counted stands.
-        let old = spent_before(Some(usage(4, 0.04)), Some(usage(3, 0.03)), None).unwrap();
-        assert_eq!((old.llm_calls, old.cost_usd), (4, 0.04));
-        assert!(spent_before(None, None, None).is_none());
-        // Fewer journaled calls than counted (calls before they were journaled): the count stands.
-        let partial = spent_before(Some(usage(5, 0.05)), None, Some(usage(2, 0.01))).unwrap();
-        assert_eq!((partial.llm_calls, partial.cost_usd), (5, 0.05));
-    }
-}
-
 /// The model calls of the attempts the killed session left unfinished, to answer them again
 /// from the journal (`None` when there are none, or they cannot be read: then the attempts
 /// start over, as before conversations were kept).
@@ -600,5 +570,35 @@ fn interrupted_conversations(
             );
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod spent_tests {
+    use pev_protocol::run::Usage;
+
+    use super::spent_before;
+
+    fn usage(calls: u64, usd: f64) -> Usage {
+        Usage { llm_calls: calls, cost_usd: usd, tool_calls: 2, ..Usage::default() }
+    }
+
+    #[test]
+    fn every_session_counts_not_only_the_last_one() {
+        // Three sessions of 0.02 each: the last one's usage events count only its own calls.
+        let last_session = usage(2, 0.02);
+        let journal = usage(6, 0.06);
+        let spent = spent_before(Some(last_session), None, Some(journal.clone())).unwrap();
+        assert_eq!((spent.llm_calls, spent.cost_usd), (6, 0.06));
+        assert_eq!(spent.tool_calls, 2, "tool calls come from what the sessions counted");
+        // Only the calls (a killed first session journaled no usage yet).
+        assert_eq!(spent_before(None, None, Some(journal)).unwrap().cost_usd, 0.06);
+        // A journal from before calls were kept: what the sessions counted stands.
+        let old = spent_before(Some(usage(4, 0.04)), Some(usage(3, 0.03)), None).unwrap();
+        assert_eq!((old.llm_calls, old.cost_usd), (4, 0.04));
+        assert!(spent_before(None, None, None).is_none());
+        // Fewer journaled calls than counted (calls before they were journaled): the count stands.
+        let partial = spent_before(Some(usage(5, 0.05)), None, Some(usage(2, 0.01))).unwrap();
+        assert_eq!((partial.llm_calls, partial.cost_usd), (5, 0.05));
     }
 }

@@ -124,3 +124,54 @@ fn pev_run_with_a_later_step_undoing_verified_work_is_partial_with_the_reason() 
         json!(["file.patch style.css (step 'tidy')"])
     );
 }
+
+/// Evidence checked once (`repeatable: false`: not run again at the end) stands only while
+/// nothing it depends on changed after it was checked (issue 31). Here it names no file, so it
+/// depends on the file its step changed: a later step that writes that file makes the run
+/// `partial`, naming the step, the evidence and the later call; a later step that writes
+/// another file leaves it standing, and the run is `success` with the usual warning.
+#[test]
+fn checked_once_evidence_that_a_later_step_undid_is_not_success() {
+    let run_with = |later: Value| {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        let plan = json!({
+            "goal": "Release v1",
+            "steps": [
+                {"id": "release", "tool": "shell.exec",
+                 "parameters": {"command": "echo v1 > release.txt"},
+                 "assertions": [{"type": "command_succeeds", "command": "grep -q v1 release.txt",
+                                 "repeatable": false}]},
+                later
+            ]
+        });
+        let plan_path = dir.path().join("plan.json");
+        std::fs::write(&plan_path, plan.to_string()).unwrap();
+        let (ws_arg, plan_arg) = (ws.display().to_string(), plan_path.display().to_string());
+        let out = Outcome::from(run(
+            &mut pev_clean(),
+            &["run", &plan_arg, "--workspace", &ws_arg, "--jobs", "1", "--json"],
+        ));
+        (out.code, out.result().clone())
+    };
+    let (code, result) = run_with(json!(
+        {"id": "rollback", "tool": "file.write", "depends_on": ["release"],
+         "parameters": {"path": "release.txt", "content": "v0\n"},
+         "assertions": [{"type": "file_exists", "path": "release.txt"}]}));
+    assert_eq!((code, &result["status"]), (3, &json!("partial")), "{result}");
+    assert_eq!(result["reasons"][0]["code"], "evidence_regressed", "{result}");
+    assert_eq!(result["reasons"][0]["step"], "release", "{result}");
+    let regressed = &result["final_check"]["regressed"][0];
+    assert_eq!(regressed["type"], "command_succeeds");
+    assert_eq!(regressed["changed_by"], json!(["file.write release.txt (step 'rollback')"]));
+    assert!(regressed["now"].as_str().unwrap().contains("not run again"), "{regressed}");
+
+    let (code, result) = run_with(json!(
+        {"id": "notes", "tool": "file.write", "depends_on": ["release"],
+         "parameters": {"path": "notes.txt", "content": "released\n"},
+         "assertions": [{"type": "file_exists", "path": "notes.txt"}]}));
+    assert_eq!((code, &result["status"]), (0, &json!("success")), "{result}");
+    assert_eq!(result["final_check"]["checked_once"][0]["type"], "command_succeeds");
+    assert_eq!(result["final_check"]["regressed"], json!([]));
+}

@@ -5,9 +5,9 @@
 
 use std::collections::HashMap;
 
-use pev_protocol::run::{EvidenceOf, FinalCheck, Regression, StepStatus};
+use pev_protocol::run::{CheckedOnce, EvidenceOf, FinalCheck, Regression, StepStatus};
 use pev_protocol::tool::Effect;
-use pev_store::ToolCallRecord;
+use pev_store::{MutationRecord, ToolCallRecord};
 use pev_verify::{CheckEnv, Claim};
 use serde_json::Value;
 
@@ -109,6 +109,70 @@ pub(crate) fn name_later_calls(
         }
         regression.changed_by = named.into_iter().take(KEPT_CALLS).map(describe_call).collect();
     }
+}
+
+/// Evidence checked once (not run again at the end) that a later call may have undone, as
+/// regressions (issue 31: such evidence stood with a warning whatever happened after it). A
+/// step's checked-once assertion depends on the file it names, or else on the files the step
+/// itself changed; a call made after the step's last call, by another step, that wrote one of
+/// those files or ran a command that changed one (the journal's mutations say which) undoes it.
+/// Evidence of a step that changed nothing and names no file (a deploy's health check) stands,
+/// as does a postcondition's (checked at the run's end, or re-checked by loop mode itself).
+pub(crate) fn stale_once(
+    once: &[CheckedOnce],
+    calls: &[ToolCallRecord],
+    mutations: &[MutationRecord],
+) -> Vec<Regression> {
+    let mut out = Vec::new();
+    for item in once {
+        let Some(step) = item.of.step() else { continue };
+        let Some(mark) = after_last_call_of(calls, step) else { continue };
+        let depends: Vec<&str> = match &item.path {
+            Some(path) => vec![path.as_str()],
+            None => mutations
+                .iter()
+                .filter(|m| m.step_id == step)
+                .map(|m| m.mutation.path.as_str())
+                .collect(),
+        };
+        // Every call after `mark` is another step's: `mark` is after the step's last call.
+        let touches = |c: &ToolCallRecord| match c.effect {
+            Effect::Write => {
+                c.path.as_deref().is_some_and(|p| depends.iter().any(|d| same_path(d, p)))
+            }
+            Effect::Exec => mutations.iter().any(|m| {
+                m.step_id == c.step_id && depends.iter().any(|d| same_path(d, &m.mutation.path))
+            }),
+            _ => false,
+        };
+        let later: Vec<String> = calls
+            .get(mark..)
+            .unwrap_or_default()
+            .iter()
+            .filter(|c| touches(c))
+            .take(KEPT_CALLS)
+            .map(describe_call)
+            .collect();
+        if later.is_empty() {
+            continue;
+        }
+        out.push(Regression {
+            of: item.of.clone(),
+            kind: item.kind.clone(),
+            path: item.path.clone(),
+            then: format!("passed, checked once ({})", item.why),
+            now: format!(
+                "not run again, and {} changed after it was checked",
+                if depends.len() == 1 {
+                    depends[0].to_owned()
+                } else {
+                    "what it depends on".to_owned()
+                }
+            ),
+            changed_by: later,
+        });
+    }
+    out
 }
 
 /// The index in `calls` just after the last call of `step` (`None`: it made none).

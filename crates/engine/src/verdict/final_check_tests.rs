@@ -219,3 +219,95 @@ async fn a_delegated_steps_child_claims_are_held_and_rechecked() {
     let check = recheck_steps(&plan, &slots, &ctx, &HashMap::new()).await;
     assert_eq!(check.rechecked, 0, "{check:?}");
 }
+
+fn once(step: &str, path: Option<&str>) -> CheckedOnce {
+    CheckedOnce {
+        of: EvidenceOf::Step(step.into()),
+        kind: if path.is_some() { "content_changed" } else { "command_succeeds" }.into(),
+        why: "marked `repeatable: false`".into(),
+        path: path.map(str::to_owned),
+    }
+}
+
+fn mutation(step: &str, path: &str) -> MutationRecord {
+    MutationRecord {
+        run_id: "r".into(),
+        step_id: step.into(),
+        mutation: pev_protocol::run::FileMutation {
+            path: path.into(),
+            bytes_before: 1,
+            bytes_after: 2,
+            lines_added: 1,
+            lines_removed: 1,
+            no_op: false,
+        },
+        before_sha256: None,
+        after_sha256: None,
+    }
+}
+
+#[test]
+fn checked_once_evidence_of_a_named_file_is_undone_by_a_later_write_of_it_only() {
+    let calls = journal();
+    // `patch` checked a.css once; `undo` writes ./a.css later, `other` writes b.css.
+    let stale = stale_once(&[once("patch", Some("a.css"))], &calls, &[]);
+    assert_eq!(stale.len(), 1, "{stale:?}");
+    let r = &stale[0];
+    assert_eq!(
+        (r.of.step(), r.kind.as_str(), r.path.as_deref()),
+        (Some("patch"), "content_changed", Some("a.css"))
+    );
+    assert_eq!(r.changed_by, vec!["file.write ./a.css (step 'undo')".to_owned()]);
+    assert_eq!(r.then, "passed, checked once (marked `repeatable: false`)");
+    assert_eq!(r.now, "not run again, and a.css changed after it was checked");
+    // Nothing later wrote b.css; a read of a.css changes nothing; the setup write was earlier.
+    assert!(stale_once(&[once("other", Some("b.css"))], &calls, &[]).is_empty());
+    let reads = vec![
+        call("patch", "file.patch", Effect::Write, Some("a.css"), None),
+        call("look", "file.read", Effect::Read, Some("a.css"), None),
+    ];
+    assert!(stale_once(&[once("patch", Some("a.css"))], &reads, &[]).is_empty());
+    assert!(stale_once(&[once("setup", Some("z.css"))], &calls, &[]).is_empty());
+}
+
+#[test]
+fn without_a_file_it_depends_on_what_its_step_changed_and_commands_count_by_their_changes() {
+    let calls = vec![
+        call("release", "shell.exec", Effect::Exec, None, Some("echo v1 > release.txt")),
+        call("build", "shell.exec", Effect::Exec, None, Some("make")),
+        call("rollback", "shell.exec", Effect::Exec, None, Some("git checkout release.txt")),
+    ];
+    let mutations = vec![
+        mutation("release", "release.txt"),
+        mutation("build", "out/app"),
+        mutation("rollback", "release.txt"),
+    ];
+    let stale = stale_once(&[once("release", None)], &calls, &mutations);
+    assert_eq!(stale.len(), 1, "{stale:?}");
+    assert_eq!(
+        stale[0].changed_by,
+        vec!["shell.exec `git checkout release.txt` (step 'rollback')".to_owned()]
+    );
+    assert_eq!(stale[0].now, "not run again, and release.txt changed after it was checked");
+    // The build's command changed other files: the evidence stands.
+    assert!(stale_once(&[once("release", None)], &calls[..2], &mutations).is_empty());
+    // Two files changed by the step: the message says "what it depends on".
+    let two = [
+        mutation("release", "release.txt"),
+        mutation("release", "VERSION"),
+        mutation("rollback", "VERSION"),
+    ];
+    let stale = stale_once(&[once("release", None)], &calls, &two);
+    assert_eq!(stale[0].now, "not run again, and what it depends on changed after it was checked");
+    // A step that changed nothing and names no file (a health check): nothing to undo.
+    assert!(stale_once(&[once("build", None)], &calls, &[mutation("rollback", "x")]).is_empty());
+}
+
+#[test]
+fn a_postcondition_or_a_step_without_calls_is_not_judged_stale() {
+    let calls = journal();
+    let post =
+        CheckedOnce { of: EvidenceOf::Postcondition("p".into()), ..once("patch", Some("a.css")) };
+    assert!(stale_once(&[post], &calls, &[]).is_empty());
+    assert!(stale_once(&[once("never-called", Some("a.css"))], &calls, &[]).is_empty());
+}

@@ -259,7 +259,7 @@ async fn recheck(
         outputs,
     )
     .await;
-    if !check.regressed.is_empty() {
+    if !check.regressed.is_empty() || !check.checked_once.is_empty() {
         shared.recorder.flush().await?;
         let id = shared.recorder.run_id().to_owned();
         let location = shared.recorder.journal().location();
@@ -268,6 +268,10 @@ async fn recheck(
         crate::verdict::final_check::name_later_calls(&mut check.regressed, calls, |of| {
             of.step().and_then(|id| crate::verdict::final_check::after_last_call_of(calls, id))
         });
+        // Evidence not run again stands only while nothing it depends on changed after it.
+        let stale =
+            crate::verdict::final_check::stale_once(&check.checked_once, calls, &record.mutations);
+        check.regressed.extend(stale);
     }
     for r in &check.regressed {
         shared.recorder.emit(EventBody::AssertionChecked {
