@@ -11,9 +11,14 @@
 #   bench/mutants.sh FILE...         only these files (paths from the repository root)
 #   bench/mutants.sh --changed BASE  only the mutants in lines of the decision core changed since
 #                                    the git revision BASE (what CI runs when those files change)
+#   bench/mutants.sh --full [FILE...] the decision core and what decides confinement and a client's
+#                                    session (`full` below: pev-mcp's sessions, the sandbox's
+#                                    hidden / read-only / writable computation), every test of the
+#                                    mutated crate judging (its unit and integration tests), and with
+#                                    MUTANTS_CLI=1 the CLI's suite too (`--test-package pev`: hours)
 # env: MUTANTS_OUT (default bench/out/mutants), MUTANTS_TIMEOUT (seconds a mutant's tests may take;
 # default 60: a mutant that makes a test loop counts as caught, not as a wait), MUTANTS_IN_PLACE=1 to mutate this tree in place
-# (faster: reuses target/; never while someone edits the tree).
+# (faster: reuses target/; never while someone edits the tree), MUTANTS_JOBS (parallel mutants; default 1).
 #
 # Each crate's own unit tests (`--lib`) judge its mutants: the decision core is tested where it
 # lives, and the unit tests are what build fast enough to run hundreds of times. Installs
@@ -39,14 +44,36 @@ core=(
   crates/mcp/src/gate.rs
 )
 
+# Issue 33: beyond the decision core, the code that decides a client's session and run, and
+# what a command may read and write. `full_re` is matched against each mutant's name (its path
+# and function): it keeps every mutant of the files named after a rule (session, gate, verdict,
+# mismatch, outcome, ...) and, in the sandbox's lib.rs and confine.rs, only the functions that
+# compute what is hidden, read-only and writable (the rest is process plumbing the escape
+# tests judge).
+full=(
+  crates/mcp/src/session.rs
+  crates/sandbox/src/lib.rs
+  crates/sandbox/src/confine.rs
+)
+full_re='session|find_run|load|pinned|launch_in|hidden_paths|credential_files|readable_roots|grant|hidden_ancestors|verdict|gate|mismatch|same_file|named_files|stem_mentioned|outcome|recheck|mutation|goal|final_check|plan_state|budget|graph|retry'
+
 out="${MUTANTS_OUT:-bench/out/mutants}"
 mkdir -p "$out"
 args=(--no-config --test-workspace=false --baseline skip --timeout "${MUTANTS_TIMEOUT:-60}" -o "$out"
-      --cargo-test-arg=--lib)
+      --cargo-test-arg=--lib -j "${MUTANTS_JOBS:-1}")
 [[ "${MUTANTS_IN_PLACE:-0}" == 1 ]] && args+=(--in-place)
 
 files=()
-if [[ "${1:-}" == "--changed" ]]; then
+if [[ "${1:-}" == "--full" ]]; then
+  shift
+  # Every test of the mutated crate judges (not only `--lib`), and the CLI's with MUTANTS_CLI=1.
+  kept=()
+  for a in "${args[@]}"; do [[ "$a" == --cargo-test-arg=--lib ]] || kept+=("$a"); done
+  args=("${kept[@]}")
+  [[ "${MUTANTS_CLI:-0}" == 1 ]] && args+=(--test-package pev)
+  args+=(--re "$full_re")
+  if [[ $# -gt 0 ]]; then files=("$@"); else files=("${core[@]}" "${full[@]}"); fi
+elif [[ "${1:-}" == "--changed" ]]; then
   base="${2:?--changed needs a git revision}"
   diff="$out/changed.diff"
   git diff "$base" -- "${core[@]}" >"$diff"

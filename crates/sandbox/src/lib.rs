@@ -600,3 +600,7 @@ mod tests {
         assert!(super::credential_files(&|_| None).iter().all(|p| p.starts_with("/etc")));
     }
 }
+
+#[cfg(test)]
+#[path = "launch_tests.rs"]
+mod launch_tests;
