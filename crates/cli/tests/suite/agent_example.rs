@@ -207,8 +207,8 @@ fn a_run_that_created_a_file_replays_and_the_workspace_keeps_it() {
     let ws = example_site(tmp.path(), "site");
     let scratch = tmp.path().join("scratch");
     std::fs::create_dir(&scratch).expect("mkdir");
-    let script = super::support::repo_root()
-        .join("crates/cli/tests/fixtures/agent/changelog/executor.json");
+    let script =
+        super::support::repo_root().join("crates/cli/tests/fixtures/agent/changelog/executor.json");
     let pev = || {
         let mut cmd = pev_clean();
         cmd.current_dir(&ws)
@@ -233,4 +233,32 @@ fn a_run_that_created_a_file_replays_and_the_workspace_keeps_it() {
         assert!(!same.stderr.contains("diverged"), "{}", same.stderr);
         assert!(note.is_file(), "the replay removed the workspace's own file");
     }
+}
+
+/// A replay is not thrown by what changes from run to run in a command's output (issue 31): the
+/// run's command prints the time to the nanosecond and its process id; replayed later, the
+/// output differs there, and the replay still matches the recording and ends as it did.
+#[test]
+fn a_command_that_prints_the_time_replays_without_a_divergence() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let ws = example_site(tmp.path(), "site");
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir(&scratch).expect("mkdir");
+    let script =
+        super::support::repo_root().join("crates/cli/tests/fixtures/agent/stamp/executor.json");
+    let pev = || {
+        let mut cmd = pev_clean();
+        cmd.current_dir(&ws)
+            .env("TMPDIR", &scratch)
+            .env("PEV_EXECUTOR_PROVIDER", format!("script:{}", script.display()));
+        cmd
+    };
+    let out = run(&mut pev(), &["agent", "Write the build time to stamp.txt", "--mode", "loop"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let stamp = std::fs::read_to_string(ws.join("stamp.txt")).expect("stamp");
+    let same = run(&mut pev(), &["replay", "last"]);
+    assert!(!same.stderr.contains("diverged"), "{}", same.stderr);
+    assert_eq!(same.code, 0, "{}", same.stderr);
+    assert!(same.stderr.contains("6 of 6 recorded model calls answered"), "{}", same.stderr);
+    assert_eq!(std::fs::read_to_string(ws.join("stamp.txt")).expect("stamp"), stamp, "untouched");
 }

@@ -21,3 +21,4 @@ pub mod run;
 #[cfg(test)]
 mod test_clients;
 pub(crate) mod turn;
+pub mod volatile;

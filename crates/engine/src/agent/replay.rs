@@ -1,7 +1,8 @@
 //! Replaying a recorded run: every model call is answered from the journal instead of a model.
 //! A [`Recording`] holds a run's exchanges per conversation (role, step, attempt, in order);
 //! a [`ReplayClient`] stands in for a role's client, checks that each request it is asked
-//! equals the one recorded at that place (tool results compared with their timings masked), and
+//! equals the one recorded at that place (tool results compared with their timings, dates,
+//! temporary paths and process ids masked: `agent::volatile`), and
 //! answers with the recorded response, or the recorded failure. The first request that differs,
 //! or that the recording does not have, is a [`Divergence`] naming the call and the message; the
 //! call then fails, so the run goes on as a run whose model stopped answering, and the
@@ -286,7 +287,9 @@ pub fn difference(recorded: &ChatRequest, now: &ChatRequest) -> Option<String> {
     None
 }
 
-/// A message as JSON with what changes from run to run masked: a tool result's `duration_ms`.
+/// A message as JSON with what changes from run to run masked in its tool results: `duration_ms`
+/// and `elapsed_ms`, and the volatile tokens of `agent::volatile` (times, durations, temporary
+/// paths, process ids).
 fn masked(message: &Value) -> Value {
     let mut v = message.clone();
     if let Some(parts) = v.get_mut("content").and_then(Value::as_array_mut) {
@@ -296,7 +299,11 @@ fn masked(message: &Value) -> Value {
                 && let Ok(mut inner) = serde_json::from_str::<Value>(text)
             {
                 mask_durations(&mut inner);
-                *text = inner.to_string();
+                *text = crate::agent::volatile::mask(&inner.to_string()).into_owned();
+            } else if part.get("type").and_then(Value::as_str) == Some("tool_result")
+                && let Some(Value::String(text)) = part.get_mut("content")
+            {
+                *text = crate::agent::volatile::mask(text).into_owned();
             }
         }
     }
