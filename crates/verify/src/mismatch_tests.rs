@@ -106,13 +106,17 @@ fn rows() -> Vec<Row> {
         // A name without a directory matches the file anywhere; a missing new file counts.
         Row::new("bare name", "Change the background in style.css", &["site/style.css"]),
         // Issue 33: the tail matches at a `/` only: `mystyle.css` is another file.
-        Row::new("a name's tail is not the name", "Change the background in style.css", &[
-            "site/mystyle.css",
-        ])
+        Row::new(
+            "a name's tail is not the name",
+            "Change the background in style.css",
+            &["site/mystyle.css"],
+        )
         .mismatch(&["style.css"], &["site/mystyle.css"]),
-        Row::new("a directory's tail is not the directory", "Update css/style.css", &[
-            "site/scss/style.css",
-        ])
+        Row::new(
+            "a directory's tail is not the directory",
+            "Update css/style.css",
+            &["site/scss/style.css"],
+        )
         .mismatch(&["css/style.css"], &["site/scss/style.css"]),
         Row::new(
             "new file created",

@@ -157,7 +157,11 @@ fn a_resumed_run_has_its_mcp_servers_again() {
     let mut cmd = pev_clean();
     cmd.env("XDG_CONFIG_HOME", &cfg);
     let out = run(&mut cmd, &["resume", "last", "--workspace", &ws_arg, "--json"]);
-    assert!(out.stderr.contains("MCP server `peer`"), "the server was started again: {}", out.stderr);
+    assert!(
+        out.stderr.contains("MCP server `peer`"),
+        "the server was started again: {}",
+        out.stderr
+    );
     let store = pev_store::Store::open_existing(ws.join(".pev/pev.db")).unwrap();
     let run_id = store.resolve_run("last").unwrap();
     let todo: Vec<_> = store
