@@ -163,6 +163,17 @@ impl Engine {
                 slot.baseline.entry(h.path.clone()).or_insert_with(|| h.sha256.clone());
             }
         }
+        // What resume needs to settle an interrupted call of step `id`.
+        let recovery_of = |id: &str, call: &pev_store::ToolCallRecord| Recovery {
+            call: call.clone(),
+            before_hashes: record
+                .file_hashes
+                .iter()
+                .filter(|h| h.step_id == id && h.phase == HashPhase::Before)
+                .map(|h| (h.path.clone(), h.sha256.clone()))
+                .collect(),
+            before_content: call.pre_sha256.as_ref().and_then(|s| blobs.get(s).cloned()),
+        };
         let mut recoveries = HashMap::new();
         let mut continuations = HashMap::new();
         for (i, slot) in slots.iter_mut().enumerate() {
@@ -192,24 +203,24 @@ impl Engine {
                     if let Some(call) =
                         last_call.get(id).filter(|c| direct && c.attempt == slot.attempts)
                     {
-                        let before_hashes = record
-                            .file_hashes
-                            .iter()
-                            .filter(|h| h.step_id == id && h.phase == HashPhase::Before)
-                            .map(|h| (h.path.clone(), h.sha256.clone()))
-                            .collect();
-                        let before_content =
-                            call.pre_sha256.as_ref().and_then(|s| blobs.get(s).cloned());
-                        recoveries.insert(
-                            i,
-                            Recovery { call: (*call).clone(), before_hashes, before_content },
-                        );
+                        recoveries.insert(i, recovery_of(id, call));
                         // The attempt being settled is the one that was interrupted.
                         slot.attempts = slot.attempts.saturating_sub(1);
                     }
                     slot.status = StepStatus::Pending;
                 }
-                StepStatus::Blocked => slot.status = StepStatus::Pending,
+                StepStatus::Blocked => {
+                    // Held for approval because its interrupted call may have run (issue 31):
+                    // that call is still unsettled, and is recovered as when it was cut off.
+                    if let Some(call) = last_call.get(id).filter(|c| {
+                        plan.steps[i].tool.is_some()
+                            && c.status == ToolCallStatus::Started
+                            && c.attempt == slot.attempts.saturating_add(1)
+                    }) {
+                        recoveries.insert(i, recovery_of(id, call));
+                    }
+                    slot.status = StepStatus::Pending;
+                }
                 _ => {}
             }
             slot.awaiting_approval = false;
@@ -220,7 +231,20 @@ impl Engine {
             .filter(|h| h.step_id.is_empty() && h.phase == HashPhase::Before)
             .map(|h| (h.path.clone(), h.sha256.clone()))
             .collect();
-        let approved = record.approvals.iter().map(|a| a.step_id.clone()).collect();
+        let mut approved: HashSet<String> =
+            record.approvals.iter().map(|a| a.step_id.clone()).collect();
+        // A step held for approval because its interrupted effect may have run (issue 31) is
+        // approved only by a yes given after that call started, not by one from before it.
+        for (i, r) in &recoveries {
+            let step = &plan.steps[*i];
+            let held = crate::step::recover::may_have_run(&r.call) && !step.repeatable();
+            let after = |a: &&pev_store::ApprovalRecord| {
+                a.step_id == step.id.as_str() && a.at.as_str() > r.call.started_at.as_str()
+            };
+            if held && !record.approvals.iter().any(|a| after(&a)) {
+                approved.remove(step.id.as_str());
+            }
+        }
         let mutations = record
             .mutations
             .iter()

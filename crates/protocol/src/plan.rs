@@ -153,6 +153,13 @@ pub struct Step {
     /// the goal asks for work on tests (a model cannot grant itself leave to change its checks).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub may_change_oracle: bool,
+    /// `false`: the step's effect must not happen twice (a push, a migration, a payment). After
+    /// a crash that interrupted its command or request, which may have run, a resume does not run
+    /// it again by itself: the run stops for a person's approval of the step (`pev approve RUN
+    /// STEP`). Unset (the default) or `true`: an interrupted command runs again. A step with an
+    /// assertion marked `repeatable: false` is treated as not repeatable too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeatable: Option<bool>,
     /// Fields this version of pev does not know; kept, and reported by lint.
     #[serde(flatten)]
     #[schemars(skip)]
@@ -166,6 +173,12 @@ pub struct Step {
 
 impl Step {
     /// The title if there is one, else the id: what a person should see.
+    /// Whether an interrupted effect of this step may run again without a person's yes: not when
+    /// the step, or one of its assertions, is marked `repeatable: false`.
+    pub fn repeatable(&self) -> bool {
+        self.repeatable != Some(false) && self.assertions.iter().all(Assertion::repeatable)
+    }
+
     pub fn label(&self) -> &str {
         self.title.as_deref().unwrap_or(self.id.as_str())
     }

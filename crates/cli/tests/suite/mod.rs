@@ -28,6 +28,7 @@ mod output;
 mod policy_trust;
 mod readme;
 mod report;
+mod resume_inflight;
 mod run_approval;
 mod run_assertions;
 mod run_dag;

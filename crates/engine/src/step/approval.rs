@@ -32,9 +32,36 @@ pub(crate) async fn ask_approval(
     args: &Value,
     reason: String,
 ) -> Result<Approval, StoreError> {
+    ask(shared, step, (tool, args, reason), true).await
+}
+
+/// [`ask_approval`] for what `--yes` may not answer (a command that may have run before a crash,
+/// of a step marked not repeatable): without a person to ask, the run stops for approval.
+pub(crate) async fn ask_explicit_approval(
+    shared: &Shared,
+    step: &Step,
+    tool: &str,
+    args: &Value,
+    reason: String,
+) -> Result<Approval, StoreError> {
+    ask(shared, step, (tool, args, reason), false).await
+}
+
+async fn ask(
+    shared: &Shared,
+    step: &Step,
+    (tool, args, reason): (&str, &Value, String),
+    yes_answers: bool,
+) -> Result<Approval, StoreError> {
     let id = step.id.as_str().to_owned();
     let (answer, by) = match &shared.engine.config.approval {
-        ApprovalMode::All => (Approval::Yes, "--yes"),
+        ApprovalMode::All if yes_answers => (Approval::Yes, "--yes"),
+        ApprovalMode::All => {
+            shared
+                .recorder
+                .emit(EventBody::ApprovalRequested { step: id, tool: Some(tool.to_owned()) })?;
+            return Ok(Approval::Defer);
+        }
         ApprovalMode::Defer => {
             shared
                 .recorder

@@ -173,6 +173,35 @@ async fn drive(
         watched: &watched,
         target: target.as_deref(),
     };
+    // A command (or request) that may have run before the run stopped is not run again by
+    // itself when its step says it must not happen twice: a person approves it by name.
+    if let Some(r) = &job.recovery
+        && crate::step::recover::may_have_run(&r.call)
+        && !step.repeatable()
+        && !job.approved
+    {
+        let reason = format!(
+            "the run stopped while {} of this step was running, so it may have run already, and \
+             the step is marked not repeatable: approve the step to run it again",
+            r.call.tool
+        );
+        let answer =
+            crate::step::approval::ask_explicit_approval(shared, step, tool_name, &args, reason)
+                .await?;
+        match answer {
+            Approval::Yes => {}
+            Approval::No => {
+                fail(&mut report.slot, "a person refused to run it again");
+                return Ok(());
+            }
+            Approval::Defer => {
+                report.slot.status = StepStatus::Blocked;
+                report.slot.awaiting_approval = true;
+                report.slot.started_at = None;
+                return Ok(());
+            }
+        }
+    }
     let max_attempts = max_attempts(step);
     let mut recovery = job.recovery.take();
     loop {

@@ -23,6 +23,13 @@ use crate::call::{Before, Call, CallEnd, snapshot};
 use crate::digest::sha256_hex;
 use crate::state::step::{Shared, StepReport};
 
+/// Whether an interrupted call's effect may have happened and cannot be checked from outside: an
+/// exec or network call the journal shows started and never ended. (A write is settled by its
+/// file's hash; a read has no effect.)
+pub(crate) fn may_have_run(call: &pev_store::ToolCallRecord) -> bool {
+    call.status == ToolCallStatus::Started && matches!(call.effect, Effect::Exec | Effect::Network)
+}
+
 /// `Some` when the interrupted attempt's outcome is known (reused or recovered); `None` when the
 /// call must run again.
 pub(crate) async fn settle(

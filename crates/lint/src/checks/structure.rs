@@ -43,6 +43,7 @@ const STEP_FIELDS: &[&str] = &[
     "max_attempts",
     "delegate",
     "may_change_oracle",
+    "repeatable",
     "step_id",
     "name",
     "args",

@@ -1,0 +1,99 @@
+//! A command in flight when the run was killed (issue 31): it may have run, and nothing outside
+//! can tell what it did. A step marked `repeatable: false` (a push, a migration) is therefore not
+//! run again by a resume, not even with `--yes`: the run stops awaiting a person's approval of
+//! that step, and runs it once more only after `pev approve`. An approval from before the kill
+//! does not count.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use super::agent_support::pev_clean;
+use super::run_support::pev_path;
+use super::support::run;
+
+/// Starts `pev run PLAN` in `ws` and kills it once the command has started (its first line is in
+/// `pushes.log`).
+fn run_then_kill(ws: &std::path::Path, plan: &std::path::Path) {
+    let mut child = Command::new(pev_path())
+        .args(["run", &plan.display().to_string(), "--workspace", &ws.display().to_string()])
+        .args(["--json", "--yes"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn pev run");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    for line in lines.by_ref() {
+        let event: Value = serde_json::from_str(&line.expect("a line")).expect("JSON");
+        if event["event"] == "tool.called" && event["tool"] == "shell.exec" {
+            break;
+        }
+    }
+    // Keep reading: a closed stdout is a reason of its own for pev to stop, not a crash.
+    let drain = std::thread::spawn(move || lines.for_each(drop));
+    let log = ws.join("pushes.log");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !log.is_file() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().expect("SIGKILL pev");
+    child.wait().expect("wait for pev");
+    drain.join().expect("the reader");
+    assert_eq!(pushes(ws), 1, "the command ran once before the kill");
+}
+
+fn pushes(ws: &std::path::Path) -> usize {
+    std::fs::read_to_string(ws.join("pushes.log")).map_or(0, |s| s.lines().count())
+}
+
+#[test]
+fn a_command_that_may_have_run_is_not_run_again_without_approval() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let plan = json!({"goal": "Push the release", "steps": [
+        {"id": "push", "tool": "shell.exec", "repeatable": false,
+         "parameters": {"command": "echo push >> pushes.log; sleep 3"},
+         "assertions": [{"type": "file_contains", "path": "pushes.log", "pattern": "push"}]}]});
+    let plan_path = dir.path().join("plan.json");
+    std::fs::write(&plan_path, plan.to_string()).unwrap();
+    run_then_kill(&ws, &plan_path);
+
+    let ws_arg = ws.display().to_string();
+    for _ in 0..2 {
+        let out = run(&mut pev_clean(), &["resume", "last", "--workspace", &ws_arg, "--yes"]);
+        assert_eq!(out.code, 4, "awaiting approval, --yes notwithstanding: {out:?}");
+        assert!(out.stdout.contains("awaiting") || out.stderr.contains("approv"), "{out:?}");
+        assert_eq!(pushes(&ws), 1, "not run again without a person's yes");
+    }
+    let show = run(&mut pev_clean(), &["show", "last", "--workspace", &ws_arg, "--format", "json"]);
+    assert_eq!(show.code, 0, "{show:?}");
+
+    let approve = run(&mut pev_clean(), &["approve", "last", "push", "--workspace", &ws_arg]);
+    assert_eq!(approve.code, 0, "{approve:?}");
+    let out = run(&mut pev_clean(), &["resume", "last", "--workspace", &ws_arg]);
+    assert_eq!(out.code, 0, "approved, it runs once more and the run ends success: {out:?}");
+    assert_eq!(pushes(&ws), 2);
+}
+
+#[test]
+fn a_step_without_the_mark_runs_its_command_again_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let plan = json!({"goal": "Build", "steps": [
+        {"id": "build", "tool": "shell.exec",
+         "parameters": {"command": "echo push >> pushes.log; sleep 3"}}]});
+    let plan_path = dir.path().join("plan.json");
+    std::fs::write(&plan_path, plan.to_string()).unwrap();
+    run_then_kill(&ws, &plan_path);
+    let ws_arg = ws.display().to_string();
+    let out = run(&mut pev_clean(), &["resume", "last", "--workspace", &ws_arg]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(pushes(&ws), 2, "run again");
+    assert!(out.stderr.contains("runs again") || out.stdout.contains("runs again"), "{out:?}");
+}
