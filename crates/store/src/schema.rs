@@ -346,10 +346,22 @@ pub(crate) fn open(path: &Path, create: Create) -> Result<Connection, StoreError
     };
     let mut conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
-    // The first statement that reads the file: a file that is not SQLite fails here.
-    let mode: String = conn
-        .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
-        .map_err(open_err)?;
+    // The first statement that reads the file: a file that is not SQLite fails here. Switching a
+    // new file to WAL while another process opens it can be refused as busy without the busy
+    // handler being asked (SQLite does not wait on that lock), so it is tried again here, within
+    // the same time a busy statement waits.
+    let started = std::time::Instant::now();
+    let mode: String = loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && started.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            other => break other.map_err(open_err)?,
+        }
+    };
     if !mode.eq_ignore_ascii_case("wal") && !mode.eq_ignore_ascii_case("memory") {
         return Err(StoreError::NotAJournal {
             path: Location::from(path),
