@@ -237,7 +237,8 @@ impl Engine {
         // approved only by a yes given after that call started, not by one from before it.
         for (i, r) in &recoveries {
             let step = &plan.steps[*i];
-            let held = crate::step::recover::may_have_run(&r.call) && !step.repeatable();
+            let held = crate::step::recover::may_have_run(self.ctx.workspace.root(), &r.call)
+                && !step.repeatable();
             let after = |a: &&pev_store::ApprovalRecord| {
                 a.step_id == step.id.as_str() && a.at.as_str() > r.call.started_at.as_str()
             };

@@ -25,6 +25,7 @@ pub mod names;
 pub mod net;
 mod registry;
 mod sandbox;
+pub mod spawn_mark;
 mod text;
 
 pub use builtin::http::{build_client, chain as error_chain};

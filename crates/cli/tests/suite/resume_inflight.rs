@@ -97,3 +97,34 @@ fn a_step_without_the_mark_runs_its_command_again_with_a_warning() {
     assert_eq!(pushes(&ws), 2, "run again");
     assert!(out.stderr.contains("runs again") || out.stdout.contains("runs again"), "{out:?}");
 }
+
+/// The mark of an exec call's start: "started" once its process spawned (the kill above came
+/// after). A call whose mark still says "intent" (the kill came between its journaled intent and
+/// the spawn) never started, so a resume runs it, repeatable or not, without asking.
+#[test]
+fn a_command_that_never_started_runs_on_resume_without_approval() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let plan = json!({"goal": "Push the release", "steps": [
+        {"id": "push", "tool": "shell.exec", "repeatable": false,
+         "parameters": {"command": "echo push >> pushes.log; sleep 3"}}]});
+    let plan_path = dir.path().join("plan.json");
+    std::fs::write(&plan_path, plan.to_string()).unwrap();
+    run_then_kill(&ws, &plan_path);
+    let marks: Vec<std::path::PathBuf> = std::fs::read_dir(ws.join(".pev/inflight"))
+        .unwrap()
+        .flatten()
+        .flat_map(|run| std::fs::read_dir(run.path()).unwrap().flatten().map(|m| m.path()))
+        .collect();
+    assert_eq!(marks.len(), 1, "{marks:?}");
+    assert_eq!(std::fs::read_to_string(&marks[0]).unwrap(), "started");
+    // As if the kill had come before the spawn.
+    std::fs::write(&marks[0], "intent").unwrap();
+    std::fs::write(ws.join("pushes.log"), "").unwrap();
+    let ws_arg = ws.display().to_string();
+    let out = run(&mut pev_clean(), &["resume", "last", "--workspace", &ws_arg]);
+    assert_eq!(out.code, 0, "it never started: it runs, no approval asked: {out:?}");
+    assert_eq!(pushes(&ws), 1);
+    assert!(!out.stderr.contains("cannot be checked from outside"), "no warning: {out:?}");
+}

@@ -103,7 +103,21 @@ pub(crate) async fn invoke(
     })?;
     report.tool_calls += 1;
     let started = Instant::now();
-    let result = tool.call(&engine.ctx, call.args.clone()).await;
+    // An exec call leaves a durable mark of whether its process spawned (`spawn_mark`), so a
+    // resume can tell a command that never started from one that may have run. A mark that
+    // cannot be written is no mark: the command then counts as one that may have run.
+    let mark = (call.effect == Effect::Exec)
+        .then(|| crate::step::spawn_mark::path(engine.ctx.workspace.root(), &run_id, &call_id))
+        .filter(|at| crate::step::spawn_mark::write(at, "intent").is_ok());
+    let result = match mark {
+        Some(at) => {
+            let hook: pev_tools::spawn_mark::Hook = std::sync::Arc::new(move || {
+                let _ = crate::step::spawn_mark::write(&at, "started");
+            });
+            pev_tools::spawn_mark::scope(hook, tool.call(&engine.ctx, call.args.clone())).await
+        }
+        None => tool.call(&engine.ctx, call.args.clone()).await,
+    };
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let (ok, output, error) = match result {
         Ok(v) => (true, Some(v), None),

@@ -15,6 +15,7 @@ pub(crate) mod instruction;
 pub(crate) mod invoke;
 pub(crate) mod judge;
 pub(crate) mod recover;
+pub(crate) mod spawn_mark;
 
 use std::sync::Arc;
 
@@ -176,7 +177,7 @@ async fn drive(
     // A command (or request) that may have run before the run stopped is not run again by
     // itself when its step says it must not happen twice: a person approves it by name.
     if let Some(r) = &job.recovery
-        && crate::step::recover::may_have_run(&r.call)
+        && crate::step::recover::may_have_run(engine.ctx.workspace.root(), &r.call)
         && !step.repeatable()
         && !job.approved
     {

@@ -24,10 +24,14 @@ use crate::digest::sha256_hex;
 use crate::state::step::{Shared, StepReport};
 
 /// Whether an interrupted call's effect may have happened and cannot be checked from outside: an
-/// exec or network call the journal shows started and never ended. (A write is settled by its
-/// file's hash; a read has no effect.)
-pub(crate) fn may_have_run(call: &pev_store::ToolCallRecord) -> bool {
-    call.status == ToolCallStatus::Started && matches!(call.effect, Effect::Exec | Effect::Network)
+/// exec or network call the journal shows started and never ended, unless its mark under `root`
+/// says its process never spawned (`spawn_mark`). (A write is settled by its file's hash; a
+/// read has no effect.)
+pub(crate) fn may_have_run(root: &std::path::Path, call: &pev_store::ToolCallRecord) -> bool {
+    call.status == ToolCallStatus::Started
+        && matches!(call.effect, Effect::Exec | Effect::Network)
+        && crate::step::spawn_mark::read(root, &call.run_id, &call.call_id)
+            == crate::step::spawn_mark::Mark::MayHaveRun
 }
 
 /// `Some` when the interrupted attempt's outcome is known (reused or recovered); `None` when the
@@ -85,7 +89,13 @@ pub(crate) async fn settle(
             None,
             Some("interrupted by a crash; run again on resume".to_owned()),
         ))?;
-        if record.effect != Effect::Read {
+        let root = shared.engine.ctx.workspace.root();
+        if record.effect == Effect::Exec && !may_have_run(root, &record) {
+            report.slot.evidence.push(format!(
+                "{} had not started when the run stopped (its process never spawned); it runs now",
+                record.tool
+            ));
+        } else if record.effect != Effect::Read {
             let kind = match record.effect {
                 Effect::Exec => "an exec",
                 Effect::Network => "a network",

@@ -57,6 +57,7 @@ pub(crate) async fn run(ctx: &ToolContext, spec: &CommandSpec) -> Result<Command
     let started = Instant::now();
     let deadline = tokio::time::Instant::now().checked_add(spec.timeout);
     let mut child = cmd.spawn().map_err(|e| spawn_error(&spec.program, &e))?;
+    crate::spawn_mark::spawned();
     // The command holds the supervisor's end of the socket: kept, a supervisor that never
     // started (or died) would leave it open, and the read below would wait for ever.
     drop(cmd);

@@ -200,6 +200,7 @@ pub async fn run_command(
     let started = Instant::now();
     let deadline = tokio::time::Instant::now().checked_add(spec.timeout);
     let mut child = cmd.spawn().map_err(|e| spawn_error(&spec.program, &e))?;
+    crate::spawn_mark::spawned();
     let mut group =
         GroupGuard { pgid: child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw) };
 
