@@ -234,15 +234,14 @@ impl Engine {
         let mut approved: HashSet<String> =
             record.approvals.iter().map(|a| a.step_id.clone()).collect();
         // A step held for approval because its interrupted effect may have run (issue 31) is
-        // approved only by a yes given after that call started, not by one from before it.
+        // approved only by a yes to running that call again (`pev approve` records it under the
+        // call's own key), not by the step's approval from before it.
         for (i, r) in &recoveries {
             let step = &plan.steps[*i];
             let held = crate::step::recover::may_have_run(self.ctx.workspace.root(), &r.call)
                 && !step.repeatable();
-            let after = |a: &&pev_store::ApprovalRecord| {
-                a.step_id == step.id.as_str() && a.at.as_str() > r.call.started_at.as_str()
-            };
-            if held && !record.approvals.iter().any(|a| after(&a)) {
+            let key = pev_store::rerun_approval_key(step.id.as_str(), &r.call.call_id);
+            if held && !record.approvals.iter().any(|a| a.step_id == key) {
                 approved.remove(step.id.as_str());
             }
         }

@@ -47,7 +47,7 @@ pub use lease::{Lease, LeaseError};
 pub use records::{
     ApprovalRecord, FileHashRecord, HashPhase, ModelCallRecord, MutationRecord, NewRun, Record,
     RequestRef, RunOptions, RunRecord, RunSummary, StepState, ToolCallEnd, ToolCallRecord,
-    ToolCallStart, ToolCallStatus, step_status_str,
+    ToolCallStart, ToolCallStatus, rerun_approval_key, step_status_str,
 };
 pub use store::{Guard, Store};
 pub use watch::Watch;

@@ -381,6 +381,12 @@ pub struct MutationRecord {
     pub after_sha256: Option<String>,
 }
 
+/// The approval key of running again `call_id` of `step`, a call cut off by a crash that may
+/// have run: `STEP@CALL`. `pev approve RUN STEP` records it beside the step's own approval.
+pub fn rerun_approval_key(step: &str, call_id: &str) -> String {
+    format!("{step}@{call_id}")
+}
+
 /// A person's (or `--yes`'s) approval of a step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalRecord {

@@ -1,14 +1,15 @@
-//! Whether a command had started. A tool that runs a program calls [`spawned`] once the child
-//! process exists; whoever made the call can listen through [`scope`]. The engine does, for
-//! every call with an exec effect: it leaves a durable mark before the call ("intent") and
-//! turns it to "started" from the hook, so that a resume after a kill can tell a command that
-//! never started (it may simply run) from one that may have run (issue 31).
+//! Whether a command had started. A tool that runs a program calls [`spawning`] right before it
+//! spawns the child process, and does not spawn it when that says no; whoever made the call
+//! listens through [`scope`]. The engine does, for `shell.exec`: it leaves a durable mark before
+//! the call ("intent") and turns it to "started" from the hook, before the spawn, so that a
+//! resume after a kill can tell a command that never started (it may simply run) from one that
+//! may have run (issue 31).
 
 use std::future::Future;
 use std::sync::Arc;
 
-/// Called once per child process a tool spawns, right after the spawn succeeded.
-pub type Hook = Arc<dyn Fn() + Send + Sync>;
+/// Called right before each child process a tool spawns; `false` forbids the spawn.
+pub type Hook = Arc<dyn Fn() -> bool + Send + Sync>;
 
 tokio::task_local! {
     static HOOK: Hook;
@@ -19,9 +20,10 @@ pub async fn scope<F: Future>(hook: Hook, fut: F) -> F::Output {
     HOOK.scope(hook, fut).await
 }
 
-/// Tells the current [`scope`]'s hook, if any, that a child process exists.
-pub fn spawned() {
-    let _ = HOOK.try_with(|hook| hook());
+/// Tells the current [`scope`]'s hook, if any, that a child process is about to be spawned;
+/// `false` when the hook forbids it (it could not record the start). `true` outside a scope.
+pub fn spawning() -> bool {
+    HOOK.try_with(|hook| hook()).unwrap_or(true)
 }
 
 #[cfg(test)]
@@ -34,18 +36,13 @@ mod tests {
     async fn the_hook_hears_spawns_inside_its_scope_only() {
         let count = Arc::new(AtomicUsize::new(0));
         let seen = Arc::clone(&count);
-        spawned();
-        scope(
-            Arc::new(move || {
-                seen.fetch_add(1, Ordering::SeqCst);
-            }),
-            async {
-                spawned();
-                spawned();
-            },
-        )
+        assert!(spawning(), "outside a scope nothing forbids a spawn");
+        let allowed = scope(Arc::new(move || seen.fetch_add(1, Ordering::SeqCst) == 0), async {
+            (spawning(), spawning())
+        })
         .await;
-        spawned();
+        assert!(spawning());
         assert_eq!(count.load(Ordering::SeqCst), 2);
+        assert_eq!(allowed, (true, false), "the hook's answer is the caller's");
     }
 }

@@ -446,6 +446,16 @@ pub fn approve(
     let by = std::env::var("USER").unwrap_or_else(|_| "pev approve".to_owned());
     for s in &steps {
         store.approve(&run_id, s, &by).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+        // A call of the step cut off by a crash (it may have run): approving the step approves
+        // running that call again, by its own key, so an approval from before it does not.
+        for call in record
+            .tool_calls
+            .iter()
+            .filter(|c| c.step_id == *s && c.status == pev_store::ToolCallStatus::Started)
+        {
+            let key = pev_store::rerun_approval_key(s, &call.call_id);
+            store.approve(&run_id, &key, &by).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+        }
         let _ = writeln!(err, "pev: approved step `{s}` of run {run_id}");
     }
     if common.json {

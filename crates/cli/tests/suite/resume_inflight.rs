@@ -52,11 +52,23 @@ fn pushes(ws: &std::path::Path) -> usize {
 
 #[test]
 fn a_command_that_may_have_run_is_not_run_again_without_approval() {
+    held_until_approved(false);
+}
+
+/// The same step also needing approval, approved by `--yes` before the kill: that approval is
+/// of the first run of the command, not of running it again.
+#[test]
+fn an_approval_from_before_the_kill_does_not_release_the_hold() {
+    held_until_approved(true);
+}
+
+fn held_until_approved(requires_approval: bool) {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
     std::fs::create_dir(&ws).unwrap();
     let plan = json!({"goal": "Push the release", "steps": [
         {"id": "push", "tool": "shell.exec", "repeatable": false,
+         "requires_approval": requires_approval,
          "parameters": {"command": "echo push >> pushes.log; sleep 3"},
          "assertions": [{"type": "file_contains", "path": "pushes.log", "pattern": "push"}]}]});
     let plan_path = dir.path().join("plan.json");

@@ -106,14 +106,17 @@ pub(crate) async fn invoke(
     // An exec call leaves a durable mark of whether its process spawned (`spawn_mark`), so a
     // resume can tell a command that never started from one that may have run. A mark that
     // cannot be written is no mark: the command then counts as one that may have run.
-    let mark = (call.effect == Effect::Exec)
+    // Only a tool that reports its spawns (pev's own command runners) gets a mark: any other
+    // (an MCP server's tool) never says "started", and no mark means "may have run".
+    let mark = (call.effect == Effect::Exec && call.tool == "shell.exec")
         .then(|| crate::step::spawn_mark::path(engine.ctx.workspace.root(), &run_id, &call_id))
         .filter(|at| crate::step::spawn_mark::write(at, "intent").is_ok());
     let result = match mark {
         Some(at) => {
-            let hook: pev_tools::spawn_mark::Hook = std::sync::Arc::new(move || {
-                let _ = crate::step::spawn_mark::write(&at, "started");
-            });
+            // "started" is written before the process is spawned; a mark that cannot be written
+            // refuses the spawn, so a mark left saying "intent" is always true.
+            let hook: pev_tools::spawn_mark::Hook =
+                std::sync::Arc::new(move || crate::step::spawn_mark::write(&at, "started").is_ok());
             pev_tools::spawn_mark::scope(hook, tool.call(&engine.ctx, call.args.clone())).await
         }
         None => tool.call(&engine.ctx, call.args.clone()).await,

@@ -56,8 +56,14 @@ pub(crate) async fn run(ctx: &ToolContext, spec: &CommandSpec) -> Result<Command
     let cap = ctx.policy.max_output_bytes;
     let started = Instant::now();
     let deadline = tokio::time::Instant::now().checked_add(spec.timeout);
+    if !crate::spawn_mark::spawning() {
+        return Err(ToolError::Fatal(
+            "shell.exec: pev could not record that the command is starting (its mark under \
+             .pev/inflight), so it did not start it"
+                .to_owned(),
+        ));
+    }
     let mut child = cmd.spawn().map_err(|e| spawn_error(&spec.program, &e))?;
-    crate::spawn_mark::spawned();
     // The command holds the supervisor's end of the socket: kept, a supervisor that never
     // started (or died) would leave it open, and the read below would wait for ever.
     drop(cmd);

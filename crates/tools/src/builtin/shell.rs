@@ -199,8 +199,14 @@ pub async fn run_command(
     let cap = ctx.policy.max_output_bytes;
     let started = Instant::now();
     let deadline = tokio::time::Instant::now().checked_add(spec.timeout);
+    if !crate::spawn_mark::spawning() {
+        return Err(ToolError::Fatal(
+            "shell.exec: pev could not record that the command is starting (its mark under \
+             .pev/inflight), so it did not start it"
+                .to_owned(),
+        ));
+    }
     let mut child = cmd.spawn().map_err(|e| spawn_error(&spec.program, &e))?;
-    crate::spawn_mark::spawned();
     let mut group =
         GroupGuard { pgid: child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw) };
 
