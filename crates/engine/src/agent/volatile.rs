@@ -34,7 +34,7 @@ static RULES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         // 0.001s, 12 ms, 3.5 seconds
         rule(r"\b\d+(?:\.\d+)?\s?(?:ns|µs|us|ms|s|sec|secs|seconds?|min)\b", "<duration>"),
         // /tmp/pev-scratch-1234-…/ws/a.txt, /var/tmp/x
-        rule(r"(?:/var)?/tmp/(?:[A-Za-z0-9._+\-/]*[A-Za-z0-9_+\-/])?", "<tmp>"),
+        rule(r"(^|[^A-Za-z0-9._+\-/])(?:/var)?/tmp/(?:[A-Za-z0-9._+\-/]*[A-Za-z0-9_+\-/])?", "${1}<tmp>"),
         // pid 1234, PID=1234, pid: 1234
         rule(r"\b(?i:pid)\s?[=:#]?\s?\d+\b", "pid <n>"),
     ]
@@ -67,6 +67,8 @@ mod tests {
             ("took 12 ms", "took <duration>"),
             ("wrote /tmp/pev-scratch-11280-18ebca/ws/a.txt.", "wrote <tmp>."),
             ("kept in /var/tmp/x-1", "kept in <tmp>"),
+            ("/tmp/a at the start", "<tmp> at the start"),
+            ("\"/tmp/q\"", "\"<tmp>\""),
             ("server pid 4242 up", "server pid <n> up"),
             ("PID=77", "pid <n>"),
         ];
@@ -85,6 +87,7 @@ mod tests {
             "line 42: expected 15, got 5",
             "a.txt: 16 bytes",
             "/home/user/project/src/a.rs",
+            "src/tmp/a.rs and /srv/tmp/x",
         ] {
             assert_eq!(mask(text), text);
         }
