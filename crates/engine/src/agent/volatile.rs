@@ -34,7 +34,10 @@ static RULES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         // 0.001s, 12 ms, 3.5 seconds
         rule(r"\b\d+(?:\.\d+)?\s?(?:ns|µs|us|ms|s|sec|secs|seconds?|min)\b", "<duration>"),
         // /tmp/pev-scratch-1234-…/ws/a.txt, /var/tmp/x
-        rule(r"(^|[^A-Za-z0-9._+\-/])(?:/var)?/tmp/(?:[A-Za-z0-9._+\-/]*[A-Za-z0-9_+\-/])?", "${1}<tmp>"),
+        rule(
+            r"(^|[^A-Za-z0-9._+\-/])(?:/var)?/tmp/(?:[A-Za-z0-9._+\-/]*[A-Za-z0-9_+\-/])?",
+            "${1}<tmp>",
+        ),
         // pid 1234, PID=1234, pid: 1234
         rule(r"\b(?i:pid)\s?[=:#]?\s?\d+\b", "pid <n>"),
     ]
