@@ -49,6 +49,7 @@ fn agent_then_kill(s: &Scenario, extra: &[&str]) -> Vec<Value> {
             break;
         }
     }
+    wait_until_started(&s.path());
     child.kill().expect("SIGKILL pev");
     let status = child.wait().expect("wait for pev");
     assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9), "{status:?}");
@@ -58,6 +59,24 @@ fn agent_then_kill(s: &Scenario, extra: &[&str]) -> Vec<Value> {
         (Some("record-build"), Some("shell.exec"))
     );
     before
+}
+
+/// Waits until the command in flight has started (its start mark, issue 31, says so), so that
+/// the kill comes while it runs, not between its journaled intent and its spawn (a command that
+/// never started is simply run on resume, which is another case).
+fn wait_until_started(ws: &std::path::Path) {
+    let started = || {
+        std::fs::read_dir(ws.join(".pev/inflight"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .flat_map(|run| std::fs::read_dir(run.path()).into_iter().flatten().flatten())
+            .any(|m| std::fs::read_to_string(m.path()).is_ok_and(|v| v == "started"))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !started() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 /// Swaps in `resume.toml` and runs `pev resume last --workspace WS --json`.
@@ -182,6 +201,7 @@ fn a_continued_attempt_does_not_make_its_finished_calls_again() {
             break;
         }
     }
+    wait_until_started(&s.path());
     child.kill().expect("SIGKILL");
     child.wait().expect("wait");
     assert_eq!(s.read("notes.txt"), "notes: taken\n", "the first session's write");
