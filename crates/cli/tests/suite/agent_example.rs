@@ -203,19 +203,7 @@ fn a_recorded_run_replays_offline_and_a_change_is_named() {
 /// replay diverged at the write ("created": false).
 #[test]
 fn a_run_that_created_a_file_replays_and_the_workspace_keeps_it() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let ws = example_site(tmp.path(), "site");
-    let scratch = tmp.path().join("scratch");
-    std::fs::create_dir(&scratch).expect("mkdir");
-    let script =
-        super::support::repo_root().join("crates/cli/tests/fixtures/agent/changelog/executor.json");
-    let pev = || {
-        let mut cmd = pev_clean();
-        cmd.current_dir(&ws)
-            .env("TMPDIR", &scratch)
-            .env("PEV_EXECUTOR_PROVIDER", format!("script:{}", script.display()));
-        cmd
-    };
+    let (_tmp, ws, pev) = scripted_site("changelog");
     let goal = "Add a CHANGELOG entry for 1.2 in notes/changelog.txt";
     let out = run(&mut pev(), &["agent", goal, "--mode", "loop"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -240,19 +228,7 @@ fn a_run_that_created_a_file_replays_and_the_workspace_keeps_it() {
 /// output differs there, and the replay still matches the recording and ends as it did.
 #[test]
 fn a_command_that_prints_the_time_replays_without_a_divergence() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let ws = example_site(tmp.path(), "site");
-    let scratch = tmp.path().join("scratch");
-    std::fs::create_dir(&scratch).expect("mkdir");
-    let script =
-        super::support::repo_root().join("crates/cli/tests/fixtures/agent/stamp/executor.json");
-    let pev = || {
-        let mut cmd = pev_clean();
-        cmd.current_dir(&ws)
-            .env("TMPDIR", &scratch)
-            .env("PEV_EXECUTOR_PROVIDER", format!("script:{}", script.display()));
-        cmd
-    };
+    let (_tmp, ws, pev) = scripted_site("stamp");
     let out = run(&mut pev(), &["agent", "Write the build time to stamp.txt", "--mode", "loop"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let stamp = std::fs::read_to_string(ws.join("stamp.txt")).expect("stamp");
@@ -261,4 +237,27 @@ fn a_command_that_prints_the_time_replays_without_a_divergence() {
     assert_eq!(same.code, 0, "{}", same.stderr);
     assert!(same.stderr.contains("6 of 6 recorded model calls answered"), "{}", same.stderr);
     assert_eq!(std::fs::read_to_string(ws.join("stamp.txt")).expect("stamp"), stamp, "untouched");
+}
+
+/// The example site in a temp dir (kept alive by the returned guard), and `pev` run from it with
+/// the executor's answers scripted by `fixtures/agent/NAME/executor.json` and scratch copies
+/// under the temp dir.
+fn scripted_site(
+    name: &str,
+) -> (tempfile::TempDir, std::path::PathBuf, impl Fn() -> assert_cmd::Command) {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let ws = example_site(tmp.path(), "site");
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir(&scratch).expect("mkdir");
+    let script = super::support::repo_root()
+        .join(format!("crates/cli/tests/fixtures/agent/{name}/executor.json"));
+    let dir = ws.clone();
+    let pev = move || {
+        let mut cmd = pev_clean();
+        cmd.current_dir(&dir)
+            .env("TMPDIR", &scratch)
+            .env("PEV_EXECUTOR_PROVIDER", format!("script:{}", script.display()));
+        cmd
+    };
+    (tmp, ws, pev)
 }
