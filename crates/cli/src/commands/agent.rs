@@ -78,20 +78,7 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
     let policy = crate::shared::policy_source::load(req.policy.as_deref(), &workspace, floor, err)?;
     let config_dir = workspace.clone();
     if req.scratch {
-        let copy = scratch::copy_workspace(&workspace).map_err(|e| Fail(EXIT_BAD_INPUT, e))?;
-        let _ = writeln!(
-            err,
-            "pev: running on a scratch copy of {} at {}",
-            workspace.display(),
-            copy.display()
-        );
-        let _ = writeln!(
-            err,
-            "pev: the copy stays (its journal is what `pev show` reads); remove it with `rm -rf {}` \
-             when done",
-            crate::view::run_summary::shell_quote(&copy.display().to_string())
-        );
-        workspace = copy;
+        workspace = scratch::announced_copy(&workspace, err)?;
     }
     let registry = Arc::new(tool_registry(&config_dir, &workspace, err)?);
     let budget = Budget {

@@ -128,20 +128,7 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
 
     let mut workspace = named;
     if req.scratch {
-        let copy = scratch::copy_workspace(&workspace).map_err(Fail::input)?;
-        let _ = writeln!(
-            err,
-            "pev: running on a scratch copy of {} at {}",
-            workspace.display(),
-            copy.display()
-        );
-        let _ = writeln!(
-            err,
-            "pev: the copy stays (its journal is what `pev show` reads); remove it with `rm -rf {}` \
-             when done",
-            crate::view::run_summary::shell_quote(&copy.display().to_string())
-        );
-        workspace = copy;
+        workspace = scratch::announced_copy(&workspace, err)?;
     }
     let db = store_path(&req.common, &workspace)?;
     let approve_tools = policy.policy.approve_tools.clone();

@@ -39,6 +39,28 @@ pub fn copy_workspace(workspace: &Path) -> Result<PathBuf, String> {
     Ok(target)
 }
 
+/// `--scratch`: a copy of `workspace` to run on, and the two lines that say where it is and how
+/// to remove it.
+pub(crate) fn announced_copy(
+    workspace: &Path,
+    err: &mut dyn std::io::Write,
+) -> Result<PathBuf, crate::shared::exit::Fail> {
+    let copy = copy_workspace(workspace).map_err(crate::shared::exit::Fail::input)?;
+    let _ = writeln!(
+        err,
+        "pev: running on a scratch copy of {} at {}",
+        workspace.display(),
+        copy.display()
+    );
+    let _ = writeln!(
+        err,
+        "pev: the copy stays (its journal is what `pev show` reads); remove it with `rm -rf {}` \
+         when done",
+        crate::view::run_summary::shell_quote(&copy.display().to_string())
+    );
+    Ok(copy)
+}
+
 fn copy_dir(from: &Path, to: &Path) -> io::Result<()> {
     for entry in fs::read_dir(from)? {
         let entry = entry?;
