@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from typing import Any, TypedDict
 
 import pytest
@@ -172,7 +173,7 @@ def test_the_mock_rejects_what_the_real_api_rejects() -> None:
 def test_claude_agent_sdk_stop_hook_answers_as_the_gate(tmp_path: Any) -> None:
     from pev.integrations.claude_agent_sdk import mcp_server, stop_hook
 
-    payload = {"session_id": "s-1", "transcript_path": str(tmp_path / "t.jsonl"), "cwd": str(tmp_path),
+    payload = {"session_id": f"s-{uuid.uuid4()}", "transcript_path": str(tmp_path / "t.jsonl"), "cwd": str(tmp_path),
                "hook_event_name": "Stop", "stop_hook_active": False}
     hook = stop_hook(workspace=tmp_path)
     out = asyncio.run(hook(payload, None, None))

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import uuid
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,9 @@ def test_run_from_a_dict_and_bad_input(tmp_path: Path) -> None:
 def test_gate_on_recorded_payloads(tmp_path: Path) -> None:
     payload = json.loads((HOOKS / "claude_stop.json").read_text())
     payload["cwd"] = str(tmp_path)
+    # Refusals without a run are counted per session in the machine's temporary directory, so
+    # the recorded session id would carry its count from one test run to the next: a fresh one.
+    payload["session_id"] = f"{payload['session_id']}-{uuid.uuid4()}"
     decision = pev.gate(payload, workspace=tmp_path)
     # No pev run in this workspace and no plan required: the stop is allowed.
     assert decision.decision == "allow" and decision.allowed
