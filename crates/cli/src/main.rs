@@ -112,6 +112,22 @@ fn main() -> ExitCode {
                 report(crate::commands::journal::runs(&journal.common(None, false), &mut out));
             finish(code, out.flush())
         }
+        Command::Show {
+            run,
+            format: ShowFormat::Recording,
+            journal,
+            conversation: false,
+            follow: false,
+            ..
+        } => {
+            let mut out = BufWriter::new(stdout.lock());
+            let code = report(crate::commands::journal::recording(
+                &run,
+                &journal.common(None, false),
+                &mut out,
+            ));
+            finish(code, out.flush())
+        }
         Command::Show { run, step, conversation: true, full, format, journal, .. } => {
             let mut common = journal.common(None, false);
             common.json |= format == ShowFormat::Json;

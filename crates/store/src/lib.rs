@@ -23,6 +23,7 @@ mod pg_tls;
 #[cfg(feature = "postgres")]
 mod pg_tls_conn;
 mod read;
+pub mod recording;
 mod records;
 mod schema;
 mod store;

@@ -131,7 +131,8 @@ pub(crate) enum Command {
         /// line
         #[arg(long, conflicts_with = "conversation")]
         follow: bool,
-        /// Output format (`json` prints the run result, `pev schema result`)
+        /// Output format (`json` prints the run result, `pev schema result`; `recording` the run
+        /// as a text recording for `pev replay last --store FILE.jsonl`)
         #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
         format: ShowFormat,
         #[command(flatten)]
@@ -627,6 +628,9 @@ impl CommonArgs {
 pub(crate) enum ShowFormat {
     Text,
     Json,
+    /// The run and its child runs as a text recording (JSON lines) `pev replay --store
+    /// FILE.jsonl` reads
+    Recording,
 }
 
 #[derive(Debug, Args)]

@@ -21,6 +21,16 @@ fn open(common: &Common) -> Result<Store, Fail> {
     Store::open_existing(&db).map_err(|e| Fail(2, e.to_string()))
 }
 
+/// `pev show RUN --format recording`: the run and its child runs as a text recording
+/// (`pev_store::recording`), matched with the built-in volatile rules.
+pub fn recording(run: &str, common: &Common, out: &mut dyn Write) -> Result<u8, Fail> {
+    let store = open(common)?;
+    let run_id = store.resolve_run(run).map_err(|e| Fail(2, e.to_string()))?;
+    let rules = pev_engine::agent::volatile::built_in_rules();
+    pev_store::recording::write(&store, &run_id, &rules, out).map_err(|e| Fail(EXIT_FAILED, e))?;
+    Ok(EXIT_OK)
+}
+
 /// `pev runs`: one line (or one JSON object) per run, newest first.
 pub fn runs(common: &Common, out: &mut dyn Write) -> Result<u8, Fail> {
     let store = open(common)?;

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use pev_engine::agent::conversation::exchanges;
 use pev_engine::agent::replay::Recording;
+use pev_engine::agent::volatile::Masks;
 use pev_protocol::run::RunResult;
 use pev_store::{RunRecord, Store};
 use serde_json::Value;
@@ -38,7 +39,18 @@ pub(crate) struct ReplayRequest {
 pub(crate) fn replay(req: &ReplayRequest, err: &mut dyn Write) -> Result<u8, Fail> {
     let workspace = workspace_dir(req.common.workspace.as_deref())?;
     let db = store_path(&req.common, &workspace)?;
-    let store = Store::open_existing(&db).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
+    let text = db.file().filter(|f| f.extension().is_some_and(|e| e == "jsonl"));
+    let (store, masks, _scratch) = match text {
+        Some(file) => {
+            let (store, masks, scratch) = read_recording(file, err)?;
+            (store, masks, Some(scratch))
+        }
+        None => {
+            let store =
+                Store::open_existing(&db).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
+            (store, Masks::default(), None)
+        }
+    };
     let run_id = store.resolve_run(&req.run).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
     let record = store.load_run(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     let option = |key: &str| record.options.get(key);
@@ -67,7 +79,8 @@ pub(crate) fn replay(req: &ReplayRequest, err: &mut dyn Write) -> Result<u8, Fai
             ),
         ));
     }
-    let recording = Recording::new(exchanges(&store, &calls).map_err(|e| Fail(EXIT_FAILED, e))?);
+    let exchanges = exchanges(&store, &calls).map_err(|e| Fail(EXIT_FAILED, e))?;
+    let recording = Recording::with_masks(exchanges, masks);
 
     let source = req.from.clone().unwrap_or_else(|| PathBuf::from(&record.workspace));
     let copy =
@@ -154,6 +167,37 @@ pub(crate) fn replay(req: &ReplayRequest, err: &mut dyn Write) -> Result<u8, Fai
         if same { "" } else { ": DIFFERENT" }
     );
     Ok(if same && divergences.is_empty() && unused.is_empty() { EXIT_OK } else { EXIT_FAILED })
+}
+
+/// A text recording (`pev_store::recording`) read into a scratch journal, removed when the
+/// returned guard is dropped, and the volatile rules it declares.
+fn read_recording(
+    file: &Path,
+    err: &mut dyn Write,
+) -> Result<(Store, Masks, tempfile::TempDir), Fail> {
+    let bad = |e: String| Fail(EXIT_BAD_INPUT, e);
+    let input = std::fs::File::open(file)
+        .map_err(|e| bad(format!("cannot open the recording {}: {e}", file.display())))?;
+    let scratch = tempfile::Builder::new()
+        .prefix("pev-recording-")
+        .tempdir()
+        .map_err(|e| Fail(EXIT_FAILED, format!("cannot make a scratch journal: {e}")))?;
+    let store = Store::open(pev_store::default_path(scratch.path()))
+        .map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    let name = file.display().to_string();
+    let read = pev_store::recording::read(&mut std::io::BufReader::new(input), &name, &store)
+        .map_err(bad)?;
+    if read.skipped > 0 {
+        let _ = writeln!(
+            err,
+            "pev: {name}: {} line(s) of kinds this pev does not know (recorded by pev {}) were \
+             skipped",
+            read.skipped, read.header.pev
+        );
+    }
+    let rules = read.header.volatile.into_iter().map(|r| (r.pattern, r.with));
+    let masks = Masks::declared(rules).map_err(|e| bad(format!("{name}: {e}")))?;
+    Ok((store, masks, scratch))
 }
 
 /// Puts every file the run changed back as it was before its first change, through the

@@ -239,6 +239,45 @@ fn a_command_that_prints_the_time_replays_without_a_divergence() {
     assert_eq!(std::fs::read_to_string(ws.join("stamp.txt")).expect("stamp"), stamp, "untouched");
 }
 
+/// Any run can be kept as a text recording (issue 31): `pev show RUN --format recording` writes
+/// it, and `pev replay last --store FILE.jsonl` replays it with the workspace's own journal
+/// gone; the file is JSON lines under a versioned header.
+#[test]
+fn a_run_kept_as_a_text_recording_replays_without_its_journal() {
+    let (tmp, ws, pev) = scripted_site("changelog");
+    let out = run(
+        &mut pev(),
+        &["agent", "Add a CHANGELOG entry for 1.2 in notes/changelog.txt", "--mode", "loop"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let shown = run(&mut pev(), &["show", "last", "--format", "recording"]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    let header: serde_json::Value =
+        serde_json::from_str(shown.stdout.lines().next().expect("a header")).expect("JSON");
+    assert_eq!(
+        (header["format"].as_str(), header["version"].as_u64()),
+        (Some("pev-recording"), Some(1))
+    );
+    let file = tmp.path().join("run.jsonl");
+    std::fs::write(&file, &shown.stdout).expect("keep it");
+    std::fs::remove_dir_all(ws.join(".pev")).expect("the journal gone");
+    let file = file.to_str().expect("utf-8");
+    let same = run(&mut pev(), &["replay", "last", "--store", file]);
+    assert_eq!(same.code, 0, "{}", same.stderr);
+    assert!(
+        same.stderr.contains("outcome success now, success when recorded\n"),
+        "{}",
+        same.stderr
+    );
+    let missing = run(&mut pev(), &["replay", "last", "--store", "nowhere.jsonl"]);
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    assert!(
+        missing.stderr.contains("cannot open the recording nowhere.jsonl"),
+        "{}",
+        missing.stderr
+    );
+}
+
 /// The example site in a temp dir (kept alive by the returned guard), and `pev` run from it with
 /// the executor's answers scripted by `fixtures/agent/NAME/executor.json` and scratch copies
 /// under the temp dir.

@@ -415,7 +415,8 @@ fn a_recorded_scenario_replays_offline_and_an_edit_is_a_divergence() {
     let r = row(&doc, "lazy-one", &Value::from("on"));
     assert_eq!(r["status"], "success");
     assert!(r["note"].as_str().unwrap_or_default().contains("recorded in"), "{r}");
-    assert!(one.join("recording/gate-on.db").is_file());
+    assert!(one.join("recording/gate-on.jsonl").is_file());
+    assert!(!one.join("recording/gate-on.jsonl.partial").exists());
 
     // Offline: the script is gone, the recording answers.
     std::fs::remove_file(&model).expect("remove the script");
@@ -445,6 +446,79 @@ fn a_recorded_scenario_replays_offline_and_an_edit_is_a_divergence() {
         "{note}"
     );
     assert!(note.contains("TODO with DONE") && note.contains("TODO by DONE"), "{note}");
+}
+
+/// A model that runs a command printing the time to the nanosecond and a random build id, then
+/// does the edit and records it.
+const STAMPED: &str = r#"{"turns": [
+ {"content": [{"type": "tool_use", "id": "1", "name": "plan_create", "input": {"objective": "a.txt DONE", "steps": [{"id": "a", "title": "Mark a.txt DONE", "assertions": [{"type": "file_contains", "path": "a.txt", "pattern": "DONE"}]}]}}]},
+ {"content": [{"type": "tool_use", "id": "2", "name": "shell_exec", "input": {"command": "date -u +%Y-%m-%dT%H:%M:%S.%NZ; echo build-$(od -An -N4 -tx1 /dev/urandom | tr -d ' \\n')"}}]},
+ {"content": [{"type": "tool_use", "id": "3", "name": "file_patch", "input": {"path": "a.txt", "edits": [{"old": "TODO", "new": "DONE"}]}}]},
+ {"content": [{"type": "tool_use", "id": "4", "name": "step_update", "input": {"id": "a", "status": "done", "evidence": "a.txt says DONE"}}]},
+ {"content": [{"type": "text", "text": "a.txt is DONE."}]}
+]}"#;
+
+/// Recordings are text that declares how it is matched (issue 31): a run whose command printed
+/// the time and a random build id is recorded with the scenario's `[[volatile]]` rule for the
+/// id; replayed offline later (another time, another id) it matches and is correct. The same
+/// recording with the rule taken out of its header diverges at the call after the command; a
+/// recording of a newer format is refused by name.
+#[test]
+fn a_recording_declares_its_volatile_rules_and_a_changed_date_is_not_a_divergence() {
+    let toml = "name = \"stamped\"\ngoal = \"Replace TODO with DONE in a.txt\"\n\
+                [expect]\nstatus = \"success\"\n\
+                [[volatile]]\npattern = \"build-[0-9a-f]{8}\"\nwith = \"build-<id>\"\n";
+    let dir = suite_with(toml, STAMPED);
+    let one = dir.path().join("one");
+    let model = dir.path().join("model.json");
+    std::fs::rename(one.join("model.json"), &model).expect("move the script");
+    std::fs::write(
+        one.join("workspace/pev.toml"),
+        format!("[roles.executor]\nprovider = \"script:{}\"\nmodel = \"m\"\n", model.display()),
+    )
+    .expect("pev.toml");
+    let suite = dir.path().display().to_string();
+    let recorded = eval(&[&suite, "--record", "--gate", "on", "--json"]);
+    assert_eq!(recorded.code, 0, "{}\n{}", recorded.stdout, recorded.stderr);
+    std::fs::remove_file(&model).expect("offline from here");
+    let file = one.join("recording/gate-on.jsonl");
+    let text = std::fs::read_to_string(&file).expect("the recording");
+    let header: Value = serde_json::from_str(text.lines().next().expect("header")).expect("JSON");
+    let rules = header["volatile"].as_array().expect("rules").clone();
+    assert_eq!(rules.last().expect("a rule")["with"], "build-<id>", "{header}");
+    assert!(
+        text.contains("build-") && text.contains("\"shell.exec\""),
+        "the command's output is in it"
+    );
+
+    let replayed = eval(&[&suite, "--gate", "on", "--json"]);
+    assert_eq!(replayed.code, 0, "{}\n{}", replayed.stdout, replayed.stderr);
+    let doc: Value = serde_json::from_str(&replayed.stdout).expect("JSON");
+    let r = row(&doc, "stamped", &Value::from("on"));
+    assert_eq!((r["correct"].as_bool(), r["note"].clone()), (Some(true), Value::Null), "{r}");
+
+    // Without the recording's rule for the id, the id is a difference.
+    let mut without = header.clone();
+    without["volatile"] = Value::Array(rules[..rules.len() - 1].to_vec());
+    let rest: Vec<&str> = text.lines().skip(1).collect();
+    std::fs::write(&file, format!("{without}\n{}\n", rest.join("\n"))).expect("edit");
+    let drifted = eval(&[&suite, "--gate", "on", "--json"]);
+    assert_eq!(drifted.code, 1, "{}", drifted.stderr);
+    let doc: Value = serde_json::from_str(&drifted.stdout).expect("JSON");
+    let note =
+        row(&doc, "stamped", &Value::from("on"))["note"].as_str().unwrap_or_default().to_owned();
+    assert!(note.contains("diverged at call 3") && note.contains("build-"), "{note}");
+
+    // A newer format: refused, naming it.
+    let mut newer = header;
+    newer["version"] = Value::from(2);
+    std::fs::write(&file, format!("{newer}\n{}\n", rest.join("\n"))).expect("edit");
+    let refused = eval(&[&suite, "--gate", "on", "--json"]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    let doc: Value = serde_json::from_str(&refused.stdout).expect("JSON");
+    let r = row(&doc, "stamped", &Value::from("on"));
+    let said = format!("{} {}", r["error"], r["note"]);
+    assert!(said.contains("recording format 2"), "{r}");
 }
 
 /// The rows of an eval document without what differs from run to run (wall time, run ids).

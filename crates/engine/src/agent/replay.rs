@@ -18,6 +18,7 @@ use pev_providers::{
 use serde_json::Value;
 
 use crate::agent::conversation::Exchange;
+use crate::agent::volatile::Masks;
 use crate::model_scope;
 
 type Key = (String, Option<String>, Option<u32>);
@@ -55,16 +56,29 @@ pub struct Recording {
     queues: Mutex<HashMap<Key, VecDeque<Exchange>>>,
     divergences: Mutex<Vec<Divergence>>,
     answered: Mutex<u64>,
+    /// What is masked in tool results before a request is compared.
+    masks: Masks,
 }
 
 impl Recording {
+    /// The exchanges, compared with the built-in volatile rules.
     pub fn new(exchanges: Vec<Exchange>) -> Arc<Self> {
+        Self::with_masks(exchanges, Masks::default())
+    }
+
+    /// The exchanges, compared with `masks` (the rules a text recording declares).
+    pub fn with_masks(exchanges: Vec<Exchange>, masks: Masks) -> Arc<Self> {
         let mut queues: HashMap<Key, VecDeque<Exchange>> = HashMap::new();
         for x in exchanges {
             let key = (x.call.role.clone(), x.call.step_id.clone(), x.call.attempt);
             queues.entry(key).or_default().push_back(x);
         }
-        Arc::new(Self { queues: Mutex::new(queues), ..Self::default() })
+        Arc::new(Self {
+            queues: Mutex::new(queues),
+            divergences: Mutex::default(),
+            answered: Mutex::default(),
+            masks,
+        })
     }
 
     /// Where the replay left the recording, in the order met.
@@ -118,7 +132,7 @@ impl Recording {
         let Some(recorded) = &x.request else {
             return diverge(Some(x.call.seq), "the recording did not keep this request".to_owned());
         };
-        if let Some(what) = difference(recorded, request) {
+        if let Some(what) = difference_with(recorded, request, &self.masks) {
             return diverge(Some(x.call.seq), what);
         }
         *self.answered.lock().unwrap_or_else(PoisonError::into_inner) += 1;
@@ -150,10 +164,9 @@ impl Recording {
         if model_scope::current_run().is_some_and(|run| run != next.call.run_id) {
             return None;
         }
-        let same = next
-            .request
-            .as_ref()
-            .is_some_and(|r| difference(&without_budget(r), &without_budget(request)).is_none());
+        let same = next.request.as_ref().is_some_and(|r| {
+            difference_with(&without_budget(r), &without_budget(request), &self.masks).is_none()
+        });
         let Some(response) = next.response.clone().filter(|_| same) else {
             queue.clear();
             return None;
@@ -233,8 +246,14 @@ fn recorded_error(kind: &str, message: &str) -> ProviderError {
     }
 }
 
-/// Where `now` differs from `recorded`, in words; `None` when they are the same request.
+/// Where `now` differs from `recorded`, in words; `None` when they are the same request (tool
+/// results compared with the built-in volatile rules).
 pub fn difference(recorded: &ChatRequest, now: &ChatRequest) -> Option<String> {
+    difference_with(recorded, now, &Masks::default())
+}
+
+/// [`difference`], with tool results compared under `masks`.
+pub fn difference_with(recorded: &ChatRequest, now: &ChatRequest, masks: &Masks) -> Option<String> {
     if recorded.model != now.model {
         return Some(format!("the model was {:?}, now {:?}", recorded.model, now.model));
     }
@@ -254,8 +273,8 @@ pub fn difference(recorded: &ChatRequest, now: &ChatRequest) -> Option<String> {
     }
     for (i, (a, b)) in recorded.messages.iter().zip(&now.messages).enumerate() {
         let (ja, jb) = (
-            masked(&serde_json::to_value(a).unwrap_or_default()),
-            masked(&serde_json::to_value(b).unwrap_or_default()),
+            masked(&serde_json::to_value(a).unwrap_or_default(), masks),
+            masked(&serde_json::to_value(b).unwrap_or_default(), masks),
         );
         if ja != jb {
             return Some(format!(
@@ -288,9 +307,9 @@ pub fn difference(recorded: &ChatRequest, now: &ChatRequest) -> Option<String> {
 }
 
 /// A message as JSON with what changes from run to run masked in its tool results: `duration_ms`
-/// and `elapsed_ms`, and the volatile tokens of `agent::volatile` (times, durations, temporary
-/// paths, process ids).
-fn masked(message: &Value) -> Value {
+/// and `elapsed_ms`, and the volatile tokens `masks` finds (by default times, durations,
+/// temporary paths, process ids: `agent::volatile`).
+fn masked(message: &Value, masks: &Masks) -> Value {
     let mut v = message.clone();
     if let Some(parts) = v.get_mut("content").and_then(Value::as_array_mut) {
         for part in parts {
@@ -299,11 +318,11 @@ fn masked(message: &Value) -> Value {
                 && let Ok(mut inner) = serde_json::from_str::<Value>(text)
             {
                 mask_durations(&mut inner);
-                *text = crate::agent::volatile::mask(&inner.to_string()).into_owned();
+                *text = masks.mask(&inner.to_string()).into_owned();
             } else if part.get("type").and_then(Value::as_str) == Some("tool_result")
                 && let Some(Value::String(text)) = part.get_mut("content")
             {
-                *text = crate::agent::volatile::mask(text).into_owned();
+                *text = masks.mask(text).into_owned();
             }
         }
     }

@@ -10,6 +10,7 @@ mod open;
 #[cfg(feature = "postgres")]
 mod pg_tls;
 mod reads;
+mod recording;
 mod roundtrip;
 
 use std::path::PathBuf;

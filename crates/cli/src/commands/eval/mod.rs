@@ -59,12 +59,21 @@ enum Source {
     Live,
 }
 
-/// Where the recording of `scenario` with the gate `gate` is kept.
+/// Where the recording of `scenario` with the gate `gate` is kept: a text recording
+/// (`NAME.jsonl`, `pev_store::recording`), or a journal file an older pev kept (`NAME.db`),
+/// read while no text recording stands beside it.
 fn recording_path(scenario: &Scenario, gate: Option<bool>) -> PathBuf {
+    let text = text_recording_path(scenario, gate);
+    let old = text.with_extension("db");
+    if !text.is_file() && old.is_file() { old } else { text }
+}
+
+/// Where `--record` writes the recording of `scenario` with the gate `gate`.
+fn text_recording_path(scenario: &Scenario, gate: Option<bool>) -> PathBuf {
     let name = match gate {
-        Some(true) => "gate-on.db",
-        Some(false) => "gate-off.db",
-        None => "pev-mode.db",
+        Some(true) => "gate-on.jsonl",
+        Some(false) => "gate-off.jsonl",
+        None => "pev-mode.jsonl",
     };
     let dir = scenario.workspace.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     dir.join("recording").join(name)
@@ -349,21 +358,42 @@ fn replay_command(
     cmd.spawn().map_err(|e| format!("cannot start {}: {e}", exe.display()))
 }
 
-/// Keeps the journal of a live run as the scenario's recording (replacing an older one).
+/// Keeps the last run of a live run's journal as the scenario's text recording, matched with
+/// the built-in volatile rules and then the scenario's own (replacing an older recording, a
+/// journal file of an older pev's included).
 fn keep_recording(scenario: &Scenario, gate: Option<bool>, copy: &Path) -> Result<(), String> {
-    let target = recording_path(scenario, gate);
+    let target = text_recording_path(scenario, gate);
     if let Some(dir) = target.parent() {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    match std::fs::remove_file(&target) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(format!("cannot replace {}: {e}", target.display())),
+    let store = pev_store::Store::open_existing(pev_store::default_path(copy))
+        .map_err(|e| format!("cannot keep the recording: {e}"))?;
+    let run = store.resolve_run("last").map_err(|e| format!("cannot keep the recording: {e}"))?;
+    let mut rules = pev_engine::agent::volatile::built_in_rules();
+    rules.extend(scenario.volatile.iter().cloned());
+    // Written beside the target and renamed over it: an interrupted --record leaves the
+    // recording that stood.
+    let partial = target.with_extension("jsonl.partial");
+    let written = std::fs::File::create(&partial)
+        .map_err(|e| format!("cannot write {}: {e}", partial.display()))
+        .and_then(|file| {
+            let mut out = std::io::BufWriter::new(file);
+            pev_store::recording::write(&store, &run, &rules, &mut out)
+        })
+        .and_then(|()| {
+            std::fs::rename(&partial, &target)
+                .map_err(|e| format!("cannot write {}: {e}", target.display()))
+        });
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&partial);
+        return Err(e);
     }
-    pev_store::Store::open_existing(pev_store::default_path(copy))
-        .and_then(|store| store.copy_to(&target))
-        .map_err(|e| format!("cannot keep the recording: {e}"))
+    match std::fs::remove_file(target.with_extension("db")) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("cannot remove the older recording: {e}")),
+    }
 }
 
 /// `pev agent GOAL --mode M [--no-gate --no-oracle] --workspace COPY --json`, with the

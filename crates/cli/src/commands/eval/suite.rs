@@ -27,6 +27,10 @@
 //!
 //! [expect.gate_off]             # optional: the outcome with the gate off, when it differs
 //! status = "partial"
+//!
+//! [[volatile]]                  # optional: what else changes between runs in a tool's output,
+//! pattern = "build-[0-9a-f]{8}" # masked when a recording is replayed (times, durations, temp
+//! with = "build-<id>"           # paths and pids always are); written into the recording
 //! ```
 //!
 //! The scripts live beside `scenario.toml`, outside `workspace/`, so the model cannot read its
@@ -122,6 +126,9 @@ pub struct Scenario {
     pub expect_gate_off: Expectation,
     /// A check the model never sees (`hidden_check`, `hidden_tests`), for the gate-on run.
     pub hidden_check: Option<HiddenCheck>,
+    /// The scenario's own volatile rules (`[[volatile]]`), after the built-in ones in its
+    /// recordings.
+    pub volatile: Vec<pev_store::recording::VolatileRule>,
 }
 
 /// A scenario's hidden check: a command, and a directory of held-out tests beside
@@ -165,6 +172,15 @@ struct RawScenario {
     #[serde(default)]
     hidden_tests: Option<String>,
     expect: RawExpect,
+    #[serde(default)]
+    volatile: Vec<RawVolatile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVolatile {
+    pattern: String,
+    with: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -322,8 +338,18 @@ pub fn load_scenario(dir: &Path) -> Result<Scenario, String> {
             Some(HiddenCheck { command, tests })
         }
     };
+    let volatile: Vec<pev_store::recording::VolatileRule> = raw
+        .volatile
+        .into_iter()
+        .map(|v| pev_store::recording::VolatileRule { pattern: v.pattern, with: v.with })
+        .collect();
+    pev_engine::agent::volatile::Masks::declared(
+        volatile.iter().map(|v| (v.pattern.clone(), v.with.clone())),
+    )
+    .map_err(|e| format!("{shown}: volatile: {e}"))?;
     Ok(Scenario {
         hidden_check,
+        volatile,
         name,
         description: raw.description.map(|d| d.trim().to_owned()).filter(|d| !d.is_empty()),
         goal: raw.goal.trim().to_owned(),
