@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use pev_engine::ModelHooks;
 use pev_engine::agent::budget::{Budget, BudgetState};
 use pev_engine::agent::call_log::CallLog;
+use pev_engine::agent::call_marks::CallMarks;
 use pev_engine::agent::delegate::{ChildRuns, DEFAULT_MAX_DEPTH, RoleClient, Roles};
 use pev_engine::agent::judge::{JudgeOptions, ModelJudge};
 use pev_engine::agent::planner::{PlanContext, PlanError, WorkspaceSummary};
@@ -192,6 +193,7 @@ pub fn run(req: &AgentRequest, err: &mut dyn Write) -> Result<u8, Fail> {
         .map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
     drop(store);
     attach_calls(&models.calls, &db, &run_id, err);
+    models.state.mark_calls_in(CallMarks::new(&workspace, &run_id));
     session.trace(&run_id, false);
     let _ = writeln!(err, "pev: run {run_id} (journal {})", db);
     let agent = AgentLoop {
@@ -284,6 +286,7 @@ fn loop_parts(
     let config = Config::from_env(config_dir).map_err(|e| Fail(EXIT_BAD_INPUT, e.to_string()))?;
     let prices = config.prices().clone();
     let state = Arc::new(BudgetState::new(budget, prices.clone()));
+    state.mark_calls_in(CallMarks::new(workspace, run_id));
     let notices = Notices::new();
     let calls = CallLog::priced(prices.clone());
     // Only the executor's calls are answered from a resumed run's recording.

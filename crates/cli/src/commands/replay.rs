@@ -69,7 +69,9 @@ pub(crate) fn replay(req: &ReplayRequest, err: &mut dyn Write) -> Result<u8, Fai
             format!("run {run_id} has not finished; `pev resume {run_id}` first"),
         ));
     };
-    let calls = store.model_calls(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    let mut calls = store.model_calls(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+    // Calls a kill cut off were never answered: they count against budgets, not in a replay.
+    calls.retain(|c| c.error_type.as_deref() != Some("cut_off"));
     if calls.is_empty() || calls.iter().any(|c| c.request.is_none()) {
         return Err(Fail(
             EXIT_BAD_INPUT,

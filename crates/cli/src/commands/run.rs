@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use pev_engine::agent::call_marks::CallMarks;
 use pev_engine::{ResumeInput, RunInput};
 use pev_lint::{LintOptions, lint};
 use pev_protocol::LintStatus;
@@ -265,6 +266,23 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
         _ => None,
     });
     let stored = record.result.as_ref().map(|r| r.usage.clone());
+    // Calls the killed session had in flight count at their worst case (issue 31).
+    match pev_engine::agent::call_marks::settle_left(&workspace, &store, &run_id) {
+        Ok(0) => {}
+        Ok(n) => {
+            let _ = writeln!(
+                err,
+                "pev: {n} model call(s) were in flight when the run was stopped; each is counted \
+                 at its worst case against the run's ceilings"
+            );
+        }
+        Err(e) => {
+            return Err(Fail(
+                EXIT_FAILED,
+                format!("cannot count the model calls in flight when the run was stopped: {e}"),
+            ));
+        }
+    }
     let prior_usage = spent_before(journaled_usage, stored, calls_usage(&store, &run_id));
     let warnings = events
         .into_iter()
@@ -362,6 +380,7 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
         )?;
         resumed_tools = Some(registry);
         crate::shared::models::attach_calls(&models.calls, &db, &run_id, err);
+        models.state.mark_calls_in(CallMarks::new(&workspace, &run_id));
         calls = Some(Arc::clone(&models.calls));
         Some(models)
     } else {
@@ -469,8 +488,6 @@ fn workspace_mismatches(record: &pev_store::RunRecord, workspace: &Path) -> Vec<
     out
 }
 
-/// What the model calls of `run_id` and its child runs (ids `RUN.STEP.ATTEMPT…`) spent, from
-/// the journal; `None` when it has no child runs.
 /// The model calls journaled for `run_id` and its child runs, summed; `None` when there are none
 /// or they cannot be read.
 fn calls_usage(store: &Store, run_id: &str) -> Option<pev_protocol::run::Usage> {

@@ -77,3 +77,179 @@ fn a_budget_too_small_for_the_plan_stops_before_any_run_is_journaled() {
     assert!(runs.stderr.contains("no run has been journaled there"), "{runs:?}");
     assert_eq!(s.read("index.html"), Scenario::original("budget", "index.html"));
 }
+
+/// A model server on the OpenAI wire that bills every request the moment it arrives, as much as
+/// the request allows (its input, at 4 bytes a token, and all of its `max_tokens`), at $0.50
+/// per million tokens; it answers with a `file_read` tool call, so a loop-mode run goes on until
+/// its budget stops it. The requests it is told to hold are answered only after 5 s: a kill
+/// lands while that call is in flight, after the provider billed it.
+struct Biller {
+    port: u16,
+    billed: std::sync::Arc<std::sync::Mutex<f64>>,
+    hold: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<u64>>>,
+    arrived: std::sync::mpsc::Receiver<u64>,
+}
+
+impl Biller {
+    fn start() -> Biller {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let billed = std::sync::Arc::new(std::sync::Mutex::new(0.0));
+        let hold = std::sync::Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+        let (tell, arrived) = std::sync::mpsc::channel();
+        let count = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (b, h) = (std::sync::Arc::clone(&billed), std::sync::Arc::clone(&hold));
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (b, h, tell, count) = (b.clone(), h.clone(), tell.clone(), count.clone());
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                    let mut length = 0usize;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let lower = line.to_ascii_lowercase();
+                        if let Some(v) = lower.strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let request: serde_json::Value =
+                        serde_json::from_slice(&body).unwrap_or_default();
+                    let max = ["max_completion_tokens", "max_tokens"]
+                        .iter()
+                        .find_map(|k| request[*k].as_u64())
+                        .unwrap_or(4096);
+                    let input = (body.len() as u64).div_ceil(4);
+                    *b.lock().unwrap() += (input + max) as f64 * 0.5 / 1e6;
+                    let n = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                    let _ = tell.send(n);
+                    if h.lock().unwrap().contains(&n) {
+                        std::thread::sleep(std::time::Duration::from_secs(5));
+                    }
+                    let answer = serde_json::json!({
+                        "id": format!("chatcmpl-{n}"), "object": "chat.completion", "created": 0,
+                        "model": "mock-model",
+                        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                            "role": "assistant", "content": null,
+                            "tool_calls": [{"id": format!("call_{n}"), "type": "function",
+                                "function": {"name": "file_read", "arguments": "{\"path\": \"a.txt\"}"}}]}}],
+                        "usage": {"prompt_tokens": input, "completion_tokens": max, "total_tokens": input + max},
+                    })
+                    .to_string();
+                    let mut out = stream;
+                    let _ = write!(
+                        out,
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                        answer.len()
+                    );
+                });
+            }
+        });
+        Biller { port, billed, hold, arrived }
+    }
+
+    fn billed(&self) -> f64 {
+        *self.billed.lock().unwrap()
+    }
+}
+
+/// Issue 31: `--max-usd` holds over any number of kills and resumes, the kills landing while a
+/// call is in flight (billed by the provider, never answered to pev). Each of three sessions is
+/// killed (SIGKILL) during its second model call; the fourth runs until the budget stops it.
+/// What the provider billed over all four sessions is at most the ceiling. Before, a call cut
+/// off by a kill was nowhere in the journal, so each kill let the run spend one call more than
+/// its ceiling.
+#[test]
+fn max_usd_holds_over_three_kills_during_model_calls() {
+    const MAX_USD: f64 = 0.05;
+    let biller = Biller::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).expect("mkdir");
+    std::fs::write(ws.join("a.txt"), "alpha\n").expect("a.txt");
+    std::fs::write(
+        ws.join("pev.toml"),
+        format!(
+            "[roles.executor]\nprovider = \"openai\"\nmodel = \"mock-model\"\nbase_url = \"http://127.0.0.1:{}/v1\"\n\n\
+             [prices.\"mock-model\"]\ninput_per_mtok = 0.5\noutput_per_mtok = 0.5\n",
+            biller.port
+        ),
+    )
+    .expect("pev.toml");
+    let ws_arg = ws.to_str().expect("utf-8").to_owned();
+    let spawn = |args: &[&str]| {
+        std::process::Command::new(super::run_support::pev_path())
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", dir.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn pev")
+    };
+    let max = MAX_USD.to_string();
+    let start: Vec<&str> = vec![
+        "agent",
+        "Read a.txt",
+        "--mode",
+        "loop",
+        "--max-usd",
+        &max,
+        "--workspace",
+        &ws_arg,
+        "--json",
+    ];
+    let resume: Vec<&str> = vec!["resume", "last", "--workspace", &ws_arg, "--json"];
+    let mut seen = 0u64;
+    for session in 0..3 {
+        // This session's second request is held: the kill lands while it is in flight.
+        biller.hold.lock().unwrap().insert(seen + 2);
+        let mut child = spawn(if session == 0 { &start } else { &resume });
+        loop {
+            let n = biller
+                .arrived
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("session {session}: no model call came"));
+            seen = n;
+            if biller.hold.lock().unwrap().contains(&n) {
+                break;
+            }
+        }
+        child.kill().expect("SIGKILL");
+        child.wait().expect("wait");
+    }
+    let last = spawn(&resume).wait_with_output().expect("the last session");
+    let stderr = String::from_utf8_lossy(&last.stderr);
+    let stdout = String::from_utf8_lossy(&last.stdout);
+    // Nothing was done (the model only read), so the run fails, stopped by its budget.
+    assert_eq!(last.status.code(), Some(1), "{stderr}\n{stdout}");
+    let shown = super::support::run(
+        &mut super::agent_support::pev_clean(),
+        &["show", "last", "--workspace", &ws_arg, "--format", "json"],
+    );
+    let result: serde_json::Value = serde_json::from_str(&shown.stdout).expect("the result");
+    assert_eq!(result["status"], "failed", "{result}");
+    let codes: Vec<&str> = result["reasons"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["code"].as_str())
+        .collect();
+    assert!(codes.contains(&"budget_exhausted"), "{codes:?}");
+    let billed = biller.billed();
+    assert!(billed <= MAX_USD, "the provider billed ${billed:.4}, over the ${MAX_USD} ceiling");
+    assert!(billed > MAX_USD * 0.5, "the run barely spent (${billed:.4}): nothing was tested");
+    assert!(stderr.contains("model call(s) were in flight when the run was stopped"), "{stderr}");
+}

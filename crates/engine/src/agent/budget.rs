@@ -20,7 +20,7 @@
 //! still recorded as it was, and the next call is refused.
 
 use std::io;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Instant;
 
 use pev_protocol::run::Usage;
@@ -109,12 +109,68 @@ pub struct BudgetState {
     budget: Budget,
     ledger: CostLedger,
     tally: Mutex<Tally>,
+    /// Where calls in flight are marked, once the run is known (`agent::call_marks`).
+    marks: OnceLock<crate::agent::call_marks::CallMarks>,
 }
 
 impl BudgetState {
     /// A budget with nothing spent; `prices` count what each call cost.
     pub fn new(budget: Budget, prices: PriceTable) -> Self {
-        Self { budget, ledger: CostLedger::new(prices), tally: Mutex::new(Tally::default()) }
+        Self {
+            budget,
+            ledger: CostLedger::new(prices),
+            tally: Mutex::new(Tally::default()),
+            marks: OnceLock::new(),
+        }
+    }
+
+    /// From now on, each call in flight under a dollar or token ceiling is marked durably in
+    /// `marks` while it is in flight, so that a kill cannot make the run forget what it may
+    /// have been billed (`agent::call_marks`). The first call of this wins.
+    pub fn mark_calls_in(&self, marks: crate::agent::call_marks::CallMarks) {
+        let _ = self.marks.set(marks);
+    }
+
+    /// Marks a granted call in flight (when there are marks and a ceiling they protect); the
+    /// guard removes the mark when the call is settled. A mark that cannot be written is an
+    /// error: the call is not sent.
+    async fn mark(
+        self: &Arc<Self>,
+        role: &str,
+        model: &str,
+        grant: &Grant,
+    ) -> Result<Option<MarkGuard>, String> {
+        let binds = self.budget.max_usd.is_some() || self.budget.max_tokens.is_some();
+        if !binds || self.marks.get().is_none() {
+            return Ok(None);
+        }
+        let scope = crate::model_scope::current();
+        let mark = crate::agent::call_marks::CallMark {
+            role: role.to_owned(),
+            model: model.to_owned(),
+            step: scope.as_ref().map(|s| s.step.clone()),
+            attempt: scope.map(|s| s.attempt),
+            run_id: crate::model_scope::current_run(),
+            input_tokens: grant.input_tokens,
+            max_output: grant.max_output,
+            usd: grant.usd,
+            at: pev_protocol::event::rfc3339(std::time::SystemTime::now()),
+        };
+        let state = Arc::clone(self);
+        let written = tokio::task::spawn_blocking(move || match state.marks.get() {
+            Some(marks) => marks.put(&mark),
+            None => Err(io::Error::other("no marks")),
+        })
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()));
+        match written {
+            Ok(path) => Ok(Some(MarkGuard(path))),
+            Err(e) => Err(format!(
+                "the model call was not sent: its worst case could not be marked in \
+                 .pev/inflight ({e}), and a kill would then forget what it may cost"
+            )),
+        }
     }
 
     /// The ceilings.
@@ -299,6 +355,15 @@ impl BudgetState {
     }
 }
 
+/// A call's mark in flight, removed when the call is settled or given up (a kill leaves it).
+struct MarkGuard(std::path::PathBuf);
+
+impl Drop for MarkGuard {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// The output tokens `left` dollars pay for after the input; `None` when output is free.
 fn affordable_output(ask: &Ask<'_>, left: f64) -> Option<u64> {
     let rate = ask.price.output_per_mtok;
@@ -473,6 +538,13 @@ impl BudgetedClient {
             model: &request.model,
             grant,
             settled: false,
+        };
+        let _mark = match self.state.mark(&self.role, &request.model, &grant).await {
+            Ok(mark) => mark,
+            Err(why) => {
+                pending.finish(Charge::Nothing);
+                return Err(ProviderError::Config(why));
+            }
         };
         // Admission never grants more output than was asked for: a grant that differs is clamped.
         let clamped;

@@ -51,7 +51,8 @@ pub fn exchanges(store: &Store, calls: &[ModelCallRecord]) -> Result<Vec<Exchang
     // Each call's full list of message blobs, to resolve the next call's prefix.
     let mut messages_of: HashMap<u64, Vec<String>> = HashMap::new();
     let mut out = Vec::with_capacity(calls.len());
-    for call in calls {
+    // A call cut off by a kill was never answered (`agent::call_marks`): nothing to replay.
+    for call in calls.iter().filter(|c| c.error_type.as_deref() != Some("cut_off")) {
         let why = |e: String| format!("model call {} ({}): {e}", call.seq, call.role);
         let (request, prior_messages) = match &call.request {
             None => (None, 0),

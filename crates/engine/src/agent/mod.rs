@@ -6,6 +6,7 @@
 
 pub mod budget;
 pub mod call_log;
+pub mod call_marks;
 pub mod conversation;
 pub mod delegate;
 pub mod executor;
