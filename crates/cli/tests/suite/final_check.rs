@@ -175,3 +175,42 @@ fn checked_once_evidence_that_a_later_step_undid_is_not_success() {
     assert_eq!(result["final_check"]["checked_once"][0]["type"], "command_succeeds");
     assert_eq!(result["final_check"]["regressed"], json!([]));
 }
+
+/// A step reused from the cache (`--cache`) made no call in this run, and its `content_changed`
+/// has no before-hash to be checked again against: checked once. It stands only while nothing
+/// changed its file after the step ended (issue 31): a later step that writes the file back
+/// makes the run `partial`, naming the step and the later write.
+#[test]
+fn a_cache_reused_step_whose_file_a_later_step_rewrote_is_not_success() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(ws.join("version.txt"), "v1\n").unwrap();
+    let bump = json!({"id": "bump", "tool": "file.write",
+        "parameters": {"path": "version.txt", "content": "v2\n"},
+        "assertions": [{"type": "content_changed", "path": "version.txt"}]});
+    let run_plan = |steps: Value| {
+        let plan_path = dir.path().join("plan.json");
+        std::fs::write(&plan_path, json!({"goal": "Bump the version", "steps": steps}).to_string())
+            .unwrap();
+        let (ws_arg, plan_arg) = (ws.display().to_string(), plan_path.display().to_string());
+        Outcome::from(run(
+            &mut pev_clean(),
+            &["run", &plan_arg, "--workspace", &ws_arg, "--cache", "--jobs", "1", "--json"],
+        ))
+    };
+    let first = run_plan(json!([bump]));
+    assert_eq!(first.status(), "success", "{}", first.stderr);
+    let second = run_plan(json!([bump, {"id": "revert", "tool": "file.write", "depends_on": ["bump"],
+        "parameters": {"path": "version.txt", "content": "v1\n"},
+        "assertions": [{"type": "file_exists", "path": "version.txt"}]}]));
+    let cached = second.first("step.finished", "bump").map(|e| e["cached"].clone());
+    assert_eq!(cached, Some(json!(true)), "the step was reused: {}", second.stderr);
+    let result = second.result();
+    assert_eq!(result["status"], "partial", "{result}");
+    assert_eq!(result["reasons"][0]["code"], "evidence_regressed", "{result}");
+    assert_eq!(result["reasons"][0]["step"], "bump", "{result}");
+    let regressed = &result["final_check"]["regressed"][0];
+    assert_eq!(regressed["type"], "content_changed", "{regressed}");
+    assert_eq!(regressed["changed_by"], json!(["file.write version.txt (step 'revert')"]));
+}

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use pev_protocol::run::{CheckedOnce, EvidenceOf, FinalCheck, Regression, StepStatus};
 use pev_protocol::tool::Effect;
-use pev_store::{MutationRecord, ToolCallRecord};
+use pev_store::{MutationRecord, StepState, ToolCallRecord};
 use pev_verify::{CheckEnv, Claim};
 use serde_json::Value;
 
@@ -118,15 +118,22 @@ pub(crate) fn name_later_calls(
 /// those files or ran a command that changed one (the journal's mutations say which) undoes it.
 /// Evidence of a step that changed nothing and names no file (a deploy's health check) stands,
 /// as does a postcondition's (checked at the run's end, or re-checked by loop mode itself).
+/// A step that made no call in this run (reused from the cache) was checked when it ended:
+/// the calls started from then on count (`steps` holds when each ended).
 pub(crate) fn stale_once(
     once: &[CheckedOnce],
     calls: &[ToolCallRecord],
     mutations: &[MutationRecord],
+    steps: &[StepState],
 ) -> Vec<Regression> {
     let mut out = Vec::new();
     for item in once {
         let Some(step) = item.of.step() else { continue };
-        let Some(mark) = after_last_call_of(calls, step) else { continue };
+        let Some(mark) =
+            after_last_call_of(calls, step).or_else(|| after_end_of(calls, steps, step))
+        else {
+            continue;
+        };
         let depends: Vec<&str> = match &item.path {
             Some(path) => vec![path.as_str()],
             None => mutations
@@ -173,6 +180,15 @@ pub(crate) fn stale_once(
         });
     }
     out
+}
+
+/// The index in `calls` of the first call started when or after `step` ended (`calls.len()`
+/// when none did; `None` when the step never ended). Times are the journal's RFC 3339 UTC
+/// stamps, one clock and one width, so they order as text; a call started in the same
+/// millisecond counts as after.
+fn after_end_of(calls: &[ToolCallRecord], steps: &[StepState], step: &str) -> Option<usize> {
+    let ended = steps.iter().find(|s| s.step_id == step)?.ended_at.as_deref()?;
+    Some(calls.iter().position(|c| c.started_at.as_str() >= ended).unwrap_or(calls.len()))
 }
 
 /// The index in `calls` just after the last call of `step` (`None`: it made none).

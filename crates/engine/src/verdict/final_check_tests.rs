@@ -250,7 +250,7 @@ fn mutation(step: &str, path: &str) -> MutationRecord {
 fn checked_once_evidence_of_a_named_file_is_undone_by_a_later_write_of_it_only() {
     let calls = journal();
     // `patch` checked a.css once; `undo` writes ./a.css later, `other` writes b.css.
-    let stale = stale_once(&[once("patch", Some("a.css"))], &calls, &[]);
+    let stale = stale_once(&[once("patch", Some("a.css"))], &calls, &[], &[]);
     assert_eq!(stale.len(), 1, "{stale:?}");
     let r = &stale[0];
     assert_eq!(
@@ -261,13 +261,13 @@ fn checked_once_evidence_of_a_named_file_is_undone_by_a_later_write_of_it_only()
     assert_eq!(r.then, "passed, checked once (marked `repeatable: false`)");
     assert_eq!(r.now, "not run again, and a.css changed after it was checked");
     // Nothing later wrote b.css; a read of a.css changes nothing; the setup write was earlier.
-    assert!(stale_once(&[once("other", Some("b.css"))], &calls, &[]).is_empty());
+    assert!(stale_once(&[once("other", Some("b.css"))], &calls, &[], &[]).is_empty());
     let reads = vec![
         call("patch", "file.patch", Effect::Write, Some("a.css"), None),
         call("look", "file.read", Effect::Read, Some("a.css"), None),
     ];
-    assert!(stale_once(&[once("patch", Some("a.css"))], &reads, &[]).is_empty());
-    assert!(stale_once(&[once("setup", Some("z.css"))], &calls, &[]).is_empty());
+    assert!(stale_once(&[once("patch", Some("a.css"))], &reads, &[], &[]).is_empty());
+    assert!(stale_once(&[once("setup", Some("z.css"))], &calls, &[], &[]).is_empty());
 }
 
 #[test]
@@ -282,7 +282,7 @@ fn without_a_file_it_depends_on_what_its_step_changed_and_commands_count_by_thei
         mutation("build", "out/app"),
         mutation("rollback", "release.txt"),
     ];
-    let stale = stale_once(&[once("release", None)], &calls, &mutations);
+    let stale = stale_once(&[once("release", None)], &calls, &mutations, &[]);
     assert_eq!(stale.len(), 1, "{stale:?}");
     assert_eq!(
         stale[0].changed_by,
@@ -290,17 +290,19 @@ fn without_a_file_it_depends_on_what_its_step_changed_and_commands_count_by_thei
     );
     assert_eq!(stale[0].now, "not run again, and release.txt changed after it was checked");
     // The build's command changed other files: the evidence stands.
-    assert!(stale_once(&[once("release", None)], &calls[..2], &mutations).is_empty());
+    assert!(stale_once(&[once("release", None)], &calls[..2], &mutations, &[]).is_empty());
     // Two files changed by the step: the message says "what it depends on".
     let two = [
         mutation("release", "release.txt"),
         mutation("release", "VERSION"),
         mutation("rollback", "VERSION"),
     ];
-    let stale = stale_once(&[once("release", None)], &calls, &two);
+    let stale = stale_once(&[once("release", None)], &calls, &two, &[]);
     assert_eq!(stale[0].now, "not run again, and what it depends on changed after it was checked");
     // A step that changed nothing and names no file (a health check): nothing to undo.
-    assert!(stale_once(&[once("build", None)], &calls, &[mutation("rollback", "x")]).is_empty());
+    assert!(
+        stale_once(&[once("build", None)], &calls, &[mutation("rollback", "x")], &[]).is_empty()
+    );
 }
 
 #[test]
@@ -308,6 +310,49 @@ fn a_postcondition_or_a_step_without_calls_is_not_judged_stale() {
     let calls = journal();
     let post =
         CheckedOnce { of: EvidenceOf::Postcondition("p".into()), ..once("patch", Some("a.css")) };
-    assert!(stale_once(&[post], &calls, &[]).is_empty());
-    assert!(stale_once(&[once("never-called", Some("a.css"))], &calls, &[]).is_empty());
+    assert!(stale_once(&[post], &calls, &[], &[]).is_empty());
+    assert!(stale_once(&[once("never-called", Some("a.css"))], &calls, &[], &[]).is_empty());
+}
+
+/// A step reused from the cache made no call in this run: it was checked when it ended, so a
+/// later write of its file undoes its evidence, and an earlier one does not.
+#[test]
+fn a_cache_reused_step_is_judged_from_when_it_ended() {
+    let at = |step: &str, t: &str| ToolCallRecord {
+        started_at: t.into(),
+        ..call(step, "file.write", Effect::Write, Some("a.css"), None)
+    };
+    let calls =
+        vec![at("setup", "2026-11-23T00:00:01.000Z"), at("undo", "2026-11-23T00:00:03.000Z")];
+    let ended = |t: Option<&str>| pev_store::StepState {
+        run_id: "r".into(),
+        step_id: "cached".into(),
+        status: StepStatus::Done,
+        attempts: 0,
+        output: None,
+        error: None,
+        started_at: None,
+        ended_at: t.map(str::to_owned),
+        assertions: vec![],
+        evidence: vec![],
+    };
+    let stale = stale_once(
+        &[once("cached", Some("a.css"))],
+        &calls,
+        &[],
+        &[ended(Some("2026-11-23T00:00:02.000Z"))],
+    );
+    assert_eq!(stale.len(), 1, "{stale:?}");
+    assert_eq!(stale[0].changed_by, vec!["file.write a.css (step 'undo')".to_owned()]);
+    // Ended after the last write: it stands; never ended: nothing to judge.
+    assert!(
+        stale_once(
+            &[once("cached", Some("a.css"))],
+            &calls,
+            &[],
+            &[ended(Some("2026-11-23T00:00:04.000Z"))]
+        )
+        .is_empty()
+    );
+    assert!(stale_once(&[once("cached", Some("a.css"))], &calls, &[], &[ended(None)]).is_empty());
 }

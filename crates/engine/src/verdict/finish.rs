@@ -269,8 +269,12 @@ async fn recheck(
             of.step().and_then(|id| crate::verdict::final_check::after_last_call_of(calls, id))
         });
         // Evidence not run again stands only while nothing it depends on changed after it.
-        let stale =
-            crate::verdict::final_check::stale_once(&check.checked_once, calls, &record.mutations);
+        let stale = crate::verdict::final_check::stale_once(
+            &check.checked_once,
+            calls,
+            &record.mutations,
+            &record.steps,
+        );
         check.regressed.extend(stale);
     }
     for r in &check.regressed {
