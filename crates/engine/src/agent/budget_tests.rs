@@ -590,3 +590,104 @@ fn what_is_left_counts_spent_and_reserved_and_a_ceiling_at_zero_is_spent() {
     });
     assert!(!future.is_spent());
 }
+
+/// A model that notes the marks of calls in flight it finds in `dir` while it answers.
+struct Peek {
+    dir: std::path::PathBuf,
+    seen: std::sync::Mutex<Vec<serde_json::Value>>,
+}
+
+impl ModelClient for Peek {
+    fn provider(&self) -> &str {
+        "peek"
+    }
+
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(async move {
+            for entry in std::fs::read_dir(&self.dir).into_iter().flatten().flatten() {
+                let text = std::fs::read(entry.path()).unwrap_or_default();
+                let mark = serde_json::from_slice(&text).unwrap_or(serde_json::Value::Null);
+                self.seen.lock().unwrap().push(mark);
+            }
+            Ok(ChatResponse {
+                id: String::new(),
+                model: request.model.clone(),
+                content: vec![ContentBlock::text("ok")],
+                stop_reason: StopReason::EndTurn,
+                usage: TokenUsage { input_tokens: 10, output_tokens: 5, ..TokenUsage::default() },
+            })
+        })
+    }
+
+    fn chat_stream<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        _sink: StreamSink<'a>,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        self.chat(request)
+    }
+}
+
+/// Issue 31: a call in flight under a dollar or token ceiling is marked durably while it is in
+/// flight (its worst case, for a resume to charge if a kill cuts it off) and unmarked once it
+/// is settled; without such a ceiling, or before the run is known, nothing is marked.
+#[tokio::test]
+async fn a_call_in_flight_under_a_ceiling_is_marked_until_it_is_settled() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join(".pev/inflight/r");
+    for (budget, marked) in [
+        (Budget { max_usd: Some(1.0), ..Budget::default() }, true),
+        (Budget { max_tokens: Some(100_000), ..Budget::default() }, true),
+        (Budget { max_turns: Some(5), ..Budget::default() }, false),
+    ] {
+        let peek = Arc::new(Peek { dir: dir.clone(), seen: std::sync::Mutex::new(Vec::new()) });
+        let state = new_state(budget);
+        state.mark_calls_in(super::super::call_marks::CallMarks::new(root.path(), "r"));
+        let client = budgeted(Arc::clone(&peek) as Arc<dyn ModelClient>, "executor", &state);
+        client.chat(&request(SONNET, "hi", 1000)).await.expect("answered");
+        let seen = peek.seen.lock().unwrap().clone();
+        if marked {
+            assert_eq!(seen.len(), 1, "{budget:?}: {seen:?}");
+            assert_eq!(
+                (seen[0]["role"].as_str(), seen[0]["model"].as_str()),
+                (Some("executor"), Some(SONNET))
+            );
+            assert_eq!(seen[0]["max_output"], 1000, "{seen:?}");
+            assert!(seen[0]["usd"].as_f64().is_some_and(|usd| usd > 0.0), "{seen:?}");
+        } else {
+            assert!(seen.is_empty(), "{budget:?}: {seen:?}");
+        }
+        let left = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
+        assert_eq!(left, 0, "{budget:?}: the mark outlived its call");
+    }
+
+    // No marks set (the run not yet known): the call goes without one.
+    let peek = Arc::new(Peek { dir: dir.clone(), seen: std::sync::Mutex::new(Vec::new()) });
+    let state = new_state(Budget { max_usd: Some(1.0), ..Budget::default() });
+    let client = budgeted(Arc::clone(&peek) as Arc<dyn ModelClient>, "executor", &state);
+    client.chat(&request(SONNET, "hi", 1000)).await.expect("answered without marks");
+    assert!(peek.seen.lock().unwrap().is_empty());
+}
+
+/// A mark that cannot be written: the call is not sent, and it costs nothing.
+#[tokio::test]
+async fn a_call_whose_mark_cannot_be_written_is_not_sent() {
+    let root = tempfile::tempdir().unwrap();
+    // `.pev` is a file: the marks' directory cannot be made.
+    std::fs::write(root.path().join(".pev"), "not a directory").unwrap();
+    let greedy = Greedy::new(None);
+    let state = new_state(Budget { max_usd: Some(1.0), ..Budget::default() });
+    state.mark_calls_in(super::super::call_marks::CallMarks::new(root.path(), "r"));
+    let client = budgeted(Arc::clone(&greedy) as Arc<dyn ModelClient>, "executor", &state);
+    let err = client.chat(&request(SONNET, "hi", 1000)).await.expect_err("refused");
+    assert!(err.to_string().contains(".pev/inflight"), "{err}");
+    assert_eq!(greedy.calls.load(Ordering::SeqCst), 0, "the call was sent");
+    assert_eq!(state.snapshot().cost_usd, 0.0);
+    assert!(
+        state.remaining().max_usd.is_some_and(|usd| (usd - 1.0).abs() < 1e-12),
+        "the reservation was released"
+    );
+}
