@@ -190,7 +190,7 @@ fn grant(dir: &Path, hidden: &[PathBuf], out: &mut Vec<PathBuf>) {
 }
 
 /// Directories that hold a hidden path: they stay listable (names only).
-fn hidden_ancestors(hidden: &[PathBuf]) -> Vec<PathBuf> {
+pub(crate) fn hidden_ancestors(hidden: &[PathBuf]) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     for path in hidden {
         for ancestor in path.ancestors().skip(1) {

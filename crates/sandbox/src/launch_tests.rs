@@ -91,3 +91,42 @@ fn landlock_reads_everything_but_the_hidden_paths() {
     // A hidden path that is itself a root of the walk grants nothing.
     assert!(readable_roots(&[PathBuf::from("/")]).is_empty());
 }
+
+/// Rule (Landlock alone): every directory holding a hidden path stays listable, names only, so
+/// `ls ~` still works while `~/.ssh` is unreadable; each ancestor once, nearest first, up to `/`.
+#[test]
+fn the_directories_holding_a_hidden_path_stay_listable() {
+    use crate::confine::hidden_ancestors;
+    let hidden = [PathBuf::from("/home/u/.ssh"), PathBuf::from("/home/u/.aws/credentials")];
+    let want: Vec<PathBuf> =
+        ["/home/u", "/home", "/", "/home/u/.aws"].iter().map(PathBuf::from).collect();
+    assert_eq!(hidden_ancestors(&hidden), want);
+    assert!(hidden_ancestors(&[]).is_empty());
+}
+
+/// Rule: `sandbox = "require"` refuses a command unless the full sandbox is enforced, and runs
+/// it when it is; `off` is a sandbox whose mode says so and that confines nothing.
+#[test]
+fn require_refuses_less_than_the_full_sandbox_and_off_says_it_is_off() {
+    let ws = tempfile::tempdir().unwrap();
+    let require = Settings { mode: crate::Mode::Require, ..Settings::default() };
+    let partial =
+        Sandbox::with_probe(require.clone(), Some(PathBuf::from("/bin/true")), landlock_only());
+    let refused = partial.launch_in(ws.path(), ws.path(), vec!["true".into()], vec![]);
+    let why = refused.err().expect("refused").0;
+    assert!(why.contains("cannot enforce the full sandbox"), "{why}");
+    let full = Probe {
+        bubblewrap: Some(crate::probe::Bubblewrap {
+            path: "/usr/bin/bwrap".into(),
+            version: "0.8.0".into(),
+        }),
+        user_namespaces: true,
+        ..landlock_only()
+    };
+    let sandbox = Sandbox::with_probe(require, Some(PathBuf::from("/bin/true")), full);
+    assert!(sandbox.launch_in(ws.path(), ws.path(), vec!["true".into()], vec![]).is_ok());
+
+    let off = Sandbox::off();
+    assert_eq!(off.settings().mode, crate::Mode::Off);
+    assert!(off.is_off());
+}

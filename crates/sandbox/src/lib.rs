@@ -473,7 +473,14 @@ fn make_private_dir(prefix: &str) -> Option<PathBuf> {
 }
 
 fn hidden_paths() -> Vec<PathBuf> {
-    let var = |name: &str| std::env::var_os(name).map(PathBuf::from).filter(|p| p.is_absolute());
+    hidden_paths_in(&|name: &str| std::env::var_os(name).map(PathBuf::from))
+}
+
+/// [`hidden_paths`] with the environment read through `env`: the secrets under `$HOME` and the
+/// credential files the environment names, those that exist, each once. A relative path in
+/// the environment is ignored (it would name a file relative to wherever a command runs).
+fn hidden_paths_in(env: &dyn Fn(&str) -> Option<PathBuf>) -> Vec<PathBuf> {
+    let var = |name: &str| env(name).filter(|p| p.is_absolute());
     let mut out: Vec<PathBuf> = match var("HOME") {
         Some(home) => HIDDEN_IN_HOME.iter().map(|name| home.join(name)).collect(),
         None => Vec::new(),
@@ -598,6 +605,32 @@ mod tests {
             assert!(found.contains(&PathBuf::from(path)), "{path}: {found:?}");
         }
         assert!(super::credential_files(&|_| None).iter().all(|p| p.starts_with("/etc")));
+    }
+
+    /// Rule: the secrets under `$HOME` and the credential files the environment names are
+    /// hidden when they exist, each once; a relative `HOME` or file name is not followed.
+    #[test]
+    fn secrets_under_home_and_named_credentials_are_hidden_when_they_exist() {
+        let top = tempfile::tempdir().unwrap();
+        let home = top.path().join("home");
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::create_dir_all(home.join(".aws")).unwrap();
+        let pgpass = top.path().join("pgpass");
+        std::fs::write(&pgpass, "*:*:*:*:secret").unwrap();
+        let (h, p) = (home.clone(), pgpass.clone());
+        let env = move |name: &str| match name {
+            "HOME" => Some(h.clone()),
+            "PGPASSFILE" | "PGSERVICEFILE" => Some(p.clone()),
+            _ => None,
+        };
+        let found = super::hidden_paths_in(&env);
+        for path in [home.join(".ssh"), home.join(".aws"), pgpass.clone()] {
+            assert_eq!(found.iter().filter(|f| **f == path).count(), 1, "{path:?}: {found:?}");
+        }
+        // What does not exist is not listed (`.gnupg`, `.netrc`, … were not made).
+        assert!(found.iter().all(|f| f.exists()), "{found:?}");
+        let relative = |name: &str| (name == "HOME").then(|| PathBuf::from("home"));
+        assert!(super::hidden_paths_in(&relative).iter().all(|f| !f.starts_with("home")));
     }
 }
 
