@@ -18,7 +18,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 use std::thread::JoinHandle;
 
 use crate::db::{Begin, Conn, Location};
@@ -30,6 +30,30 @@ use crate::write;
 
 /// The most records one transaction holds; a longer queue is committed in several.
 pub const MAX_BATCH: usize = 4096;
+
+/// A test failpoint, not a user setting: with `PEV_FAULT_ABORT_AFTER_COMMITS=N` the process
+/// aborts (`std::process::abort`, no destructors, no flush: a `kill -9` landing just after a
+/// durable write) right after its Nth journal group commit, counted over every journal of the
+/// process. The kill-point tests (`crates/cli/tests/suite/kill_points.rs`) run a run once per N
+/// and resume it. Read once; unset (the normal case) costs one load per commit.
+pub const FAULT_ABORT_AFTER_COMMITS_ENV: &str = "PEV_FAULT_ABORT_AFTER_COMMITS";
+
+/// [`FAULT_ABORT_AFTER_COMMITS_ENV`], parsed once (`None` when unset or not a number).
+static FAULT_ABORT_AFTER: LazyLock<Option<u64>> = LazyLock::new(|| {
+    std::env::var(FAULT_ABORT_AFTER_COMMITS_ENV).ok().and_then(|v| v.trim().parse().ok())
+});
+
+/// The process's group commits so far, counted only while the failpoint is set.
+static FAULT_COMMITS: AtomicU64 = AtomicU64::new(0);
+
+/// Called after each committed group: aborts the process at the failpoint's commit.
+fn fault_after_commit() {
+    if let Some(n) = *FAULT_ABORT_AFTER
+        && FAULT_COMMITS.fetch_add(1, Ordering::Relaxed) + 1 == n
+    {
+        std::process::abort();
+    }
+}
 
 /// What a waiter hears back: the commit holding its record succeeded, or the sticky error.
 type Ack = Result<(), Arc<StoreError>>;
@@ -344,6 +368,7 @@ impl Writer {
         match write_batch(&mut self.conn, &self.shared.path, &self.keying, batch) {
             Ok(()) => {
                 self.shared.commits.fetch_add(1, Ordering::Relaxed);
+                fault_after_commit();
                 Ok(())
             }
             Err(e) => {

@@ -19,6 +19,7 @@ mod explain;
 mod final_check;
 mod first_hour;
 mod journal_key;
+mod kill_points;
 mod mcp_gate;
 mod mcp_server;
 mod mcp_sessions;
