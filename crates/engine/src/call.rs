@@ -84,6 +84,21 @@ impl Before {
 /// How a call ended.
 pub(crate) struct CallEnd {
     pub output: Result<Value, String>,
+    /// The call's end, still to be journaled: with the changes the call made, in one commit
+    /// (`check::record_changes`), so a kill cannot leave the one without the other.
+    pub journal: Vec<pev_store::Record>,
+    /// The call's `tool.finished`, journaled after those records, in the same commit.
+    pub event: Option<pev_protocol::event::EventBody>,
+    /// The end and the changes are in the journal already (a call that had finished before
+    /// the run was interrupted): its changes are not journaled or counted again.
+    pub replayed: bool,
+}
+
+impl CallEnd {
+    /// An end with nothing left to journal.
+    pub(crate) fn new(output: Result<Value, String>) -> Self {
+        Self { output, journal: Vec::new(), event: None, replayed: false }
+    }
 }
 
 /// One tool call as the step will make it.

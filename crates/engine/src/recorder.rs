@@ -71,6 +71,36 @@ impl Recorder {
         self.journal.record(record)
     }
 
+    /// Queues `records`, and then the event `body` (numbered and shown as by [`Self::emit`]),
+    /// to be committed together (`Journal::record_all`): a tool call's end, the changes it made
+    /// and its `tool.finished` are on disk all together or not at all.
+    pub(crate) fn record_all(
+        &self,
+        mut records: Vec<Record>,
+        body: Option<EventBody>,
+    ) -> Result<(), StoreError> {
+        for record in &records {
+            self.count(record);
+        }
+        // The number is taken and the batch queued under one lock, as `emit` does, so events
+        // reach the journal in the order of their numbers.
+        let mut seq = self.next_seq.lock().unwrap_or_else(PoisonError::into_inner);
+        let event = body.map(|body| {
+            let event = Event { run_id: self.run_id.clone(), seq: *seq, at: now_rfc3339(), body };
+            *seq += 1;
+            event
+        });
+        if let Some(event) = &event {
+            records.push(Record::Event(event.clone()));
+        }
+        self.journal.record_all(records)?;
+        drop(seq);
+        if let Some(event) = &event {
+            self.observer.on_event(event);
+        }
+        Ok(())
+    }
+
     /// Queues `records` and waits until the last of them (and so all of them, and everything
     /// queued before) is on disk. Runs the wait on a blocking thread.
     pub(crate) async fn durable(&self, mut records: Vec<Record>) -> Result<(), StoreError> {

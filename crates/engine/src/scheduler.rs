@@ -155,6 +155,20 @@ impl Engine {
         for call in &record.tool_calls {
             last_call.insert(call.step_id.as_str(), call);
         }
+        // The steps that made a goal action (a finished write, exec or non-GET request) or
+        // have changes journaled for them.
+        let goal_steps: std::collections::HashSet<&str> = record
+            .tool_calls
+            .iter()
+            .filter(|c| {
+                matches!(c.status, ToolCallStatus::Finished | ToolCallStatus::Recovered)
+                    && pev_verify::is_goal_action(&c.tool, c.effect, &c.arguments)
+            })
+            .map(|c| c.step_id.as_str())
+            .chain(
+                record.mutations.iter().filter(|m| !m.mutation.no_op).map(|m| m.step_id.as_str()),
+            )
+            .collect();
         // Each step's baseline for the final re-check: the earliest hash before it of each path.
         for h in record.file_hashes.iter().filter(|h| h.phase == HashPhase::Before) {
             if let Some(&i) = index.get(h.step_id.as_str())
@@ -180,10 +194,10 @@ impl Engine {
             let id = plan.steps[i].id.as_str();
             match slot.status {
                 StepStatus::Done => {
-                    slot.goal_action = last_call.get(id).is_some_and(|c| {
-                        matches!(c.status, ToolCallStatus::Finished | ToolCallStatus::Recovered)
-                            && pev_verify::is_goal_action(&c.tool, c.effect, &c.arguments)
-                    });
+                    // Any goal action the step made, not only its last call's (an instruction
+                    // step that wrote and then read), or changes journaled for it (a delegated
+                    // step's child's): a resumed run must not lose them and end `no_effects`.
+                    slot.goal_action = goal_steps.contains(id);
                 }
                 StepStatus::InProgress => {
                     let direct = plan.steps[i].tool.is_some();
@@ -205,6 +219,11 @@ impl Engine {
                     {
                         recoveries.insert(i, recovery_of(id, call));
                         // The attempt being settled is the one that was interrupted.
+                        slot.attempts = slot.attempts.saturating_sub(1);
+                    } else if direct {
+                        // Cut off before its call's intent was journaled: the attempt made no
+                        // call, so it is made again under its own number, not counted as one
+                        // of the step's attempts (kills there could use them all up).
                         slot.attempts = slot.attempts.saturating_sub(1);
                     }
                     slot.status = StepStatus::Pending;

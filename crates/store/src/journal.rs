@@ -60,6 +60,8 @@ type Ack = Result<(), Arc<StoreError>>;
 
 enum Msg {
     Record(Record),
+    /// Records committed together: a group never ends among them.
+    Records(Vec<Record>),
     Durable(Record, SyncSender<Ack>),
     Flush(SyncSender<Ack>),
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
@@ -209,6 +211,17 @@ impl Journal {
     pub fn record(&self, rec: Record) -> Result<(), StoreError> {
         self.inner.shared.check()?;
         self.send(Msg::Record(rec))
+    }
+
+    /// Queues `recs` to be committed in one transaction: none of them is ever on disk without
+    /// the others (a tool call's end and the changes it made, so a kill between them cannot
+    /// leave one without the other).
+    pub fn record_all(&self, recs: Vec<Record>) -> Result<(), StoreError> {
+        self.inner.shared.check()?;
+        if recs.is_empty() {
+            return Ok(());
+        }
+        self.send(Msg::Records(recs))
     }
 
     /// Queues `rec` and returns once the commit holding it (and everything queued before it)
@@ -397,6 +410,7 @@ enum After {
 fn take(msg: Msg, batch: &mut Vec<Record>, waiters: &mut Vec<SyncSender<Ack>>) -> Option<After> {
     match msg {
         Msg::Record(rec) => batch.push(rec),
+        Msg::Records(recs) => batch.extend(recs),
         Msg::Durable(rec, ack) => {
             batch.push(rec);
             waiters.push(ack);

@@ -303,6 +303,15 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
         for step in record.steps.iter_mut().filter(|s| s.status == StepStatus::Done) {
             step.status = StepStatus::InProgress;
         }
+        // What runs is the loop (plan version 1): the model's plan, journaled as later
+        // versions when the loop ends, is the conversation's to rebuild, not steps to run (a
+        // kill after it was journaled and before the outcome was announced left it newest).
+        let versions =
+            store.plan_versions(&run_id).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
+        if let Some((version, plan, _, _)) = versions.into_iter().next() {
+            record.plan = plan;
+            record.plan_version = version;
+        }
     }
     let recording =
         if has_instructions { interrupted_conversations(&store, &record, err) } else { None };

@@ -16,13 +16,14 @@
 //! An agent run is then replayed (`pev replay last`): it must match its recording and end as it
 //! did.
 //!
-//! Known bugs (FIXME, each described where it is checked): a file change missing from the result
-//! or listed twice; a step started over as an attempt beyond its `max_attempts`; in loop mode, a
-//! finished command's deletion not seen by the resumed plan, the engine's inner result kept as
-//! the run's, and a recovered write's made-up output (a turn asked again, a replay that
-//! diverges). The kill points that hit one are named on stderr and tolerated, each by a check of
-//! exactly its symptom; anything else fails. `PEV_TEST_KILL_POINTS_STRICT=1` makes the known
-//! bugs fail too (for whoever fixes them).
+//! Bugs this test found, fixed, and checked here by exactly their symptom (each named where it
+//! is checked): a file change missing from the result or listed twice (a call's end and its
+//! changes were committed apart; now one commit, `tool.finished` with them); a step started
+//! over as an attempt beyond its `max_attempts`; in loop mode, a finished command's deletion
+//! not seen by the resumed plan, the engine's inner result kept as the run's (it now stays
+//! `running` until the loop announces the outcome), and a recovered write's made-up output (a
+//! turn asked again, a replay that diverges; now the tool's own output, field for field).
+//! Any of them back fails the test, naming the kill point.
 
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
@@ -38,11 +39,10 @@ use super::support::{Run, repo_root, run};
 /// Kill points are counted by the run itself; this only stops a loop that would never end.
 const MAX_KILL_POINTS: u64 = 400;
 
-/// Notes a kill point that hit a known bug (FIXME); fails instead under
-/// `PEV_TEST_KILL_POINTS_STRICT`.
+/// A kill point that hit one of the bugs this test found (fixed since): it fails, naming it.
 fn known_bug(known: &mut Vec<String>, what: String) {
-    assert!(std::env::var_os("PEV_TEST_KILL_POINTS_STRICT").is_none(), "known bug: {what}");
     known.push(what);
+    panic!("a fixed bug is back (issue 31): {known:?}");
 }
 
 /// The paths each shell command of the runs changes (`rm`, `mv`).
@@ -52,7 +52,7 @@ const EXEC_CHANGES: [&[&str]; 2] = [&["old.txt"], &["draft.md", "final.md"]];
 /// run's: `Ok(None)` when they are the same, `Ok(Some(what))` when they differ only as the known
 /// bug does, `Err` otherwise.
 ///
-/// FIXME (bug, issue 31): a call's end and the mutation rows of the files it changed are queued
+/// Fixed (issue 31), checked: a call's end and the mutation rows of the files it changed are queued
 /// one after the other, and a group commit may fall between them. Killed after the end but
 /// before the mutations, a resume uses the call's journaled output and never works out what a
 /// shell command changed: its changes are missing from the result (and, in loop mode, from the
@@ -313,7 +313,7 @@ fn a_plan_run_killed_at_every_journal_commit_resumes_to_the_same_workspace() {
         for id in PLAN_STEPS {
             assert_eq!(out.step_status(id), "done", "kill point {n}: {id}");
             let attempts = out.step(id)["attempts"].as_u64();
-            // FIXME (bug, issue 31): killed after the commit that journaled a step started and
+            // Fixed (issue 31), checked: killed after the commit that journaled a step started and
             // before its call's intent, the resume starts it over as attempt 2, beyond its
             // max_attempts of 1 (a kill there uses up an attempt of a step that never acted;
             // with `on_fail: retry`, kills there could use them all).
@@ -327,7 +327,7 @@ fn a_plan_run_killed_at_every_journal_commit_resumes_to_the_same_workspace() {
                 assert_eq!(attempts, Some(1), "kill point {n}: {id}");
             }
         }
-        // FIXME (bug, issue 31): see `file_changes`.
+        // Fixed (issue 31), checked: see `file_changes`.
         match file_changes(&mutations(out.result()), &want_mutations) {
             Ok(None) => {}
             Ok(Some(what)) => known_bug(&mut known, format!("{n}: {what}")),
@@ -512,7 +512,7 @@ fn a_loop_agent_run_killed_at_every_journal_commit_resumes_and_replays() {
         let got = snapshot(&ws);
         assert_eq!(got, want, "{at}:\n{}\nwanted\n{}", shown(&got), shown(&want));
 
-        // FIXME (bug, issue 31, see `file_changes`): killed after the commit holding the `rm`
+        // Fixed (issue 31), checked (see `file_changes`): killed after the commit holding the `rm`
         // call's end but before the one holding its mutation (old.txt deleted), the resume
         // answers the call from the journal and never learns that it deleted old.txt:
         // `step_update delete done` is refused
@@ -520,7 +520,7 @@ fn a_loop_agent_run_killed_at_every_journal_commit_resumes_and_replays() {
         // the model's script goes on out of step, and the run ends failed (old.txt missing from
         // its file changes). The files still end as they should.
         //
-        // FIXME (bug, issue 31, see the replay below): the model's calls are journaled by a
+        // Fixed (issue 31), checked (see the replay below): the model's calls are journaled by a
         // journal of their own, so one can be on disk while the end of the write it answers is
         // not. Killed there, the resume recovers the write with a made-up output, the request
         // that carries it differs from the journaled one, and that turn is asked again (a real
@@ -545,14 +545,14 @@ fn a_loop_agent_run_killed_at_every_journal_commit_resumes_and_replays() {
         }
         assert_eq!(out.code, 0, "{at}: {}", out.stderr);
         assert_eq!(out.result()["usage"]["llm_calls"], turns.len(), "{at}: calls counted once");
-        // FIXME (bug, issue 31): see `file_changes`.
+        // Fixed (issue 31), checked: see `file_changes`.
         match file_changes(&mutations(out.result()), &want_mutations) {
             Ok(None) => {}
             Ok(Some(what)) => known_bug(&mut known, format!("{n}: {what}")),
             Err(why) => panic!("{at}: file changes: {why}"),
         }
 
-        // FIXME (bug, issue 31): an agent run's engine journals its own result (with
+        // Fixed (issue 31), checked: an agent run's engine journals its own result (with
         // `final_events` off) before the loop adds the model's plan, postconditions, gate and
         // final re-check and announces the real one. Killed between the two, the journal holds
         // the engine's result as the run's final one: `pev resume` says "already finished" and
@@ -567,7 +567,7 @@ fn a_loop_agent_run_killed_at_every_journal_commit_resumes_and_replays() {
             known_bug(&mut known, format!("{n}: the engine's inner result stood: {shape}"));
         }
 
-        // FIXME (bug, issue 31): a write killed after it took effect is recovered on resume
+        // Fixed (issue 31), checked: a write killed after it took effect is recovered on resume
         // with a made-up output (`"recovered": true`, and for file.patch without
         // `replacements`); the model was sent that output, and a replay, which runs the write,
         // gets the tool's real output and diverges at the next call.

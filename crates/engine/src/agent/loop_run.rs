@@ -102,7 +102,12 @@ impl LoopRun<'_> {
         journal: Journal,
     ) -> Result<RunResult, EngineError> {
         let report = self.executor.report();
-        journal_revisions(&journal, &run_id, goal, &report)?;
+        // A resumed loop rebuilds the same revisions from its conversation: those a killed
+        // session journaled already are not written again.
+        let id = run_id.clone();
+        let versions = crate::journal_read::read(self.db, move |s| s.plan_versions(&id)).await?;
+        let journaled = versions.iter().map(|v| v.0).max().unwrap_or(1);
+        journal_revisions(&journal, &run_id, goal, &report, journaled)?;
         let judged = self.judge_postconditions(goal, &report, &result, &journal).await?;
         judge_loop(goal, &report, &judged, &mut result);
         record_gate(&report, &mut result);
@@ -450,9 +455,13 @@ fn journal_revisions(
     run_id: &str,
     goal: &str,
     report: &LoopReport,
+    journaled: u32,
 ) -> Result<(), EngineError> {
     for (i, revision) in report.revisions.iter().enumerate() {
         let version = u32::try_from(i).unwrap_or(u32::MAX).saturating_add(2);
+        if version <= journaled {
+            continue;
+        }
         let plan = serde_json::to_value(as_plan(goal, &revision.plan))
             .map_err(|e| EngineError::Plan(format!("cannot store the model's plan: {e}")))?;
         journal.record(Record::PlanVersion {

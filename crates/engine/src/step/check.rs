@@ -14,26 +14,34 @@ use crate::call::{Before, Call, CallEnd, snapshot};
 use crate::digest::sha256_hex;
 use crate::state::step::{Shared, StepReport};
 
-pub(crate) async fn after_call(
-    shared: &Shared,
-    call: &Call<'_>,
-    (before, end): (Before, CallEnd),
-    inputs: &HashMap<String, Value>,
-    report: &mut StepReport,
-) -> Result<(), StoreError> {
-    record_changes(shared, call, &before, end.output.is_ok(), report)?;
-    check_output(shared, call, (&before, end), inputs, report).await
-}
-
 /// Hashes the watched files after a call, and records a mutation for each that changed (and for
-/// the target of a write that succeeded, changed or not: that is a no-op).
+/// the target of a write that succeeded, changed or not: that is a no-op). The call's end
+/// (`end.journal`) and all of this are journaled in one commit. A call whose end and changes
+/// are in the journal already (`end.replayed`) has its changes worked out for this attempt's
+/// checks only: not journaled, and not counted in the run's changes again.
 pub(crate) fn record_changes(
     shared: &Shared,
     call: &Call<'_>,
     before: &Before,
-    call_ok: bool,
+    end: &mut CallEnd,
     report: &mut StepReport,
 ) -> Result<(), StoreError> {
+    let mut out = std::mem::take(&mut end.journal);
+    let replayed = end.replayed;
+    let call_ok = end.output.is_ok();
+    watched_changes(shared, call, (before, call_ok), (&mut out, replayed), report);
+    command_changes(shared, call, before, (&mut out, replayed), report);
+    if replayed { Ok(()) } else { shared.recorder.record_all(out, end.event.take()) }
+}
+
+/// The watched files' changes (see [`record_changes`]), their records added to `out`.
+fn watched_changes(
+    shared: &Shared,
+    call: &Call<'_>,
+    (before, call_ok): (&Before, bool),
+    (out, replayed): (&mut Vec<Record>, bool),
+    report: &mut StepReport,
+) {
     let engine = &shared.engine;
     let run_id = shared.recorder.run_id().to_owned();
     let id = call.step.id.as_str();
@@ -44,7 +52,7 @@ pub(crate) fn record_changes(
     for path in call.watched {
         let Some(after) = snapshot(engine, path) else { continue };
         let after_sha = after.as_deref().map(sha256_hex);
-        shared.recorder.record(Record::FileHash(FileHashRecord {
+        out.push(Record::FileHash(FileHashRecord {
             run_id: run_id.clone(),
             step_id: id.to_owned(),
             path: path.clone(),
@@ -52,7 +60,7 @@ pub(crate) fn record_changes(
             sha256: after_sha.clone(),
             bytes: after.as_ref().map(|c| c.len() as u64),
             at: now.clone(),
-        }))?;
+        }));
         let Some(before_sha) = before.hashes.get(path) else { continue };
         if before_sha.is_none() && after_sha.is_none() {
             // Absent before and after: nothing was written there.
@@ -67,31 +75,31 @@ pub(crate) fn record_changes(
         let before_content = before.contents.get(path).and_then(Option::as_deref);
         let mutation = pev_verify::mutation(path, before_content, after.as_deref());
         if let Some(content) = &after {
-            shared.recorder.record(Record::Blob {
+            out.push(Record::Blob {
                 sha256: after_sha.clone().unwrap_or_default(),
                 content: content.clone(),
-            })?;
+            });
         }
         if let (Some(content), Some(sha)) = (before_content, before_sha) {
-            shared
-                .recorder
-                .record(Record::Blob { sha256: sha.clone(), content: content.to_vec() })?;
+            out.push(Record::Blob { sha256: sha.clone(), content: content.to_vec() });
         }
-        shared.recorder.record(Record::Mutation(MutationRecord {
+        out.push(Record::Mutation(MutationRecord {
             run_id: run_id.clone(),
             step_id: id.to_owned(),
             mutation: mutation.clone(),
             before_sha256: before_sha.clone(),
             after_sha256: after_sha,
-        }))?;
+        }));
         slot.evidence.push(if mutation.no_op {
             format!("{} left {path} unchanged ({} bytes)", call.tool, mutation.bytes_after)
         } else {
             change_evidence(call.tool, "changed", &mutation)
         });
+        if replayed {
+            report.already_counted.push(report.mutations.len());
+        }
         report.mutations.push(StepMutation { step: id.to_owned(), mutation });
     }
-    command_changes(shared, call, before, report)
 }
 
 /// `file.write changed a.txt: 3 -> 5 bytes, +1 -1 lines`.
@@ -109,10 +117,11 @@ fn command_changes(
     shared: &Shared,
     call: &Call<'_>,
     before: &Before,
+    (out, replayed): (&mut Vec<Record>, bool),
     report: &mut StepReport,
-) -> Result<(), StoreError> {
+) {
     use crate::inventory::{FileState, Taken};
-    let Some(taken) = &before.inventory else { return Ok(()) };
+    let Some(taken) = &before.inventory else { return };
     let not_listed = |why: &str| format!("the files {} changed are not listed: {why}", call.tool);
     let after = match taken {
         Taken::Alone(inventory, mark) if shared.activity.still_alone(*mark) => {
@@ -123,7 +132,7 @@ fn command_changes(
             report.slot.evidence.push(not_listed(
                 "other steps ran at the same time, and their writes cannot be told apart",
             ));
-            return Ok(());
+            return;
         }
         Taken::TooLarge => None,
     };
@@ -132,7 +141,7 @@ fn command_changes(
             "the workspace has more than {} files",
             crate::inventory::MAX_FILES
         )));
-        return Ok(());
+        return;
     };
     let id = call.step.id.as_str();
     let run_id = shared.recorder.run_id().to_owned();
@@ -168,30 +177,30 @@ fn command_changes(
                     let shas = (b.as_deref().map(sha256_hex), a.as_deref().map(sha256_hex));
                     for (content, sha) in [(b, &shas.0), (a, &shas.1)] {
                         if let (Some(content), Some(sha)) = (content, sha) {
-                            shared
-                                .recorder
-                                .record(Record::Blob { sha256: sha.clone(), content })?;
+                            out.push(Record::Blob { sha256: sha.clone(), content });
                         }
                     }
                     (mutation, shas.0, shas.1)
                 }
             };
-        shared.recorder.record(Record::Mutation(MutationRecord {
+        out.push(Record::Mutation(MutationRecord {
             run_id: run_id.clone(),
             step_id: id.to_owned(),
             mutation: mutation.clone(),
             before_sha256: before_sha,
             after_sha256: after_sha,
-        }))?;
+        }));
         let what = match (&change.before, &change.after) {
             (None, _) => "created",
             (_, None) => "removed",
             _ => "changed",
         };
         report.slot.evidence.push(change_evidence(call.tool, what, &mutation));
+        if replayed {
+            report.already_counted.push(report.mutations.len());
+        }
         report.mutations.push(StepMutation { step: id.to_owned(), mutation });
     }
-    Ok(())
 }
 
 /// The call's output: silent failures, the step's assertions, the process's exit; sets the

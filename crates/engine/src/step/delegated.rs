@@ -208,19 +208,17 @@ pub(crate) async fn run(
                 target: None,
             };
             let claims = delegator.claims(&child_run);
-            let end = CallEnd {
-                output: Ok(json!({
-                    "child_run": child_run,
-                    "status": verdict,
-                    "changed": changed,
-                    "child_claims": claims,
-                    "steps_done": child
-                        .steps
-                        .iter()
-                        .filter(|s| s.status == StepStatus::Done)
-                        .count(),
-                })),
-            };
+            let end = CallEnd::new(Ok(json!({
+                "child_run": child_run,
+                "status": verdict,
+                "changed": changed,
+                "child_claims": claims,
+                "steps_done": child
+                    .steps
+                    .iter()
+                    .filter(|s| s.status == StepStatus::Done)
+                    .count(),
+            })));
             crate::step::check::check_output(shared, &call, (&before, end), inputs, report).await?;
             if report.slot.status == StepStatus::Done {
                 report.slot.goal_action |= child.goal_actions_executed;

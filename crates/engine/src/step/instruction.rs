@@ -239,18 +239,12 @@ impl StepGate<'_> {
             }
             None => None,
         };
-        let (before, end) = match settled {
+        let (before, mut end) = match settled {
             Some(known) => known,
             None => invoke(shared, &call, &*implementation, self.report, Some(self.calls)).await?,
         };
         let first_new = self.report.mutations.len();
-        crate::step::check::record_changes(
-            shared,
-            &call,
-            &before,
-            end.output.is_ok(),
-            self.report,
-        )?;
+        crate::step::check::record_changes(shared, &call, &before, &mut end, self.report)?;
         for m in self.report.mutations.iter().skip(first_new) {
             let before_text = before.contents.get(&m.mutation.path).and_then(Option::as_deref);
             if let Some(diff) = diff_for_judge(shared, &m.mutation, before_text) {
@@ -522,7 +516,8 @@ pub(crate) async fn run(
         let untouched: Vec<String> =
             watched.iter().filter(|p| !touched.contains(p)).cloned().collect();
         let own = Call { watched: &untouched, ..call };
-        crate::step::check::record_changes(shared, &own, &before, true, report)?;
+        let mut nothing = CallEnd::new(Ok(Value::Null));
+        crate::step::check::record_changes(shared, &own, &before, &mut nothing, report)?;
         match &outcome.interrupted {
             Some(Interruption::Budget(why)) => {
                 report.budget_exhausted = Some(why.clone());
@@ -552,13 +547,11 @@ pub(crate) async fn run(
                 );
             }
             None => {
-                let end = CallEnd {
-                    output: Ok(json!({
-                        "summary": outcome.summary,
-                        "turns": outcome.turns,
-                        "tool_calls": calls,
-                    })),
-                };
+                let end = CallEnd::new(Ok(json!({
+                    "summary": outcome.summary,
+                    "turns": outcome.turns,
+                    "tool_calls": calls,
+                })));
                 crate::step::check::check_output(shared, &call, (&before, end), inputs, report)
                     .await?;
             }

@@ -126,7 +126,8 @@ pub(crate) async fn invoke(
         Ok(v) => (true, Some(v), None),
         Err(e) => (false, None, Some(e.to_string())),
     };
-    shared.recorder.record(Record::ToolCallFinished(ToolCallEnd {
+    // Journaled with the changes the call made (`check::record_changes`), in one commit.
+    let finished = Record::ToolCallFinished(ToolCallEnd {
         run_id,
         call_id: call_id.clone(),
         status: if ok { ToolCallStatus::Finished } else { ToolCallStatus::Failed },
@@ -134,8 +135,8 @@ pub(crate) async fn invoke(
         error: error.clone(),
         ended_at: now_rfc3339(),
         duration_ms,
-    }))?;
-    shared.recorder.emit(EventBody::ToolFinished {
+    });
+    let event = EventBody::ToolFinished {
         step: id.to_owned(),
         call_id,
         tool: call.tool.to_owned(),
@@ -144,8 +145,13 @@ pub(crate) async fn invoke(
         error: error.clone(),
         duration_ms,
         recovered: false,
-    })?;
-    let end = CallEnd { output: output.ok_or_else(|| error.unwrap_or_default()) };
+    };
+    let end = CallEnd {
+        output: output.ok_or_else(|| error.unwrap_or_default()),
+        journal: vec![finished],
+        event: Some(event),
+        replayed: false,
+    };
     if engine.config.cache {
         crate::cache::observe(&engine.ctx.workspace, &mut report.cache, call, &before, &end.output);
     }

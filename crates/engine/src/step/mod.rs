@@ -216,13 +216,17 @@ async fn drive(
             .recorder
             .emit(EventBody::StepStarted { step: id.to_owned(), attempt: report.slot.attempts })?;
 
+        let mutations_before = report.mutations.len();
         let settled = match recovery.take() {
             Some(r) => crate::step::recover::settle(shared, &call, r, report).await?,
             None => None,
         };
         let mut objection = None;
         let (before, end) = match settled {
-            Some(known) => known,
+            Some((before, mut end)) => {
+                crate::step::check::record_changes(shared, &call, &before, &mut end, report)?;
+                (before, end)
+            }
             None => {
                 let hooked = (tool_name, &args);
                 if let Some(reason) =
@@ -232,15 +236,18 @@ async fn drive(
                     fail(&mut report.slot, &format!("hook denied: {reason}"));
                     break;
                 }
-                let (before, end) = invoke(shared, &call, &*tool, report, None).await?;
+                let (before, mut end) = invoke(shared, &call, &*tool, report, None).await?;
+                // The call's end and its changes are journaled before any hook runs: a kill
+                // during a slow hook must not leave a finished command looking unfinished.
+                crate::step::check::record_changes(shared, &call, &before, &mut end, report)?;
                 objection =
                     crate::step::hooks::after_step_call(shared, step, hooked, &end.output, report)
                         .await?;
                 (before, end)
             }
         };
-        let mutations_before = report.mutations.len();
-        crate::step::check::after_call(shared, &call, (before, end), &job.inputs, report).await?;
+        crate::step::check::check_output(shared, &call, (&before, end), &job.inputs, report)
+            .await?;
         if let Some(reason) = objection {
             // The call happened (its changes are recorded above), but the hook rejects it.
             fail(&mut report.slot, &format!("hook denied: {reason}"));

@@ -62,11 +62,15 @@ pub(crate) async fn settle(
                 record.tool
             ));
             let output = record.output.unwrap_or(Value::Null);
-            return Ok(Some((before, CallEnd { output: Ok(output) })));
+            let end =
+                CallEnd { output: Ok(output), journal: Vec::new(), event: None, replayed: true };
+            return Ok(Some((before, end)));
         }
         ToolCallStatus::Failed => {
             let error = record.error.unwrap_or_else(|| "failed".to_owned());
-            return Ok(Some((before, CallEnd { output: Err(error) })));
+            let end =
+                CallEnd { output: Err(error), journal: Vec::new(), event: None, replayed: true };
+            return Ok(Some((before, end)));
         }
         ToolCallStatus::Started => {}
     }
@@ -141,23 +145,29 @@ pub(crate) async fn settle(
         let sha = sha256_hex(&content);
         let bytes_before =
             before.contents.get(&path).map_or(0, |c| c.as_ref().map_or(0, |c| c.len() as u64));
+        // What the tool itself would have answered, field for field: a continued attempt hands
+        // it to the model, whose next request must be the one the interrupted session would
+        // have made (a replay compares them; a resumed conversation is answered from the
+        // journal only while they match). That it was recovered is in the call's status.
+        let replacements = (record.tool == "file.patch")
+            .then(|| patch_replacements(&record.arguments, before.contents.get(&path)))
+            .flatten();
         let output = match record.tool.as_str() {
             "file.patch" => json!({
                 "changed": record.pre_sha256.as_deref() != Some(sha.as_str()),
                 "bytes_before": bytes_before,
                 "bytes_after": content.len(),
                 "sha256": sha,
-                "recovered": true,
+                "replacements": replacements.unwrap_or(0),
             }),
             _ => json!({
                 "bytes": content.len(),
                 "sha256": sha,
                 "created": record.pre_sha256.is_none(),
-                "recovered": true,
             }),
         };
-        shared.recorder.record(end(ToolCallStatus::Recovered, Some(output.clone()), None))?;
-        shared.recorder.emit(EventBody::ToolFinished {
+        let recovered = end(ToolCallStatus::Recovered, Some(output.clone()), None);
+        let event = EventBody::ToolFinished {
             step: id.to_owned(),
             call_id: record.call_id.clone(),
             tool: record.tool.clone(),
@@ -166,13 +176,19 @@ pub(crate) async fn settle(
             error: None,
             duration_ms: 0,
             recovered: true,
-        })?;
+        };
         report.slot.evidence.push(format!(
             "{} on {path} had been applied before the interruption (content hash matches); not \
              applied again",
             record.tool
         ));
-        return Ok(Some((before, CallEnd { output: Ok(output) })));
+        let end = CallEnd {
+            output: Ok(output),
+            journal: vec![recovered],
+            event: Some(event),
+            replayed: false,
+        };
+        return Ok(Some((before, end)));
     }
     if now_sha.as_ref().is_some_and(|s| *s == record.pre_sha256) {
         shared.recorder.record(end(
@@ -188,5 +204,14 @@ pub(crate) async fn settle(
         record.tool
     );
     shared.recorder.record(end(ToolCallStatus::Failed, None, Some(error.clone())))?;
-    Ok(Some((before, CallEnd { output: Err(error) })))
+    Ok(Some((before, CallEnd::new(Err(error)))))
+}
+
+/// How many replacements the patch `arguments` made in `before` (what `file.patch` reported),
+/// from the content journaled with its intent; `None` when that is not known.
+fn patch_replacements(arguments: &Value, before: Option<&Option<Vec<u8>>>) -> Option<u64> {
+    let args: pev_tools::builtin::file_patch::FilePatchArgs =
+        serde_json::from_value(arguments.clone()).ok()?;
+    let text = String::from_utf8(before?.clone()?).ok()?;
+    pev_tools::builtin::file_patch::apply(&text, &args.edits, &args.path).ok().map(|(_, n)| n)
 }

@@ -231,9 +231,14 @@ pub(crate) async fn finish(
     if shared.engine.config.final_events {
         shared.recorder.emit(EventBody::VerifyFinished { status, reasons })?;
     }
+    // Without the final events, the caller (the agent loop) decides the run's outcome and
+    // announces it (`Engine::announce`): until then the run is still running, so a kill before
+    // the announcement leaves a run `pev resume` continues, not this inner result as its final
+    // one (issue 31: a loop run's bare inner result was kept, and could say `success`).
+    let journaled = if shared.engine.config.final_events { status_name(status) } else { "running" };
     shared.recorder.record(Record::RunStatus {
         run_id: result.run_id.clone(),
-        status: status_name(status).to_owned(),
+        status: journaled.to_owned(),
         result: Some(Box::new(result.clone())),
         updated_at: now_rfc3339(),
     })?;
