@@ -4,18 +4,27 @@
 # snapshot at plan_create and the diff at every update and stop are what grow with the
 # workspace), beside the floor of any command hook (spawning /bin/true).
 #
-# Usage: PEV=target/release/pev bench/mcp_gate.sh      env: FILES="0 2000", ROUNDS=20
+# Issue 32 adds plans of STEPS steps (each done, each with an assertion the gate re-checks at
+# the stop) and the gate's 95th percentile; the target is under 50 ms for a 50-step plan.
+#
+# Usage: PEV=target/release/pev bench/mcp_gate.sh      env: FILES="0 2000", STEPS="1", ROUNDS=20
+#        PEV=target/release/pev FILES=0 STEPS="5 50 100" ROUNDS=40 bench/mcp_gate.sh
+# (100 steps is the default policy's max_steps: a longer plan_create is refused by lint.)
 set -euo pipefail
 : "${PEV:?set PEV to the pev to measure}"
 files="${FILES:-0 2000}"
+steps_list="${STEPS:-1}"
 rounds="${ROUNDS:-20}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+echo "| workspace | steps | plan_create | step_update done | plan_show | pev gate Stop (median) | pev gate Stop (p95) | /bin/true |"
+echo "|---|---|---|---|---|---|---|---|"
 for count in $files; do
-  ws="$work/ws-$count"
-  python3 - "$ws" "$count" "$PEV" "$rounds" <<'PY'
+for steps in $steps_list; do
+  ws="$work/ws-$count-$steps"
+  python3 - "$ws" "$count" "$PEV" "$rounds" "$steps" <<'PY'
 import json, os, subprocess, sys, time
-root, count, pev, rounds = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+root, count, pev, rounds, nsteps = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 os.makedirs(root)
 for i in range(count):
     d = os.path.join(root, f"dir{i % 20}")
@@ -34,12 +43,17 @@ def rpc(method, params):
     answer = json.loads(server.stdout.readline())
     return (time.perf_counter() - start) * 1000, answer
 rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}})
+ids_ = ["write"] + [f"s{i}" for i in range(1, nsteps)]
 plan = {"objective": "Create hello.txt containing hi", "steps": [
-    {"id": "write", "title": "Write hello.txt", "assertions": [{"type": "file_contains", "path": "hello.txt", "pattern": "hi"}]}],
+    {"id": sid, "title": f"Write hello.txt ({sid})", "assertions": [{"type": "file_contains", "path": "hello.txt", "pattern": "hi"}]}
+    for sid in ids_],
     "postconditions": [{"description": "hello.txt says hi", "assertions": [{"type": "file_contains", "path": "hello.txt", "pattern": "hi"}]}]}
 create_ms, _ = rpc("tools/call", {"name": "plan_create", "arguments": plan})
 with open(os.path.join(root, "hello.txt"), "w") as f:
     f.write("hi\n")
+for sid in ids_[1:]:
+    _, answer = rpc("tools/call", {"name": "step_update", "arguments": {"id": sid, "status": "done", "evidence": "wrote hello.txt"}})
+    assert not answer["result"]["isError"], answer
 update = []
 for _ in range(rounds):
     for status in ("pending", "done"):
@@ -62,6 +76,8 @@ for _ in range(rounds):
     gate.append(ms)
 floor = [timed(["/bin/true"], payload)[0] for _ in range(rounds)]
 med = lambda xs: sorted(xs)[len(xs) // 2]
-print(f"| {count} files | {create_ms:.1f} ms | {med(update):.1f} ms | {med(show):.1f} ms | {med(gate):.1f} ms | {med(floor):.1f} ms |")
+p95 = lambda xs: sorted(xs)[min(len(xs) - 1, (len(xs) * 95 + 99) // 100 - 1)]
+print(f"| {count} files | {nsteps} | {create_ms:.1f} ms | {med(update):.1f} ms | {med(show):.1f} ms | {med(gate):.1f} ms | {p95(gate):.1f} ms | {med(floor):.1f} ms |")
 PY
+done
 done

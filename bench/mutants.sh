@@ -11,6 +11,10 @@
 #   bench/mutants.sh FILE...         only these files (paths from the repository root)
 #   bench/mutants.sh --changed BASE  only the mutants in lines of the decision core changed since
 #                                    the git revision BASE (what CI runs when those files change)
+#   bench/mutants.sh --rotate K/N    shard K of N (0-based) of the decision core and the settled
+#                                    `full` files, judged by each crate's unit tests: what CI runs on
+#                                    every change (K from the commit count), so every mutant of
+#                                    those files is tried again once every N changes
 #   bench/mutants.sh --full [FILE...] the decision core and what decides confinement and a client's
 #                                    session (`full` below: pev-mcp's sessions, the sandbox's
 #                                    hidden / read-only / writable computation), every test of the
@@ -55,6 +59,12 @@ full=(
   crates/sandbox/src/lib.rs
   crates/sandbox/src/confine.rs
 )
+# The `full` files whose survivors are settled (docs/mutants.md): they join the rotation, so a
+# change that lets a mutant of them survive fails CI within N changes.
+settled_full=(
+  crates/sandbox/src/lib.rs
+  crates/sandbox/src/confine.rs
+)
 full_re='session|find_run|load|pinned|launch_in|hidden_paths|credential_files|readable_roots|grant|hidden_ancestors|verdict|gate|mismatch|same_file|named_files|stem_mentioned|outcome|recheck|mutation|goal|final_check|plan_state|budget|graph|retry'
 
 out="${MUTANTS_OUT:-bench/out/mutants}"
@@ -73,6 +83,11 @@ if [[ "${1:-}" == "--full" ]]; then
   [[ "${MUTANTS_CLI:-0}" == 1 ]] && args+=(--test-package pev)
   args+=(--re "$full_re")
   if [[ $# -gt 0 ]]; then files=("$@"); else files=("${core[@]}" "${full[@]}"); fi
+elif [[ "${1:-}" == "--rotate" ]]; then
+  shard="${2:?--rotate needs K/N}"
+  [[ "$shard" =~ ^[0-9]+/[0-9]+$ ]] || { echo "--rotate: K/N, not $shard" >&2; exit 2; }
+  args+=(--shard "$shard" --re "$full_re")
+  files=("${core[@]}" "${settled_full[@]}")
 elif [[ "${1:-}" == "--changed" ]]; then
   base="${2:?--changed needs a git revision}"
   diff="$out/changed.diff"
