@@ -717,3 +717,7 @@ pub fn plan_view(plan: &ModelPlan) -> Value {
 pub fn is_read_only(tool: &str) -> bool {
     matches!(tool, PLAN_SHOW | LINT_PLAN)
 }
+
+#[cfg(test)]
+#[path = "session_unit_tests.rs"]
+mod unit_tests;
