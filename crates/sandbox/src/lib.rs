@@ -204,7 +204,7 @@ impl Sandbox {
     pub fn with_probe(settings: Settings, helper: Option<PathBuf>, probe: Probe) -> Self {
         let enforced = decide(&settings, helper.is_some(), &probe);
         let tmp = (enforced.level > Level::None).then(make_tmp).flatten();
-        let hidden = hidden_paths();
+        let hidden = hidden_paths_in(&|name: &str| std::env::var_os(name).map(PathBuf::from));
         Self {
             settings,
             helper,
@@ -472,11 +472,8 @@ fn make_private_dir(prefix: &str) -> Option<PathBuf> {
     None
 }
 
-fn hidden_paths() -> Vec<PathBuf> {
-    hidden_paths_in(&|name: &str| std::env::var_os(name).map(PathBuf::from))
-}
-
-/// [`hidden_paths`] with the environment read through `env`: the secrets under `$HOME` and the
+/// What a command may not read, from the environment read through `env` (the process's own in
+/// [`Sandbox::with_probe`]): the secrets under `$HOME` and the
 /// credential files the environment names, those that exist, each once. A relative path in
 /// the environment is ignored (it would name a file relative to wherever a command runs).
 fn hidden_paths_in(env: &dyn Fn(&str) -> Option<PathBuf>) -> Vec<PathBuf> {
