@@ -621,7 +621,7 @@ mod tests {
             _ => None,
         };
         let found = super::hidden_paths_in(&env);
-        for path in [home.join(".ssh"), home.join(".aws"), pgpass.clone()] {
+        for path in [home.join(".ssh"), home.join(".aws"), pgpass] {
             assert_eq!(found.iter().filter(|f| **f == path).count(), 1, "{path:?}: {found:?}");
         }
         // What does not exist is not listed (`.gnupg`, `.netrc`, … were not made).
