@@ -201,7 +201,8 @@ fn a_cache_reused_step_whose_file_a_later_step_rewrote_is_not_success() {
     };
     let first = run_plan(json!([bump]));
     assert_eq!(first.status(), "success", "{}", first.stderr);
-    let second = run_plan(json!([bump, {"id": "revert", "tool": "file.write", "depends_on": ["bump"],
+    let second =
+        run_plan(json!([bump, {"id": "revert", "tool": "file.write", "depends_on": ["bump"],
         "parameters": {"path": "version.txt", "content": "v1\n"},
         "assertions": [{"type": "file_exists", "path": "version.txt"}]}]));
     let cached = second.first("step.finished", "bump").map(|e| e["cached"].clone());
