@@ -71,8 +71,13 @@ full_re='session|find_run|load|pinned|launch_in|hidden_paths|credential_files|re
 out="${MUTANTS_OUT:-bench/out/mutants}"
 mkdir -p "$out"
 args=(--no-config --test-workspace=false --baseline skip --timeout "${MUTANTS_TIMEOUT:-60}" -o "$out"
-      --cargo-test-arg=--lib -j "${MUTANTS_JOBS:-1}")
-[[ "${MUTANTS_IN_PLACE:-0}" == 1 ]] && args+=(--in-place)
+      --cargo-test-arg=--lib)
+# In place there is one tree, so one mutant at a time (cargo-mutants refuses --jobs with it).
+if [[ "${MUTANTS_IN_PLACE:-0}" == 1 ]]; then
+  args+=(--in-place)
+else
+  args+=(-j "${MUTANTS_JOBS:-1}")
+fi
 
 files=()
 if [[ "${1:-}" == "--full" ]]; then
