@@ -391,14 +391,10 @@ fn a_run_past_its_timeout_is_killed_and_reported() {
     assert!(r["wall_ms"].as_u64().expect("wall") >= 1000);
 }
 
-/// `--record` runs a scenario against the configured models (here the workspace's pev.toml names
-/// a script, standing in for a real provider) and keeps the journal beside it; the suite then
-/// replays the recording offline (the model file is gone), and a scenario edited since (its
-/// goal) fails with the divergence named.
-#[test]
-fn a_recorded_scenario_replays_offline_and_an_edit_is_a_divergence() {
-    let toml_without_scripts = LAZY_TOML.replace("[scripts]\nexecutor = \"model.json\"\n", "");
-    let dir = suite_with(&toml_without_scripts, LAZY_ONE);
+/// Makes the suite's scenario `one` a live one: its script moves out of the scenario, and the
+/// workspace's `pev.toml` names it as the executor's provider (standing in for a real model,
+/// which `--record` talks to). The scenario's directory and the script's new path.
+fn live_scenario(dir: &tempfile::TempDir) -> (std::path::PathBuf, std::path::PathBuf) {
     let one = dir.path().join("one");
     let model = dir.path().join("model.json");
     std::fs::rename(one.join("model.json"), &model).expect("move the script");
@@ -407,6 +403,18 @@ fn a_recorded_scenario_replays_offline_and_an_edit_is_a_divergence() {
         format!("[roles.executor]\nprovider = \"script:{}\"\nmodel = \"m\"\n", model.display()),
     )
     .expect("pev.toml");
+    (one, model)
+}
+
+/// `--record` runs a scenario against the configured models (here the workspace's pev.toml names
+/// a script, standing in for a real provider) and keeps the journal beside it; the suite then
+/// replays the recording offline (the model file is gone), and a scenario edited since (its
+/// goal) fails with the divergence named.
+#[test]
+fn a_recorded_scenario_replays_offline_and_an_edit_is_a_divergence() {
+    let toml_without_scripts = LAZY_TOML.replace("[scripts]\nexecutor = \"model.json\"\n", "");
+    let dir = suite_with(&toml_without_scripts, LAZY_ONE);
+    let (one, model) = live_scenario(&dir);
     let suite = dir.path().display().to_string();
 
     let recorded = eval(&[&suite, "--record", "--gate", "on", "--json"]);
@@ -469,14 +477,7 @@ fn a_recording_declares_its_volatile_rules_and_a_changed_date_is_not_a_divergenc
                 [expect]\nstatus = \"success\"\n\
                 [[volatile]]\npattern = \"build-[0-9a-f]{8}\"\nwith = \"build-<id>\"\n";
     let dir = suite_with(toml, STAMPED);
-    let one = dir.path().join("one");
-    let model = dir.path().join("model.json");
-    std::fs::rename(one.join("model.json"), &model).expect("move the script");
-    std::fs::write(
-        one.join("workspace/pev.toml"),
-        format!("[roles.executor]\nprovider = \"script:{}\"\nmodel = \"m\"\n", model.display()),
-    )
-    .expect("pev.toml");
+    let (one, model) = live_scenario(&dir);
     let suite = dir.path().display().to_string();
     let recorded = eval(&[&suite, "--record", "--gate", "on", "--json"]);
     assert_eq!(recorded.code, 0, "{}\n{}", recorded.stdout, recorded.stderr);

@@ -153,36 +153,22 @@ mod tests {
     #[test]
     fn a_mark_left_is_journaled_once_at_its_worst_case_and_removed() {
         let root = tempfile::tempdir().unwrap();
-        let store = Store::open_keyed(
-            pev_store::default_path(root.path()),
-            pev_store::Keying::Unkeyed { why: "test".into() },
-        )
-        .unwrap();
-        store
-            .create_run(&pev_store::NewRun {
-                run_id: "r".into(),
-                goal: "g".into(),
-                workspace: "/w".into(),
-                plan: serde_json::json!({"goal": "g", "steps": []}),
-                options: serde_json::json!({}),
-                created_at: "2026-11-27T00:00:00Z".into(),
-            })
-            .unwrap();
-        let marks = CallMarks::new(root.path(), "r");
+        let (_, store) = crate::agent::test_clients::journal_with_run(root.path());
+        let marks = CallMarks::new(root.path(), "r1");
         let settled_path = marks.put(&mark(0.02)).unwrap();
         marks.put(&mark(0.01)).unwrap();
         // Not a model call's mark: a command's start mark stays.
         crate::step::spawn_mark::write(
-            &crate::step::spawn_mark::path(root.path(), "r", "c1"),
+            &crate::step::spawn_mark::path(root.path(), "r1", "c1"),
             "started",
         )
         .unwrap();
         // Settled by an earlier resume that was killed before it removed the mark.
         let name = settled_path.file_name().unwrap().to_string_lossy().into_owned();
-        store.write(&Record::ModelCall(Box::new(record("r", &name, &mark(0.02))))).unwrap();
+        store.write(&Record::ModelCall(Box::new(record("r1", &name, &mark(0.02))))).unwrap();
 
-        assert_eq!(settle_left(root.path(), &store, "r").unwrap(), 1);
-        let calls = store.model_calls("r").unwrap();
+        assert_eq!(settle_left(root.path(), &store, "r1").unwrap(), 1);
+        let calls = store.model_calls("r1").unwrap();
         let cost: f64 = calls.iter().filter_map(|c| c.cost_usd).sum();
         assert_eq!((calls.len(), (cost * 100.0).round()), (2, 3.0), "{calls:?}");
         assert!(
@@ -190,8 +176,8 @@ mod tests {
                 .iter()
                 .all(|c| c.error_type.as_deref() == Some("cut_off") && c.output_tokens == 50)
         );
-        assert_eq!(settle_left(root.path(), &store, "r").unwrap(), 0, "nothing left to settle");
-        let left: Vec<_> = std::fs::read_dir(dir(root.path(), "r"))
+        assert_eq!(settle_left(root.path(), &store, "r1").unwrap(), 0, "nothing left to settle");
+        let left: Vec<_> = std::fs::read_dir(dir(root.path(), "r1"))
             .unwrap()
             .flatten()
             .map(|e| e.file_name())
