@@ -7,7 +7,7 @@
 # Issue 32 adds plans of STEPS steps (each done, each with an assertion the gate re-checks at
 # the stop) and the gate's 95th percentile; the target is under 50 ms for a 50-step plan.
 #
-# Usage: PEV=target/release/pev bench/mcp_gate.sh      env: FILES="0 2000", STEPS="1", ROUNDS=20
+# Usage: PEV=target/release/pev bench/mcp_gate.sh      env: FILES="0 2000", STEPS="1", ROUNDS=20, KEEP
 #        PEV=target/release/pev FILES=0 STEPS="5 50 100" ROUNDS=40 bench/mcp_gate.sh
 # (100 steps is the default policy's max_steps: a longer plan_create is refused by lint.)
 set -euo pipefail
@@ -15,8 +15,9 @@ set -euo pipefail
 files="${FILES:-0 2000}"
 steps_list="${STEPS:-1}"
 rounds="${ROUNDS:-20}"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+# KEEP=DIR keeps the workspaces (DIR/ws-FILES-STEPS) for profiling one gate call.
+if [ -n "${KEEP:-}" ]; then work="$KEEP"; mkdir -p "$work"; else
+  work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT; fi
 echo "| workspace | steps | plan_create | step_update done | plan_show | pev gate Stop (median) | pev gate Stop (p95) | /bin/true |"
 echo "|---|---|---|---|---|---|---|---|"
 for count in $files; do

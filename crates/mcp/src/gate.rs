@@ -20,7 +20,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use pev_protocol::event::{EventBody, now_rfc3339};
+use pev_protocol::event::{EventBody, kind, now_rfc3339};
 use pev_protocol::run::{ReasonCode, RunResult, RunStatus};
 use pev_store::{Guard, Record, Store, StoreError};
 use pev_tools::ToolContext;
@@ -193,13 +193,8 @@ async fn stop(
     }
     // What the client had done when the check began: a plan call after it means the verdict
     // is stale, and nothing final is recorded on it.
-    let guard_seq = store
-        .events(&run_id)?
-        .iter()
-        .rev()
-        .find(|e| matches!(e.body, EventBody::ClientPlanCall { .. }))
-        .map(|e| e.seq);
-    let guard = Guard { kind: "client.plan_call", last: guard_seq };
+    let guard_seq = store.event_kinds(&run_id)?.get(kind::CLIENT_PLAN_CALL).map(|k| k.newest);
+    let guard = Guard { kind: kind::CLIENT_PLAN_CALL, last: guard_seq };
     let result = verdict::verdict(&store, &run_id, &ctx).await?;
     let subagent = payload.hook == "SubagentStop";
     let regressed = result.final_check.as_ref().is_some_and(|c| !c.regressed.is_empty());
@@ -499,7 +494,7 @@ fn clip(text: &str, limit: usize) -> String {
 /// Refusals since the last time the gate let the client go (or the run began).
 fn consecutive_refusals(store: &Store, run_id: &str) -> Result<u32, McpError> {
     let mut n = 0u32;
-    for event in store.events(run_id)?.iter().rev() {
+    for event in store.events_of_kind(run_id, kind::GATE_DECIDED)?.iter().rev() {
         match &event.body {
             EventBody::GateDecided { decision, hook, .. } if hook == "Stop" => {
                 if decision == "block" {

@@ -17,7 +17,7 @@ use pev_engine::agent::loop_mode::plan_tools::{PLAN_CREATE, PLAN_SHOW, STEP_UPDA
 use pev_engine::agent::loop_mode::todo::{self, TODO_WRITE};
 use pev_engine::agent::loop_mode::{ModelPlan, TodoItem, TodoStatus};
 use pev_engine::agent::loop_run::as_plan;
-use pev_protocol::event::{EventBody, now_rfc3339};
+use pev_protocol::event::{EventBody, kind, now_rfc3339};
 use pev_store::{Guard, Journal, NewRun, Record, RunOptions, Store};
 use pev_tools::ToolContext;
 use serde::{Deserialize, Serialize};
@@ -29,9 +29,6 @@ use crate::snapshot::{self, Snapshot};
 
 /// The `mode` a `pev mcp` run carries in its options.
 pub const MODE: &str = "mcp";
-
-/// The event kind of a plan tool call.
-const PLAN_CALL: &str = "client.plan_call";
 
 /// What the plan tools remember between calls: loop mode's plan book and the todo list.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -360,7 +357,8 @@ impl Sessions {
             });
             // Another process may have answered a call of this run since it was loaded: then
             // this answer rests on a stale plan, and nothing of it is written.
-            let guard = loaded.as_ref().map(|l| Guard { kind: PLAN_CALL, last: l.last_call });
+            let guard =
+                loaded.as_ref().map(|l| Guard { kind: kind::CLIENT_PLAN_CALL, last: l.last_call });
             if store.append_guarded(run_id, guard, &records, bodies)?.is_none() {
                 return Ok(refusal(format!(
                     "{tool} was not recorded: the plan of run {run_id} changed meanwhile (another \
@@ -567,54 +565,48 @@ pub fn find_run(
         .map(|r| r.run_id.clone()))
 }
 
-/// A run's state: the latest `client.plan_call` that carried one, and the snapshot.
+/// A run's state: the latest `client.plan_call` that carried one, and the snapshot. Only the
+/// bodies it needs are read: every plan call journals the whole state, so reading them all
+/// would grow with the square of the run's length (issue 32).
 fn load_run(store: &Store, run_id: &str) -> Result<Loaded, McpError> {
     let record = store.load_run(run_id)?;
-    let events = store.events(run_id)?;
-    let mut state = None;
-    let mut snapshot = None;
-    let calls = events
-        .iter()
-        .filter(|e| {
-            matches!(e.body, EventBody::ClientPlanCall { .. } | EventBody::ClientTool { .. })
-        })
-        .count() as u64;
-    let last_call = events
-        .iter()
-        .rev()
-        .find(|e| matches!(e.body, EventBody::ClientPlanCall { .. }))
-        .map(|e| e.seq);
-    let client_tools = events
-        .iter()
-        .filter_map(|e| match &e.body {
-            EventBody::ClientTool { tool, summary } => {
-                Some(ClientCall { tool: tool.clone(), summary: summary.clone() })
-            }
+    let kinds = store.event_kinds(run_id)?;
+    let count = |kind: &str| kinds.get(kind).map_or(0, |k| k.count);
+    let calls = count(kind::CLIENT_PLAN_CALL).saturating_add(count(kind::CLIENT_TOOL));
+    let last_call = kinds.get(kind::CLIENT_PLAN_CALL).map(|k| k.newest);
+    let client_tools = store
+        .events_of_kind(run_id, kind::CLIENT_TOOL)?
+        .into_iter()
+        .filter_map(|e| match e.body {
+            EventBody::ClientTool { tool, summary } => Some(ClientCall { tool, summary }),
             _ => None,
         })
         .collect();
-    for event in events.iter().rev() {
-        match &event.body {
-            EventBody::ClientPlanCall { state: Some(s), .. } if state.is_none() => {
-                state = Some(serde_json::from_value::<McpState>(s.clone()).map_err(|e| {
-                    McpError(format!(
-                        "the journal's plan state of run {run_id} (event {}) cannot be read: {e}",
-                        event.seq
-                    ))
-                })?);
-            }
-            EventBody::WorkspaceSnapshot { files, git, truncated } if snapshot.is_none() => {
-                let files = serde_json::from_value(files.clone()).map_err(|e| {
-                    McpError(format!("the workspace snapshot of run {run_id} cannot be read: {e}"))
-                })?;
-                snapshot = Some(Snapshot { files, git: git.clone(), truncated: *truncated });
-            }
-            _ => {}
-        }
-        if state.is_some() && snapshot.is_some() {
-            break;
-        }
-    }
+    let state = store.newest_of_kind(run_id, kind::CLIENT_PLAN_CALL, |e| match e.body {
+        EventBody::ClientPlanCall { state: Some(s), .. } => Some((e.seq, s)),
+        _ => None,
+    })?;
+    let state = state
+        .map(|(seq, s)| {
+            serde_json::from_value::<McpState>(s).map_err(|e| {
+                McpError(format!(
+                    "the journal's plan state of run {run_id} (event {seq}) cannot be read: {e}"
+                ))
+            })
+        })
+        .transpose()?;
+    let snapshot = store.newest_of_kind(run_id, kind::WORKSPACE_SNAPSHOT, |e| match e.body {
+        EventBody::WorkspaceSnapshot { files, git, truncated } => Some((files, git, truncated)),
+        _ => None,
+    })?;
+    let snapshot = snapshot
+        .map(|(files, git, truncated)| {
+            let files = serde_json::from_value(files).map_err(|e| {
+                McpError(format!("the workspace snapshot of run {run_id} cannot be read: {e}"))
+            })?;
+            Ok::<_, McpError>(Snapshot { files, git, truncated })
+        })
+        .transpose()?;
     Ok(Loaded {
         run_id: run_id.to_owned(),
         status: record.status,

@@ -228,13 +228,22 @@ impl EventBody {
             Self::Usage { .. } => "usage",
             Self::VerifyFinished { .. } => "verify.finished",
             Self::RunFinished { .. } => "run.finished",
-            Self::WorkspaceSnapshot { .. } => "workspace.snapshot",
+            Self::WorkspaceSnapshot { .. } => kind::WORKSPACE_SNAPSHOT,
             Self::OracleRecorded { .. } => "oracle.recorded",
-            Self::ClientPlanCall { .. } => "client.plan_call",
-            Self::ClientTool { .. } => "client.tool",
-            Self::GateDecided { .. } => "gate.decided",
+            Self::ClientPlanCall { .. } => kind::CLIENT_PLAN_CALL,
+            Self::ClientTool { .. } => kind::CLIENT_TOOL,
+            Self::GateDecided { .. } => kind::GATE_DECIDED,
         }
     }
+}
+
+/// The names of the events a reader looks up by kind (the journal's `kind` column), the same
+/// strings [`EventBody::name`] gives and the `event` field holds.
+pub mod kind {
+    pub const WORKSPACE_SNAPSHOT: &str = "workspace.snapshot";
+    pub const CLIENT_PLAN_CALL: &str = "client.plan_call";
+    pub const CLIENT_TOOL: &str = "client.tool";
+    pub const GATE_DECIDED: &str = "gate.decided";
 }
 
 /// `time` as RFC 3339 in UTC with milliseconds: `2026-11-21T14:03:07.123Z`.

@@ -30,7 +30,7 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
@@ -168,12 +168,12 @@ pub const HIDDEN_IN_HOME: &[&str] = &[
 pub struct Sandbox {
     settings: Settings,
     helper: Option<PathBuf>,
-    probe: Probe,
-    enforced: Enforced,
+    /// The probe and what it decided, made on first need: a caller that never runs a command
+    /// (`pev gate` checking file assertions, `pev show`) spawns no probe processes.
+    decided: OnceLock<Decided>,
     hidden: Vec<PathBuf>,
     /// Directories no command may read or change (the journal's, besides `WORKSPACE/.pev`).
     protected: Vec<PathBuf>,
-    tmp: Option<PathBuf>,
     /// A private copy of the helper, made when the helper binary lies in a writable root (a pev
     /// built inside the workspace): a command must not be able to replace what the next
     /// command's confinement runs.
@@ -184,39 +184,67 @@ pub struct Sandbox {
     lingering: Mutex<Vec<Box<dyn Send + std::fmt::Debug>>>,
 }
 
+/// What the machine offers and what the sandbox enforces with it.
+#[derive(Debug)]
+struct Decided {
+    probe: Probe,
+    enforced: Enforced,
+    tmp: Option<PathBuf>,
+}
+
+impl Decided {
+    fn new(settings: &Settings, has_helper: bool, probe: Probe) -> Self {
+        let enforced = decide(settings, has_helper, &probe);
+        let tmp = (enforced.level > Level::None).then(make_tmp).flatten();
+        Self { probe, enforced, tmp }
+    }
+}
+
 static NEXT_TMP: AtomicU64 = AtomicU64::new(0);
 
 /// The mechanism name of pev's own namespaces (in [`Enforced::mechanisms`]).
 const PEV_NAMESPACES: &str = "namespaces (user, mount, ipc, net)";
 
 impl Sandbox {
-    /// Probe the machine (with `helper`, the binary that runs [`helper_main`]) and decide.
+    /// The sandbox that probes the machine (with `helper`, the binary that runs
+    /// [`helper_main`]) and decides when first asked: by [`Self::enforced`], [`Self::launch`]
+    /// or any other question whose answer depends on the machine.
     pub fn new(settings: Settings, helper: Option<PathBuf>) -> Self {
-        let probe = if settings.mode == Mode::Off {
-            Probe::default()
-        } else {
-            probe::probe(helper.as_deref())
-        };
-        Self::with_probe(settings, helper, probe)
+        Self::undecided(settings, helper)
     }
 
     /// Decide from a given probe (tests, and callers that probe once for many runs).
     pub fn with_probe(settings: Settings, helper: Option<PathBuf>, probe: Probe) -> Self {
-        let enforced = decide(&settings, helper.is_some(), &probe);
-        let tmp = (enforced.level > Level::None).then(make_tmp).flatten();
+        let sandbox = Self::undecided(settings, helper);
+        let decided = Decided::new(&sandbox.settings, sandbox.helper.is_some(), probe);
+        // A new cell: it takes the value.
+        let _ = sandbox.decided.set(decided);
+        sandbox
+    }
+
+    fn undecided(settings: Settings, helper: Option<PathBuf>) -> Self {
         let hidden = hidden_paths_in(&|name: &str| std::env::var_os(name).map(PathBuf::from));
         Self {
             settings,
             helper,
-            probe,
-            enforced,
+            decided: OnceLock::new(),
             hidden,
             protected: Vec::new(),
-            tmp,
             helper_copy: Mutex::new(None),
             frozen: Mutex::new(Vec::new()),
             lingering: Mutex::new(Vec::new()),
         }
+    }
+
+    fn decided(&self) -> &Decided {
+        self.decided.get_or_init(|| {
+            let probe = if self.settings.mode == Mode::Off {
+                Probe::default()
+            } else {
+                probe::probe(self.helper.as_deref())
+            };
+            Decided::new(&self.settings, self.helper.is_some(), probe)
+        })
     }
 
     /// A sandbox that confines nothing (`sandbox = "off"`).
@@ -229,11 +257,11 @@ impl Sandbox {
     }
 
     pub fn enforced(&self) -> &Enforced {
-        &self.enforced
+        &self.decided().enforced
     }
 
     pub fn probe(&self) -> &Probe {
-        &self.probe
+        &self.decided().probe
     }
 
     pub fn settings(&self) -> &Settings {
@@ -283,12 +311,12 @@ impl Sandbox {
 
     /// Commands run unconfined (mode off, or nothing available in `auto`).
     pub fn is_off(&self) -> bool {
-        self.enforced.level == Level::None
+        self.enforced().level == Level::None
     }
 
     /// The per-run temporary directory (`TMPDIR` of every command), when confined.
     pub fn tmp(&self) -> Option<&Path> {
-        self.tmp.as_deref()
+        self.decided().tmp.as_deref()
     }
 
     /// Prepare `argv` to run confined in `workspace`, with exactly `env` (plus `TMPDIR`).
@@ -313,18 +341,19 @@ impl Sandbox {
         argv: Vec<String>,
         mut env: Vec<(String, String)>,
     ) -> Result<Launch, Refused> {
-        if self.settings.mode == Mode::Require && self.enforced.level < Level::Full {
+        let Decided { probe, enforced, tmp } = self.decided();
+        if self.settings.mode == Mode::Require && enforced.level < Level::Full {
             return Err(Refused(format!(
                 "sandbox = \"require\" but this machine cannot enforce the full sandbox: {}. The \
                  command was not run. Install bubblewrap, or set sandbox = \"auto\" to run with \
                  what is available.",
-                self.enforced.gaps.join("; ")
+                enforced.gaps.join("; ")
             )));
         }
         let Some(helper) = &self.helper else {
             return Err(Refused("the sandbox is off; run the command unconfined".into()));
         };
-        let Some(tmp) = &self.tmp else {
+        let Some(tmp) = tmp else {
             return Err(Refused(format!(
                 "cannot create the run's private temporary directory in {}; the command was not \
                  run",
@@ -333,7 +362,7 @@ impl Sandbox {
         };
         env.retain(|(k, _)| k != "TMPDIR");
         env.push(("TMPDIR".into(), tmp.display().to_string()));
-        let bubblewrap = self.probe.bubblewrap.as_ref().filter(|_| self.uses_bubblewrap());
+        let bubblewrap = probe.bubblewrap.as_ref().filter(|_| self.uses_bubblewrap());
         let writable = vec![write_root.to_path_buf(), tmp.clone()];
         let helper = self.safe_helper(helper, &writable)?;
         let read_only: Vec<PathBuf> = std::iter::once(workspace.join(".pev"))
@@ -356,8 +385,8 @@ impl Sandbox {
             network: self.settings.network.clone(),
             limits: self.settings.limits,
             layers: Layers {
-                landlock: self.probe.landlock_abi.is_some(),
-                seccomp: self.probe.seccomp,
+                landlock: probe.landlock_abi.is_some(),
+                seccomp: probe.seccomp,
                 bubblewrap: bubblewrap.is_some(),
                 namespaces: bubblewrap.is_none() && self.uses_namespaces(),
                 strict: self.settings.mode == Mode::Require,
@@ -367,7 +396,7 @@ impl Sandbox {
         let mut command = match bubblewrap {
             Some(bwrap) => {
                 let mut command = Command::new(&bwrap.path);
-                command.args(bwrap::args(&spec, self.probe.root, &absolute(&helper)));
+                command.args(bwrap::args(&spec, probe.root, &absolute(&helper)));
                 command.arg("--").arg(&helper);
                 command
             }
@@ -408,11 +437,11 @@ impl Sandbox {
     }
 
     fn uses_bubblewrap(&self) -> bool {
-        self.enforced.mechanisms.iter().any(|m| m.starts_with("bubblewrap"))
+        self.enforced().mechanisms.iter().any(|m| m.starts_with("bubblewrap"))
     }
 
     fn uses_namespaces(&self) -> bool {
-        self.enforced.mechanisms.iter().any(|m| m == PEV_NAMESPACES)
+        self.enforced().mechanisms.iter().any(|m| m == PEV_NAMESPACES)
     }
 
     /// Keep `handle` (a supervisor still holding background processes) until the run ends.
@@ -432,7 +461,8 @@ impl Sandbox {
 impl Drop for Sandbox {
     fn drop(&mut self) {
         self.shutdown();
-        if let Some(tmp) = &self.tmp {
+        // (Never probes: an undecided sandbox made no directory.)
+        if let Some(tmp) = self.decided.get().and_then(|d| d.tmp.as_ref()) {
             let _ = std::fs::remove_dir_all(tmp);
         }
         let copy = self.helper_copy.lock().unwrap_or_else(PoisonError::into_inner).take();
@@ -628,6 +658,30 @@ mod tests {
         assert!(found.iter().all(|f| f.exists()), "{found:?}");
         let relative = |name: &str| (name == "HOME").then(|| PathBuf::from("home"));
         assert!(super::hidden_paths_in(&relative).iter().all(|f| !f.starts_with("home")));
+    }
+
+    /// Rule: [`super::Sandbox::new`] probes the machine on the first question that needs it,
+    /// once, and never for a caller that asks none (the stop gate checking file assertions
+    /// spawns no process; issue 32). The helper here only records that it ran.
+    #[test]
+    fn the_probe_runs_once_and_only_when_asked() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let ran = dir.path().join("ran");
+        let helper = dir.path().join("helper");
+        let script = format!("#!/bin/sh\necho x >> '{}'\necho '{{}}'\n", ran.display());
+        std::fs::write(&helper, script).unwrap();
+        std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let runs = || std::fs::read_to_string(&ran).map_or(0, |s| s.lines().count());
+        let settings = super::Settings { mode: super::Mode::Auto, ..super::Settings::default() };
+        let sandbox = super::Sandbox::new(settings.clone(), Some(helper.clone()));
+        assert_eq!(runs(), 0, "made without probing");
+        let _ = sandbox.enforced();
+        let _ = sandbox.is_off();
+        assert_eq!(runs(), 1, "probed once, on the first question");
+        drop(sandbox);
+        drop(super::Sandbox::new(settings, Some(helper)));
+        assert_eq!(runs(), 1, "a sandbox asked nothing, dropped, probes nothing");
     }
 }
 

@@ -50,7 +50,7 @@ pub use records::{
     RequestRef, RunOptions, RunRecord, RunSummary, StepState, ToolCallEnd, ToolCallRecord,
     ToolCallStart, ToolCallStatus, rerun_approval_key, step_status_str,
 };
-pub use store::{Guard, Store};
+pub use store::{Guard, KindCount, Store};
 pub use watch::Watch;
 
 /// The journal's default place: `workspace/.pev/pev.db`.

@@ -20,6 +20,13 @@ use crate::records::{
 use crate::schema::{self, Create};
 use crate::write::{self, PlanRow};
 
+/// How many events of one kind a run has, and the newest one's `seq`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KindCount {
+    pub count: u64,
+    pub newest: u64,
+}
+
 /// See [`Store::append_guarded`]: the newest event of `kind` the caller read (`None`: none).
 #[derive(Debug, Clone, Copy)]
 pub struct Guard<'a> {
@@ -440,6 +447,89 @@ impl Store {
             .iter()
             .map(|b| serde_json::from_str(b).map_err(|e| json_err(&self.path, &op, e)))
             .collect()
+    }
+
+    /// How many events of each kind the run has, with the newest `seq` of each: what a caller
+    /// that needs counts and positions reads instead of every event's body.
+    pub fn event_kinds(
+        &self,
+        run_id: &str,
+    ) -> Result<std::collections::BTreeMap<String, KindCount>, StoreError> {
+        let op = format!("count events of run {run_id}");
+        let err = |e| db_err(&self.path, &op, e);
+        let rows = self
+            .conn()
+            .query(
+                "SELECT kind, COUNT(*), MAX(seq) FROM events WHERE run_id = ?1 GROUP BY kind",
+                params![run_id],
+            )
+            .map_err(err)?;
+        rows.iter()
+            .map(|r| {
+                let kind: String = r.get(0).map_err(err)?;
+                Ok((
+                    kind,
+                    KindCount { count: r.get(1).map_err(err)?, newest: r.get(2).map_err(err)? },
+                ))
+            })
+            .collect()
+    }
+
+    /// The run's events of one kind (the `event` name: `client.tool`, …), in sequence order:
+    /// only their bodies are read and parsed.
+    pub fn events_of_kind(&self, run_id: &str, kind: &str) -> Result<Vec<Event>, StoreError> {
+        let op = format!("read {kind} events of run {run_id}");
+        let err = |e| db_err(&self.path, &op, e);
+        let rows = self
+            .conn()
+            .query(
+                "SELECT body FROM events WHERE run_id = ?1 AND kind = ?2 ORDER BY seq",
+                params![run_id, kind],
+            )
+            .map_err(err)?;
+        rows.into_iter()
+            .map(|mut r| {
+                let body = r.take_text(0).map_err(err)?.unwrap_or_default();
+                serde_json::from_str(&body).map_err(|e| json_err(&self.path, &op, e))
+            })
+            .collect()
+    }
+
+    /// The newest event of `kind` that `pick` takes (`Some`), walking back from the newest a
+    /// few rows at a time, so a long run's older bodies are neither read nor parsed.
+    pub fn newest_of_kind<T>(
+        &self,
+        run_id: &str,
+        kind: &str,
+        mut pick: impl FnMut(Event) -> Option<T>,
+    ) -> Result<Option<T>, StoreError> {
+        const PAGE: u64 = 8;
+        let op = format!("read {kind} events of run {run_id}");
+        let err = |e| db_err(&self.path, &op, e);
+        let mut before = u64::MAX >> 1;
+        loop {
+            let rows = self
+                .conn()
+                .query(
+                    "SELECT seq, body FROM events WHERE run_id = ?1 AND kind = ?2 AND seq < ?3
+                     ORDER BY seq DESC LIMIT ?4",
+                    params![run_id, kind, before, PAGE],
+                )
+                .map_err(err)?;
+            let full = rows.len() as u64 == PAGE;
+            for mut row in rows {
+                before = row.get(0).map_err(err)?;
+                let body = row.take_text(1).map_err(err)?.unwrap_or_default();
+                let event =
+                    serde_json::from_str(&body).map_err(|e| json_err(&self.path, &op, e))?;
+                if let Some(found) = pick(event) {
+                    return Ok(Some(found));
+                }
+            }
+            if !full {
+                return Ok(None);
+            }
+        }
     }
 
     /// The run's model calls in the order they were journaled.

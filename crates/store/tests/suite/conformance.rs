@@ -102,6 +102,7 @@ conformance!(
     a_lease_is_exclusive_and_released,
     gc_collects_old_runs_and_their_blobs,
     events_after_reads_only_what_is_new,
+    events_are_read_by_kind,
     quotes_backslashes_and_nul_in_text_survive,
     a_failed_write_rolls_back_its_whole_transaction,
 );
@@ -468,6 +469,47 @@ fn events_after_reads_only_what_is_new(b: &Backend) {
     assert_eq!(seqs(Some(2)), [3, 4]);
     assert!(seqs(Some(4)).is_empty());
     assert!(matches!(store.events_after("nope", None), Err(StoreError::NotFound(_))));
+}
+
+/// Reads by kind (what the stop gate and the plan tools use instead of every event): counts
+/// and newest seq per kind, one kind's events in order, and the newest one a filter takes,
+/// found across more rows than one page of the backwards walk.
+fn events_are_read_by_kind(b: &Backend) {
+    let store = crate::suite::open_store(&b.at).unwrap();
+    store.create_run(&new_run("r1", T0, 3)).unwrap();
+    let journal = crate::suite::start_journal(&b.at).unwrap();
+    // seq 0..30: a warning every third event (0, 3, …, 27), step starts between.
+    for seq in 0..30u64 {
+        let mut event = super::event("r1", seq);
+        if seq % 3 == 0 {
+            event.body = EventBody::Warning { step: None, message: format!("w{seq}") };
+        }
+        journal.record(Record::Event(event)).unwrap();
+    }
+    journal.flush().unwrap();
+    let kinds = store.event_kinds("r1").unwrap();
+    assert_eq!(kinds.len(), 2, "{kinds:?}");
+    assert_eq!(kinds["warning"], pev_store::KindCount { count: 10, newest: 27 });
+    assert_eq!(kinds["step.started"], pev_store::KindCount { count: 20, newest: 29 });
+    let warnings: Vec<u64> =
+        store.events_of_kind("r1", "warning").unwrap().iter().map(|e| e.seq).collect();
+    assert_eq!(warnings, [0, 3, 6, 9, 12, 15, 18, 21, 24, 27]);
+    assert!(store.events_of_kind("r1", "run.finished").unwrap().is_empty());
+    // The newest the filter takes, walking back past the first page (8 rows).
+    let mut seen = Vec::new();
+    let found = store
+        .newest_of_kind("r1", "step.started", |e| {
+            seen.push(e.seq);
+            (e.seq < 8).then_some(e.seq)
+        })
+        .unwrap();
+    assert_eq!(found, Some(7));
+    assert_eq!(seen.first(), Some(&29), "newest first");
+    assert!(seen.windows(2).all(|w| w[0] > w[1]), "walked strictly backwards: {seen:?}");
+    assert_eq!(seen.len(), 16, "stopped at the first taken: {seen:?}");
+    let none = store.newest_of_kind("r1", "step.started", |_| None::<()>).unwrap();
+    assert_eq!(none, None);
+    assert!(store.event_kinds("nope").unwrap().is_empty());
 }
 
 /// The same journal through a handle that shares nothing with `at` (another process's view).
