@@ -10,6 +10,14 @@
 #      WS/.pev, or drops and recreates the database).
 # The server comes from scripts/with-postgres.sh (PEV_PG_FSYNC=on). Everything it writes goes to
 # bench/out/backends/. Usage: bench/journal_backends.sh   (env: RUNS=5, STEPS=10000, WRITES=1000)
+#
+# Two narrower modes, for the Postgres writer's figure (queued, 50,000 records; issue 32):
+#   bench/journal_backends.sh --before REV [ROUNDS]   that figure for the bench built at REV (a
+#       `git archive` of it, sharing the target directory) and for this tree, alternately,
+#       ROUNDS times (default 3): whatever else loads the machine falls on both sides alike;
+#   bench/journal_backends.sh --check   that figure for this tree against the one recorded in
+#       bench/journal_backends.baseline: exits 1 when it is more than 20% below. Not part of
+#       `cargo test`: a figure of this machine, for a person or a scheduled job to run.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,10 +26,78 @@ if [[ -z "${PEV_TEST_POSTGRES:-}" ]]; then
   PEV_PG_FSYNC=on exec scripts/with-postgres.sh bash "$0" "$@"
 fi
 out=bench/out/backends
+mkdir -p "$out"
+filter='journal/queued/postgres/records/50000'
+
+# The middle of criterion's throughput for the bench `$filter`, in records/s, from its output.
+thrpt() {
+  python3 -c '
+import re, sys
+units = {"elem/s": 1, "Kelem/s": 1e3, "Melem/s": 1e6, "Gelem/s": 1e9}
+m = re.search(r"thrpt:\s*\[\S+ \S+ (\S+) (\S+)", sys.stdin.read())
+if not m:
+    sys.exit("no throughput in the bench output")
+print(round(float(m.group(1)) * units[m.group(2)]))'
+}
+
+# Runs the Postgres queued bench of executable $1 (from directory $2); prints records/s.
+queued_pg() {
+  (cd "$2" && PEV_BENCH_POSTGRES="$PEV_TEST_POSTGRES" "$1" --bench --noplot "$filter" 2>&1) \
+    | tee -a "$out/queued-pg.txt" | thrpt
+}
+
+# The bench executable the checkout $1 builds. Two checkouts give the workspace's crates the
+# same names in the target directory, and cargo would take the other checkout's as up to date:
+# they are removed first.
+bench_exe() {
+  (cd "$1" && cargo clean --release -p pev-store -p pev-protocol -p pev-test-support 2>/dev/null
+   cargo bench -p pev-store --features postgres --bench journal --no-run \
+      --message-format=json 2>/dev/null) |
+    python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "journal" and m.get("executable"):
+        print(m["executable"])' | tail -1
+}
+
+case "${1:-}" in
+  --before)
+    rev="${2:?--before needs a revision}"
+    rounds="${3:-3}"
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+    git -C "$root" archive "$rev" | tar -x -C "$tmp"
+    export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+    # Both builds give the executable one name: the first is copied away before the second.
+    before="$(bench_exe "$tmp")"
+    [[ -n "$before" ]] && cp "$before" "$tmp/journal-before" && before="$tmp/journal-before"
+    after="$(bench_exe "$root")"
+    [[ -n "$before" && -n "$after" ]] || { echo "a bench did not build" >&2; exit 2; }
+    echo "== $filter, records/s: before = $rev, after = $(git -C "$root" rev-parse --short HEAD) and the tree"
+    date -u +%Y-%m-%dT%H:%MZ; nproc; uname -r
+    for i in $(seq "$rounds"); do
+      echo "round $i: before $(queued_pg "$before" "$tmp")  after $(queued_pg "$after" "$root")"
+    done
+    exit 0
+    ;;
+  --check)
+    baseline="$(awk '$1 == "postgres_queued_50000" { print $2 }' bench/journal_backends.baseline)"
+    exe="$(bench_exe "$root")"
+    [[ -n "$exe" && -n "$baseline" ]] || { echo "no bench or no baseline" >&2; exit 2; }
+    got="$(queued_pg "$exe" "$root")"
+    floor=$((baseline * 8 / 10))
+    echo "$filter: $got records/s (baseline $baseline, floor $floor)"
+    if (( got < floor )); then
+      echo "REGRESSION: more than 20% below the baseline" >&2
+      exit 1
+    fi
+    exit 0
+    ;;
+esac
+
 runs="${RUNS:-5}"
 steps="${STEPS:-10000}"
 writes="${WRITES:-1000}"
-mkdir -p "$out"
 command -v hyperfine >/dev/null || apt-get install -y hyperfine >/dev/null
 
 echo "== machine"

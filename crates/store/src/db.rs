@@ -578,42 +578,49 @@ pub(crate) fn inline(sql: &str, params: &[Param<'_>]) -> Result<String, DbError>
             index: n,
             message: format!("the statement names ?{n} but has {} parameters", params.len()),
         })?;
-        match *param {
-            Param::Null => out.push_str("NULL"),
-            Param::Int(i) => out.push_str(&i.to_string()),
-            Param::Unsigned(u) => {
-                let i = i64::try_from(u).map_err(|_| DbError::Param {
-                    index: n,
-                    message: format!("{u} does not fit a BIGINT"),
-                })?;
-                out.push_str(&i.to_string());
-            }
-            Param::Bool(b) => out.push_str(if b { "TRUE" } else { "FALSE" }),
-            Param::Text(t) => {
-                out.push_str("E'");
-                for ch in t.chars() {
-                    match ch {
-                        '\'' => out.push_str("''"),
-                        '\\' => out.push_str("\\\\"),
-                        '\0' => out.push('\u{FFFD}'),
-                        ch => out.push(ch),
-                    }
-                }
-                out.push('\'');
-            }
-            Param::Bytes(b) => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.reserve(b.len() * 2 + 24);
-                out.push_str("decode('");
-                for byte in b {
-                    out.push(char::from(HEX[usize::from(byte >> 4)]));
-                    out.push(char::from(HEX[usize::from(byte & 15)]));
-                }
-                out.push_str("', 'hex')");
-            }
-        }
+        push_literal(&mut out, n, param)?;
     }
     Ok(out)
+}
+
+/// Appends `param` (the statement's parameter `n`, for an error) as a Postgres literal: see
+/// [`inline`].
+pub(crate) fn push_literal(out: &mut String, n: usize, param: &Param<'_>) -> Result<(), DbError> {
+    match *param {
+        Param::Null => out.push_str("NULL"),
+        Param::Int(i) => out.push_str(&i.to_string()),
+        Param::Unsigned(u) => {
+            let i = i64::try_from(u).map_err(|_| DbError::Param {
+                index: n,
+                message: format!("{u} does not fit a BIGINT"),
+            })?;
+            out.push_str(&i.to_string());
+        }
+        Param::Bool(b) => out.push_str(if b { "TRUE" } else { "FALSE" }),
+        Param::Text(t) => {
+            out.push_str("E'");
+            for ch in t.chars() {
+                match ch {
+                    '\'' => out.push_str("''"),
+                    '\\' => out.push_str("\\\\"),
+                    '\0' => out.push('\u{FFFD}'),
+                    ch => out.push(ch),
+                }
+            }
+            out.push('\'');
+        }
+        Param::Bytes(b) => {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.reserve(b.len() * 2 + 24);
+            out.push_str("decode('");
+            for byte in b {
+                out.push(char::from(HEX[usize::from(byte >> 4)]));
+                out.push(char::from(HEX[usize::from(byte & 15)]));
+            }
+            out.push_str("', 'hex')");
+        }
+    }
+    Ok(())
 }
 
 /// The store error of a failed statement.

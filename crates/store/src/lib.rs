@@ -30,6 +30,7 @@ mod store;
 mod verify;
 mod watch;
 mod write;
+mod write_pg;
 mod write_values;
 
 use std::collections::hash_map::RandomState;

@@ -1,10 +1,11 @@
 //! Writing one [`Record`] into the journal's tables, inside a transaction the caller owns (the
 //! writer thread's group commit, or a [`crate::Store`] method's own).
 //!
-//! Every statement goes through `prepare_cached`, so a batch of thousands of records parses
-//! each SQL text once per connection. A record that contradicts the journal (the end of a call
-//! that never started, a status for an unknown run) is an error, not a silent no-op: the
-//! journal is what resume trusts.
+//! On SQLite every statement goes through `prepare_cached`, so a batch of thousands of records
+//! parses each SQL text once per connection; on Postgres the writes wait for the end of the
+//! batch and go many rows to a statement (`write_pg.rs`). A record that contradicts the
+//! journal (the end of a call that never started, a status for an unknown run) is an error,
+//! not a silent no-op: the journal is what resume trusts.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,7 +18,11 @@ use crate::records::{
     ApprovalRecord, FileHashRecord, ModelCallRecord, MutationRecord, Record, StepState,
     ToolCallEnd, ToolCallStart, effect_str, step_status_str,
 };
-use crate::write_values::{WriteError, mac_of, opt_json, param_of, to_json, value_of, with_mac};
+use crate::write_pg::{FLUSH_BYTES, Fold, Pending, Shape, Update};
+use crate::write_values::{
+    APPROVALS, BLOBS, EVENTS, FILE_HASHES, MODEL_CALLS, MUTATIONS, PLAN_VERSIONS, STEP_STATES,
+    TOOL_CALLS, WriteError, mac_of, opt_json, param_of, to_json, value_of, with_mac,
+};
 
 /// Writes `rec` (on its own: see [`Batch`] for many in one transaction).
 pub(crate) fn apply(
@@ -34,26 +39,25 @@ pub(crate) fn apply(
 /// What a transaction writing many records keeps between them, so that each costs as few
 /// statements as it can (a round trip each on a server): each run's row (its chain head, its
 /// key id, what its MAC covers) and next model call and mutation numbers, read once and then
-/// carried forward, the tool calls started in it (a call's end MACs the whole row), and the
-/// events,
-/// inserted many rows to a statement by [`Batch::finish`]. The transaction is the runs'
-/// only writer while it lasts (SQLite's write lock; the run rows the chain head's read locks on
-/// Postgres), so what was read stays true.
+/// carried forward, the tool calls started in it (a call's end MACs the whole row, and on
+/// Postgres may be written with its start), and the events, inserted many rows to a statement
+/// by [`Batch::finish`]. The transaction is the runs' only writer while it lasts (SQLite's
+/// write lock; the run rows the chain head's read locks on Postgres), so what was read stays
+/// true.
 pub(crate) struct Batch {
     /// This writer's key (see `key.rs`).
     keying: Keying,
     /// Each run's row as it stands in the transaction, and the key its rows are MACed with.
     runs: HashMap<String, RunState>,
     /// The columns of the tool calls started in this batch (keyed by run and call), for the
-    /// MAC of their end.
+    /// MAC of their end (and, on Postgres, to write the end with its start).
     calls: HashMap<(String, String), Vec<Value>>,
     model_seq: HashMap<String, u64>,
     mutation_seq: HashMap<String, u64>,
     events: Vec<EventRow>,
     /// On Postgres, the writes themselves wait for [`Batch::finish`] too (or until they pass
     /// [`FLUSH_BYTES`]), and go in one round trip, each statement with its values inlined.
-    deferred: Vec<Deferred>,
-    deferred_bytes: usize,
+    pending: Pending,
     /// What the record being applied is, for the errors of its deferred statements.
     label: String,
 }
@@ -74,19 +78,6 @@ const RUN_UPDATED: usize = 5;
 const RUN_RESULT: usize = 7;
 const RUN_HEAD: usize = 8;
 const RUN_KEY_ID: usize = 9;
-
-/// A statement waiting to be sent.
-struct Deferred {
-    sql: String,
-    /// The error when it changes no row (an UPDATE of something that must exist).
-    must_change: Option<String>,
-    /// The record it writes ("write step_state of run R"), for an error.
-    label: String,
-}
-
-/// Deferred statements are sent once they hold this much text, in the same transaction: a
-/// batch of large file snapshots must not become one message of hundreds of megabytes.
-const FLUSH_BYTES: usize = 8 << 20;
 
 /// An event ready to insert.
 struct EventRow {
@@ -111,8 +102,7 @@ impl Batch {
             model_seq: HashMap::new(),
             mutation_seq: HashMap::new(),
             events: Vec::new(),
-            deferred: Vec::new(),
-            deferred_bytes: 0,
+            pending: Pending::default(),
             label: String::new(),
         }
     }
@@ -217,27 +207,36 @@ impl Batch {
             None => format!("write {}", rec.kind()),
         };
         apply_one(conn, path, rec, self)?;
-        if self.deferred_bytes > FLUSH_BYTES {
-            self.flush(conn, path)?;
+        if self.pending.bytes() > FLUSH_BYTES {
+            self.pending.flush(conn, path)?;
         }
         Ok(())
     }
 
-    /// Runs a write now (SQLite: the number of rows it changed) or, on Postgres, queues it for
-    /// [`Batch::finish`] (`None`). `must_change`: the error when it changes no row.
-    pub(crate) fn exec(
+    /// Inserts a row of `shape` now (SQLite) or queues it for [`Batch::finish`] (Postgres).
+    pub(crate) fn insert(
         &mut self,
         conn: &mut Conn,
-        sql: &str,
+        shape: &'static Shape,
         params: &[Param<'_>],
-        must_change: Option<String>,
+    ) -> Result<(), DbError> {
+        match conn.dialect() {
+            crate::db::Dialect::Sqlite => conn.exec(shape.one(), params).map(|_| ()),
+            crate::db::Dialect::Postgres => self.pending.row(shape, params, self.label.clone()),
+        }
+    }
+
+    /// Runs `update` now (SQLite: the number of rows it changed) or, on Postgres, queues it for
+    /// [`Batch::finish`] (`None`).
+    pub(crate) fn update(
+        &mut self,
+        conn: &mut Conn,
+        update: Update<'_>,
     ) -> Result<Option<u64>, DbError> {
         match conn.dialect() {
-            crate::db::Dialect::Sqlite => conn.exec(sql, params).map(Some),
+            crate::db::Dialect::Sqlite => conn.exec(update.sql, update.params).map(Some),
             crate::db::Dialect::Postgres => {
-                let sql = crate::db::inline(sql, params)?;
-                self.deferred_bytes += sql.len();
-                self.deferred.push(Deferred { sql, must_change, label: self.label.clone() });
+                self.pending.statement(update, self.label.clone())?;
                 Ok(None)
             }
         }
@@ -246,7 +245,20 @@ impl Batch {
     /// Inserts the queued events, records each run's new chain head and (Postgres) sends the
     /// queued writes.
     pub(crate) fn finish(&mut self, conn: &mut Conn, path: &Location) -> Result<(), StoreError> {
-        let mut rest: &[EventRow] = &self.events;
+        let events = std::mem::take(&mut self.events);
+        if conn.dialect() == crate::db::Dialect::Postgres {
+            // One row each: `write_pg.rs` puts them many to a statement.
+            for e in &events {
+                let op = || format!("write event of run {}", e.run_id);
+                self.pending
+                    .row(&EVENTS, &event_params(e), op())
+                    .map_err(|err| db_err(path, &op(), err))?;
+            }
+        }
+        let mut rest: &[EventRow] = match conn.dialect() {
+            crate::db::Dialect::Sqlite => &events,
+            crate::db::Dialect::Postgres => &[],
+        };
         while !rest.is_empty() {
             let n = chunk_len(rest.len());
             let (chunk, tail) = rest.split_at(n);
@@ -256,28 +268,10 @@ impl Batch {
                     format!("write event of run {} (one statement of {n} events)", chunk[0].run_id)
                 }
             };
-            let mut params = Vec::with_capacity(n * 6);
-            for e in chunk {
-                params.extend([
-                    Param::from(&e.run_id),
-                    Param::from(e.seq),
-                    Param::from(&e.at),
-                    Param::from(e.kind),
-                    Param::from(&e.body),
-                    Param::from(&e.chain),
-                ]);
-            }
-            let sql = events_insert(n);
-            let queued = match conn.dialect() {
-                crate::db::Dialect::Sqlite => conn.exec(&sql, &params).map(|_| ()),
-                crate::db::Dialect::Postgres => crate::db::inline(&sql, &params).map(|sql| {
-                    self.deferred.push(Deferred { sql, must_change: None, label: op() })
-                }),
-            };
-            queued.map_err(|err| db_err(path, &op(), err))?;
+            let params: Vec<Param<'_>> = chunk.iter().flat_map(event_params).collect();
+            conn.exec(&EVENTS.sql(n), &params).map_err(|err| db_err(path, &op(), err))?;
             rest = tail;
         }
-        self.events.clear();
         // Each changed run's row once: its head and status, and its MAC over all of it.
         let mut runs: Vec<(String, RunState)> =
             self.runs.drain().filter(|(_, r)| r.dirty && !r.values.is_empty()).collect();
@@ -288,63 +282,24 @@ impl Batch {
             self.label = op.clone();
             let mac = state.key.as_ref().map(|k| values_mac(k, "runs", &state.values));
             let v = |i: usize| state.values.get(i).map_or(Param::Null, param_of);
-            self.exec(
-                conn,
-                "UPDATE runs SET status = ?1, updated_at = ?2, result = ?3, chain_head = ?4,
+            let update = Update {
+                table: "runs",
+                sql: "UPDATE runs SET status = ?1, updated_at = ?2, result = ?3, chain_head = ?4,
                      mac = ?5 WHERE run_id = ?6",
-                params![v(RUN_STATUS), v(RUN_UPDATED), v(RUN_RESULT), v(RUN_HEAD), &mac, run],
-                None,
-            )
-            .map_err(|err| db_err(path, &op, err))?;
+                params: params![
+                    v(RUN_STATUS),
+                    v(RUN_UPDATED),
+                    v(RUN_RESULT),
+                    v(RUN_HEAD),
+                    &mac,
+                    run
+                ],
+                must_change: None,
+                fold: None,
+            };
+            self.update(conn, update).map_err(|err| db_err(path, &op, err))?;
         }
-        self.flush(conn, path)
-    }
-
-    /// Sends the deferred statements (Postgres) in one round trip, behind a savepoint: if one
-    /// fails, they are run again one at a time to name the record whose statement failed (the
-    /// transaction fails either way). Always inside the caller's transaction.
-    fn flush(&mut self, conn: &mut Conn, path: &Location) -> Result<(), StoreError> {
-        if self.deferred.is_empty() {
-            return Ok(());
-        }
-        let deferred = std::mem::take(&mut self.deferred);
-        self.deferred_bytes = 0;
-        let mut script = String::from("SAVEPOINT pev_batch");
-        for d in &deferred {
-            script.push_str(";\n");
-            script.push_str(&d.sql);
-        }
-        let counts = match conn.exec_script(&script) {
-            Ok(counts) => counts,
-            Err(first) => {
-                if conn.batch("ROLLBACK TO SAVEPOINT pev_batch").is_ok() {
-                    for d in &deferred {
-                        conn.batch(&d.sql).map_err(|e| db_err(path, &d.label, e))?;
-                    }
-                }
-                return Err(db_err(path, &format!("write {} records", deferred.len()), first));
-            }
-        };
-        // The savepoint's own answer comes first.
-        let counts = counts.get(1..).unwrap_or_default();
-        if counts.len() != deferred.len() {
-            return Err(StoreError::Invalid {
-                path: path.clone(),
-                message: format!(
-                    "the server answered {} of {} statements of a journal write",
-                    counts.len(),
-                    deferred.len()
-                ),
-            });
-        }
-        for (d, count) in deferred.iter().zip(counts) {
-            if let Some(message) = &d.must_change
-                && *count == 0
-            {
-                return Err(StoreError::Invalid { path: path.clone(), message: message.clone() });
-            }
-        }
-        Ok(())
+        self.pending.flush(conn, path)
     }
 }
 
@@ -357,25 +312,16 @@ fn chunk_len(left: usize) -> usize {
     n
 }
 
-/// `INSERT INTO events … VALUES (…), (…)` for `rows` rows.
-fn events_insert(rows: usize) -> String {
-    let mut sql = String::from("INSERT INTO events (run_id, seq, at, kind, body, chain) VALUES ");
-    for r in 0..rows {
-        let b = r * 6;
-        if r > 0 {
-            sql.push_str(", ");
-        }
-        sql.push_str(&format!(
-            "(?{}, ?{}, ?{}, ?{}, ?{}, ?{})",
-            b + 1,
-            b + 2,
-            b + 3,
-            b + 4,
-            b + 5,
-            b + 6
-        ));
-    }
-    sql
+/// An event's columns, in [`EVENTS`]' order.
+fn event_params(e: &EventRow) -> [Param<'_>; 6] {
+    [
+        Param::from(&e.run_id),
+        Param::from(e.seq),
+        Param::from(&e.at),
+        Param::from(e.kind),
+        Param::from(&e.body),
+        Param::from(&e.chain),
+    ]
 }
 
 /// Writes a record other than an event.
@@ -415,15 +361,7 @@ fn apply_one(
         Record::FileHash(h) => file_hash(conn, batch, h).map_err(|e| e.into_store(path, &op()))?,
         Record::Blob { sha256, content } => {
             let (content, encoding) = crate::blob::encode(content);
-            batch
-                .exec(
-                    conn,
-                    "INSERT INTO blobs (sha256, content, encoding) VALUES (?1, ?2, ?3)
-                     ON CONFLICT (sha256) DO NOTHING",
-                    params![sha256, content.as_ref(), encoding],
-                    None,
-                )
-                .map_err(sql)?;
+            batch.insert(conn, &BLOBS, params![sha256, content.as_ref(), encoding]).map_err(sql)?;
         }
         Record::Mutation(m) => mutation(conn, batch, m).map_err(|e| e.into_store(path, &op()))?,
         Record::RunStatus { run_id, status, result, updated_at } => {
@@ -472,13 +410,7 @@ fn model_call(conn: &mut Conn, b: &mut Batch, m: &ModelCallRecord) -> Result<(),
     let body = to_json(&numbered)?;
     let covered = params![&m.run_id, seq, &m.role, &m.step_id, &m.started_at, &body];
     let mac = mac_of(key.as_ref(), "model_calls", covered);
-    b.exec(
-        conn,
-        "INSERT INTO model_calls (run_id, seq, role, step_id, started_at, body, mac)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        &with_mac(covered, &mac),
-        None,
-    )?;
+    b.insert(conn, &MODEL_CALLS, &with_mac(covered, &mac))?;
     Ok(())
 }
 
@@ -501,18 +433,7 @@ fn step_state(conn: &mut Conn, b: &mut Batch, s: &StepState) -> Result<(), Write
     ];
     let mac = mac_of(key.as_ref(), "step_states", covered);
     // An upsert keeps the row (and its rowid, which orders `RunRecord::steps`).
-    b.exec(
-        conn,
-        "INSERT INTO step_states (run_id, step_id, status, attempts, output, error, started_at,
-             ended_at, assertions, evidence, mac)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
-         ON CONFLICT (run_id, step_id) DO UPDATE SET status = excluded.status,
-             attempts = excluded.attempts, output = excluded.output, error = excluded.error,
-             started_at = excluded.started_at, ended_at = excluded.ended_at,
-             assertions = excluded.assertions, evidence = excluded.evidence, mac = excluded.mac",
-        &with_mac(covered, &mac),
-        None,
-    )?;
+    b.insert(conn, &STEP_STATES, &with_mac(covered, &mac))?;
     Ok(())
 }
 
@@ -545,32 +466,13 @@ fn tool_call_start(conn: &mut Conn, b: &mut Batch, s: &ToolCallStart) -> Result<
         Param::Null
     ];
     let mac = mac_of(key.as_ref(), "tool_calls", covered);
-    if key.is_some() {
-        // Its end, if it comes in this batch, MACs the whole row again.
+    if key.is_some() || conn.dialect() == crate::db::Dialect::Postgres {
+        // Its end, if it comes in this batch, MACs the whole row again (and on Postgres may
+        // be written in its place).
         b.calls
             .insert((s.run_id.clone(), s.call_id.clone()), covered.iter().map(value_of).collect());
     }
-    b.exec(
-        conn,
-        "INSERT INTO tool_calls (run_id, call_id, step_id, attempt, tool, effect, arguments, path,
-             pre_sha256, intended_sha256, status, started_at, mac)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'started', ?11, ?12)",
-        params![
-            &s.run_id,
-            &s.call_id,
-            &s.step_id,
-            s.attempt,
-            &s.tool,
-            effect_str(s.effect),
-            &arguments,
-            &s.path,
-            &s.pre_sha256,
-            &s.intended_sha256,
-            &s.started_at,
-            &mac
-        ],
-        None,
-    )?;
+    b.insert(conn, &TOOL_CALLS, &with_mac(covered, &mac))?;
     Ok(())
 }
 
@@ -583,36 +485,40 @@ fn tool_call_end(
 ) -> Result<Option<u64>, WriteError> {
     let key = b.key_of(conn, &e.run_id)?;
     let output = opt_json(e.output.as_ref())?;
-    let mac = match &key {
-        None => None,
-        Some(key) => {
-            // The MAC covers the whole row: the start's columns come from this batch, or from
-            // the row (committed earlier, durably for a call with an effect).
-            let id = (e.run_id.clone(), e.call_id.clone());
-            let mut row = match b.calls.remove(&id) {
-                Some(row) => row,
-                None => {
-                    let sql = format!(
-                        "SELECT {}, mac FROM tool_calls WHERE run_id = ?1 AND call_id = ?2",
-                        cover_columns("tool_calls")
-                    );
-                    let Some(r) = conn.query_opt(&sql, params![&e.run_id, &e.call_id])? else {
-                        return Ok(Some(0));
-                    };
-                    let mut row = r.0;
-                    let stored = row.pop().unwrap_or(Value::Null);
-                    // Changed since its start was journaled (by the very call it records):
-                    // re-MACing it would vouch for the change.
-                    if !crate::chain::still_matches(key, "tool_calls", &row, &stored) {
-                        return Err(WriteError::Key(format!(
-                            "tool call {} of run {} was changed outside pev while it ran (it \
-                             no longer matches its MAC): nothing more is written to the run",
-                            e.call_id, e.run_id
-                        )));
-                    }
-                    row
-                }
+    // The whole row as the end leaves it, for its MAC (and to write it with its start): the
+    // start's columns come from this batch, or (a keyed run) from the row, committed earlier
+    // (durably for a call with an effect).
+    let id = (e.run_id.clone(), e.call_id.clone());
+    let started_here = b.calls.remove(&id);
+    let here = started_here.is_some();
+    let row = match (started_here, &key) {
+        (Some(row), _) => Some(row),
+        (None, None) => None,
+        (None, Some(key)) => {
+            let sql = format!(
+                "SELECT {}, mac FROM tool_calls WHERE run_id = ?1 AND call_id = ?2",
+                cover_columns("tool_calls")
+            );
+            let Some(r) = conn.query_opt(&sql, params![&e.run_id, &e.call_id])? else {
+                return Ok(Some(0));
             };
+            let mut row = r.0;
+            let stored = row.pop().unwrap_or(Value::Null);
+            // Changed since its start was journaled (by the very call it records): re-MACing
+            // it would vouch for the change.
+            if !crate::chain::still_matches(key, "tool_calls", &row, &stored) {
+                return Err(WriteError::Key(format!(
+                    "tool call {} of run {} was changed outside pev while it ran (it no longer \
+                     matches its MAC): nothing more is written to the run",
+                    e.call_id, e.run_id
+                )));
+            }
+            Some(row)
+        }
+    };
+    let mut mac = None;
+    let row = match row {
+        Some(mut row) => {
             if row.len() <= CALL_DURATION {
                 return Ok(Some(0));
             }
@@ -621,17 +527,26 @@ fn tool_call_end(
             row[CALL_ERROR] = e.error.clone().map_or(Value::Null, Value::Text);
             row[CALL_ENDED] = Value::Text(e.ended_at.clone());
             row[CALL_DURATION] = value_of(&Param::from(e.duration_ms));
-            let mac = values_mac(key, "tool_calls", &row);
-            b.calls.insert(id, row);
-            Some(mac)
+            mac = key.as_ref().map(|k| values_mac(k, "tool_calls", &row));
+            Some(row)
         }
+        None => None,
     };
-    Ok(b.exec(
-        conn,
-        "UPDATE tool_calls SET status = ?3, output = ?4, error = ?5, ended_at = ?6,
+    // A start in this batch may still wait to be sent (Postgres): the end is then its values.
+    // A duration past BIGINT is not folded, so that the update refuses it as before.
+    let whole: Vec<Param<'_>> = match &row {
+        Some(row) if here && i64::try_from(e.duration_ms).is_ok() => {
+            row.iter().map(param_of).chain([Param::from(&mac)]).collect()
+        }
+        _ => Vec::new(),
+    };
+    let fold = (!whole.is_empty()).then_some(Fold { shape: &TOOL_CALLS, row: &whole });
+    let update = Update {
+        table: "tool_calls",
+        sql: "UPDATE tool_calls SET status = ?3, output = ?4, error = ?5, ended_at = ?6,
              duration_ms = ?7, mac = ?8
          WHERE run_id = ?1 AND call_id = ?2",
-        params![
+        params: params![
             &e.run_id,
             &e.call_id,
             e.status.as_str(),
@@ -641,8 +556,14 @@ fn tool_call_end(
             &e.duration_ms,
             &mac
         ],
-        Some(never_started),
-    )?)
+        must_change: Some(never_started),
+        fold,
+    };
+    let changed = b.update(conn, update)?;
+    if let Some(row) = row {
+        b.calls.insert(id, row);
+    }
+    Ok(changed)
 }
 
 fn file_hash(conn: &mut Conn, b: &mut Batch, h: &FileHashRecord) -> Result<(), WriteError> {
@@ -650,13 +571,7 @@ fn file_hash(conn: &mut Conn, b: &mut Batch, h: &FileHashRecord) -> Result<(), W
     let covered =
         params![&h.run_id, &h.step_id, &h.path, h.phase.as_str(), &h.sha256, &h.bytes, &h.at];
     let mac = mac_of(key.as_ref(), "file_hashes", covered);
-    b.exec(
-        conn,
-        "INSERT INTO file_hashes (run_id, step_id, path, phase, sha256, bytes, at, mac)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        &with_mac(covered, &mac),
-        None,
-    )?;
+    b.insert(conn, &FILE_HASHES, &with_mac(covered, &mac))?;
     Ok(())
 }
 
@@ -687,14 +602,7 @@ fn mutation(conn: &mut Conn, b: &mut Batch, m: &MutationRecord) -> Result<(), Wr
         &m.after_sha256
     ];
     let mac = mac_of(key.as_ref(), "mutations", covered);
-    b.exec(
-        conn,
-        "INSERT INTO mutations (run_id, seq, step_id, path, bytes_before, bytes_after,
-             lines_added, lines_removed, no_op, before_sha256, after_sha256, mac)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-        &with_mac(covered, &mac),
-        None,
-    )?;
+    b.insert(conn, &MUTATIONS, &with_mac(covered, &mac))?;
     Ok(())
 }
 
@@ -715,13 +623,7 @@ pub(crate) fn insert_plan_version(
     let key = b.key_of(conn, r.run_id)?;
     let covered = params![r.run_id, r.version, r.plan, r.reason, r.created_at];
     let mac = mac_of(key.as_ref(), "plan_versions", covered);
-    b.exec(
-        conn,
-        "INSERT INTO plan_versions (run_id, version, plan, reason, created_at, mac)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        &with_mac(covered, &mac),
-        None,
-    )?;
+    b.insert(conn, &PLAN_VERSIONS, &with_mac(covered, &mac))?;
     Ok(())
 }
 
@@ -734,13 +636,7 @@ pub(crate) fn approval(
     let key = b.key_of(conn, &a.run_id)?;
     let covered = params![&a.run_id, &a.step_id, &a.by, &a.at];
     let mac = mac_of(key.as_ref(), "approvals", covered);
-    b.exec(
-        conn,
-        "INSERT INTO approvals (run_id, step_id, \"by\", at, mac) VALUES (?1, ?2, ?3, ?4, ?5)
-         ON CONFLICT (run_id, step_id) DO NOTHING",
-        &with_mac(covered, &mac),
-        None,
-    )?;
+    b.insert(conn, &APPROVALS, &with_mac(covered, &mac))?;
     Ok(())
 }
 

@@ -25,7 +25,7 @@ pub struct Backend {
     _db: Option<pg::Database>,
 }
 
-fn sqlite() -> Backend {
+pub(super) fn sqlite() -> Backend {
     let dir = tempfile::tempdir().unwrap();
     let at = Location::File(pev_store::default_path(dir.path()));
     Backend {
@@ -38,7 +38,7 @@ fn sqlite() -> Backend {
 
 /// A fresh Postgres database, or `None` (with a note) when no server is configured.
 #[allow(clippy::print_stderr)] // the note says why the Postgres half did not run
-fn postgres() -> Option<Backend> {
+pub(super) fn postgres() -> Option<Backend> {
     pev_test_support::server("the Postgres half")?;
     #[cfg(feature = "postgres")]
     {

@@ -1,6 +1,7 @@
 //! Shared fixtures: a journal in a temporary directory, runs, and one record of each kind.
 
 mod append;
+mod batched;
 mod chain;
 mod conformance;
 mod gc;
