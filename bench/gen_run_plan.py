@@ -45,7 +45,10 @@ def make_plan(kind: str, steps: int, chain: int, seconds: float) -> dict:
         else:
             step["tool"] = "shell.exec"
             step["parameters"] = {"command": f"sleep {seconds}"}
-        if chain > 0 and i % chain != 0:
+        # K=1: every step after the first depends on the one before (one chain); K>1: chains
+        # of K. (Until 2026-11-27 K=1 made no dependency at all, so the "one chain" figures of
+        # bench/run_overhead.sh were of independent steps; see BENCHMARKS.md, issue 32.)
+        if i > 0 and (chain == 1 or (chain > 1 and i % chain != 0)):
             step["depends_on"] = [step_id(i - 1)]
         out.append(step)
     goals = {
