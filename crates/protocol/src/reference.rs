@@ -29,8 +29,88 @@ pub enum Syntax {
 pub struct Reference {
     pub step: StepId,
     /// The path below `result`; empty for the whole output.
-    pub path: Vec<String>,
+    #[schemars(with = "Vec<String>")]
+    pub path: RefPath,
     pub syntax: Syntax,
+}
+
+/// The path of a [`Reference`] below `result`: its segments (`rows`, `0`, `offset`), kept as the
+/// one string they were written as (`rows.0.offset`). A segment is never empty and never holds
+/// a dot, so the dotted text is the list; one allocation instead of a `Vec` and a `String` per
+/// segment, for each of the hundreds of thousands of references a large plan indexes.
+/// Serialised as the list of segments.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct RefPath(Box<str>);
+
+impl RefPath {
+    /// The segments in order.
+    pub fn iter(&self) -> std::str::Split<'_, char> {
+        let mut segments = self.0.split('.');
+        if self.0.is_empty() {
+            // `"".split('.')` yields one empty segment; an empty path has none.
+            segments.next();
+        }
+        segments
+    }
+
+    pub fn len(&self) -> usize {
+        if self.0.is_empty() { 0 } else { self.0.bytes().filter(|&b| b == b'.').count() + 1 }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The segments joined with dots, as written after `result.`.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'a> IntoIterator for &'a RefPath {
+    type Item = &'a str;
+    type IntoIter = std::str::Split<'a, char>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl<S: AsRef<str>> FromIterator<S> for RefPath {
+    fn from_iter<I: IntoIterator<Item = S>>(segments: I) -> Self {
+        let mut text = String::new();
+        for (i, segment) in segments.into_iter().enumerate() {
+            if i > 0 {
+                text.push('.');
+            }
+            text.push_str(segment.as_ref());
+        }
+        Self(text.into_boxed_str())
+    }
+}
+
+impl From<Vec<String>> for RefPath {
+    fn from(segments: Vec<String>) -> Self {
+        segments.into_iter().collect()
+    }
+}
+
+impl std::fmt::Debug for RefPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl Serialize for RefPath {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for RefPath {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<String>::deserialize(deserializer).map(Self::from)
+    }
 }
 
 impl std::fmt::Display for Reference {
@@ -144,19 +224,17 @@ fn parse_ref(text: &str, start: usize, close: &str, syntax: Syntax) -> Option<(R
     if !StepId::is_well_formed(id) {
         return None;
     }
-    let path: Vec<String> = if path_str.is_empty() {
+    let path = if path_str.is_empty() {
         if inner.ends_with('.') {
             return None;
         }
-        Vec::new()
+        RefPath::default()
     } else {
         if path_str.split('.').any(|s| s.is_empty() || !s.bytes().all(is_id_byte)) {
             return None;
         }
-        // Sized exactly: every indexed reference keeps its path for the whole run.
-        let mut path = Vec::with_capacity(path_str.bytes().filter(|&b| b == b'.').count() + 1);
-        path.extend(path_str.split('.').map(str::to_owned));
-        path
+        // The segments as written, in one exactly sized allocation.
+        RefPath(path_str.into())
     };
     Some((Reference { step: StepId::new(id), path, syntax }, start + end_rel + close.len()))
 }
