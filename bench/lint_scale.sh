@@ -12,15 +12,14 @@
 # what else the machine is doing (CPU time much less so): the load average is printed with the
 # figures, and a failure on a busy machine is worth a second run before it is believed.
 # `bench/lint.sh --check` runs this script. The defaults were recorded on 2026-11-27 at a load
-# average of 7-8 (other builds on the machine): the wall time then is 2-3 times an idle one, so
-# on a quiet machine the CPU time and peak RSS are the figures this check really holds.
+# average of 3-5 (other builds on the machine), so on a quiet machine the wall time has room.
 #
 # Not part of `cargo test`: it builds a release binary and runs for a minute.
 #
 # Usage: bench/lint_scale.sh
 #   env: BEFORE=/path/to/older/pev   PEV=/path/to/pev (skips the build)   RUNS=5
-#        SIZES="1000 10000 100000"   RECORDED_WALL_S=1.05   RECORDED_CPU_S=0.60
-#        RECORDED_RSS_MB=211
+#        SIZES="1000 10000 100000"   RECORDED_WALL_S=0.49   RECORDED_CPU_S=0.55
+#        RECORDED_RSS_MB=198
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,9 +27,9 @@ cd "$root"
 out=bench/out/lint_scale
 runs="${RUNS:-5}"
 sizes="${SIZES:-1000 10000 100000}"
-recorded_wall="${RECORDED_WALL_S:-1.05}"
-recorded_cpu="${RECORDED_CPU_S:-0.60}"
-recorded_rss="${RECORDED_RSS_MB:-211}"
+recorded_wall="${RECORDED_WALL_S:-0.49}"
+recorded_cpu="${RECORDED_CPU_S:-0.55}"
+recorded_rss="${RECORDED_RSS_MB:-198}"
 policy=bench/policy.yaml
 mkdir -p "$out"
 
