@@ -6,10 +6,16 @@
 # bench/.venv with plan-lint 0.0.3 if it is missing. Everything it writes goes to bench/out/.
 #
 # Usage: bench/lint.sh            (env: SIZES="1000 10000 100000" RUNS=10 PLAN_LINT_RUNS=5)
+#        bench/lint.sh --check    the regression check at 100,000 steps: bench/lint_scale.sh,
+#                                 which fails when the median wall time or peak RSS is more
+#                                 than 20% over the recorded figures (BEFORE=path to compare)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+if [[ "${1:-}" == "--check" ]]; then
+  exec bash bench/lint_scale.sh
+fi
 out=bench/out
 sizes="${SIZES:-1000 10000 100000}"
 runs="${RUNS:-10}"

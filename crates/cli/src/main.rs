@@ -16,6 +16,12 @@ use std::process::ExitCode;
 use clap::Parser;
 use pev_protocol::schema::{SchemaKind, schema_of};
 
+/// mimalloc rather than glibc's malloc: on `pev lint` of a 100,000-step plan (some 2.4 million
+/// small allocations alive at once) it keeps less per allocation and allocates faster
+/// (BENCHMARKS.md, issue 32).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub(crate) use crate::args::OutputFormat;
 use crate::args::{Cli, Command, GateAction, SchemaArg, ShowFormat};
 use crate::commands::lint::{EXIT_BAD_INPUT, EXIT_OK, Env, LintRequest};

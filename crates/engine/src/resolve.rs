@@ -187,7 +187,7 @@ fn lookup<'v>(
                 None => {
                     return Err(error(Problem::MissingKey {
                         at: written_prefix(reference, depth),
-                        key: segment.clone(),
+                        key: segment.to_owned(),
                         available: map.keys().take(MAX_KEYS_LISTED).cloned().collect(),
                         total: map.len(),
                     }));
@@ -197,7 +197,7 @@ fn lookup<'v>(
                 if segment.is_empty() || !segment.bytes().all(|b| b.is_ascii_digit()) {
                     return Err(error(Problem::NotAnIndex {
                         at: written_prefix(reference, depth),
-                        segment: segment.clone(),
+                        segment: segment.to_owned(),
                         len: items.len(),
                     }));
                 }
@@ -207,7 +207,7 @@ fn lookup<'v>(
                     None => {
                         return Err(error(Problem::IndexOutOfRange {
                             at: written_prefix(reference, depth),
-                            index: segment.clone(),
+                            index: segment.to_owned(),
                             len: items.len(),
                         }));
                     }
@@ -216,7 +216,7 @@ fn lookup<'v>(
             scalar => {
                 return Err(error(Problem::NotIndexable {
                     at: written_prefix(reference, depth),
-                    segment: segment.clone(),
+                    segment: segment.to_owned(),
                     kind: kind_of(scalar),
                 }));
             }

@@ -263,7 +263,7 @@ fn violation(ctx: &Ctx<'_>, file: &str, item: &Value) -> Finding {
             .as_u64()
             .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
             .and_then(|i| usize::try_from(i).ok()),
-        Value::String(id) => ctx.index.get(id.as_str()).copied(),
+        Value::String(id) => ctx.index().get(id.as_str()).copied(),
         _ => None,
     });
     match index.and_then(|i| ctx.plan.steps.get(i).map(|s| (i, s))) {

@@ -25,4 +25,4 @@ pub use plan::{
     BudgetSlice, Complexity, DelegateMode, Delegation, OnFail, Plan, Postcondition, Step, StepId,
 };
 pub use policy::Policy;
-pub use reference::{ParamRef, Reference, Segment, Template};
+pub use reference::{ParamRef, RefPath, Reference, Segment, Template};

@@ -6,6 +6,8 @@
 //! id, the word `result`, and an optional dotted path into that step's output; a path segment
 //! that is all digits indexes an array.
 
+use std::fmt::Write as _;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -27,8 +29,88 @@ pub enum Syntax {
 pub struct Reference {
     pub step: StepId,
     /// The path below `result`; empty for the whole output.
-    pub path: Vec<String>,
+    #[schemars(with = "Vec<String>")]
+    pub path: RefPath,
     pub syntax: Syntax,
+}
+
+/// The path of a [`Reference`] below `result`: its segments (`rows`, `0`, `offset`), kept as the
+/// one string they were written as (`rows.0.offset`). A segment is never empty and never holds
+/// a dot, so the dotted text is the list; one allocation instead of a `Vec` and a `String` per
+/// segment, for each of the hundreds of thousands of references a large plan indexes.
+/// Serialised as the list of segments.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct RefPath(Box<str>);
+
+impl RefPath {
+    /// The segments in order.
+    pub fn iter(&self) -> std::str::Split<'_, char> {
+        let mut segments = self.0.split('.');
+        if self.0.is_empty() {
+            // `"".split('.')` yields one empty segment; an empty path has none.
+            segments.next();
+        }
+        segments
+    }
+
+    pub fn len(&self) -> usize {
+        if self.0.is_empty() { 0 } else { self.0.bytes().filter(|&b| b == b'.').count() + 1 }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The segments joined with dots, as written after `result.`.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'a> IntoIterator for &'a RefPath {
+    type Item = &'a str;
+    type IntoIter = std::str::Split<'a, char>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl<S: AsRef<str>> FromIterator<S> for RefPath {
+    fn from_iter<I: IntoIterator<Item = S>>(segments: I) -> Self {
+        let mut text = String::new();
+        for (i, segment) in segments.into_iter().enumerate() {
+            if i > 0 {
+                text.push('.');
+            }
+            text.push_str(segment.as_ref());
+        }
+        Self(text.into_boxed_str())
+    }
+}
+
+impl From<Vec<String>> for RefPath {
+    fn from(segments: Vec<String>) -> Self {
+        segments.into_iter().collect()
+    }
+}
+
+impl std::fmt::Debug for RefPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl Serialize for RefPath {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for RefPath {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<String>::deserialize(deserializer).map(Self::from)
+    }
 }
 
 impl std::fmt::Display for Reference {
@@ -61,29 +143,16 @@ pub struct Template {
 impl Template {
     /// Parses `text`. Never fails: what is not a well-formed reference is literal text.
     pub fn parse(text: &str) -> Self {
-        let bytes = text.as_bytes();
         let mut segments = Vec::new();
         let mut literal_start = 0;
-        let mut i = 0;
-        while i + 1 < bytes.len() {
-            let found = match (bytes[i], bytes[i + 1]) {
-                (b'$', b'{') => parse_ref(text, i + 2, "}", Syntax::Dollar),
-                (b'{', b'{') => parse_ref(text, i + 2, "}}", Syntax::Mustache),
-                _ => None,
-            };
-            match found {
-                Some((reference, end)) => {
-                    if literal_start < i {
-                        segments.push(Segment::Literal(text[literal_start..i].to_owned()));
-                    }
-                    segments.push(Segment::Ref(reference));
-                    i = end;
-                    literal_start = end;
-                }
-                None => i += 1,
+        scan_refs(text, |reference, start, end| {
+            if literal_start < start {
+                segments.push(Segment::Literal(text[literal_start..start].to_owned()));
             }
-        }
-        if literal_start < bytes.len() {
+            segments.push(Segment::Ref(reference));
+            literal_start = end;
+        });
+        if literal_start < text.len() {
             segments.push(Segment::Literal(text[literal_start..].to_owned()));
         }
         Self { segments }
@@ -111,11 +180,33 @@ impl Template {
     }
 }
 
+/// Calls `found(reference, start, end)` for each reference in `text`, in order, where
+/// `text[start..end]` is the reference as written: the one reading of a string that
+/// [`Template::parse`] and the parser's indexing of step references share.
+fn scan_refs(text: &str, mut found: impl FnMut(Reference, usize, usize)) {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i + 1 < bytes.len() {
+        let parsed = match (bytes[i], bytes[i + 1]) {
+            (b'$', b'{') => parse_ref(text, i + 2, "}", Syntax::Dollar),
+            (b'{', b'{') => parse_ref(text, i + 2, "}}", Syntax::Mustache),
+            _ => None,
+        };
+        match parsed {
+            Some((reference, end)) => {
+                found(reference, i, end);
+                i = end;
+            }
+            None => i += 1,
+        }
+    }
+}
+
 /// Parses `id.result(.seg)*` starting at `start`, followed by `close`. Spaces are allowed just
 /// inside mustache braces (`{{ id.result }}`), as template languages allow.
 fn parse_ref(text: &str, start: usize, close: &str, syntax: Syntax) -> Option<(Reference, usize)> {
     let rest = &text[start..];
-    let end_rel = rest.find(close)?;
+    let end_rel = find_close(rest, close)?;
     let mut inner = &rest[..end_rel];
     if syntax == Syntax::Mustache {
         inner = inner.trim_matches(' ');
@@ -123,7 +214,7 @@ fn parse_ref(text: &str, start: usize, close: &str, syntax: Syntax) -> Option<(R
     // The id may itself contain dots, so find the `.result` that is followed by `.` or the end.
     let mut search_from = 0;
     let (id, path_str) = loop {
-        let pos = search_from + inner[search_from..].find(".result")?;
+        let pos = search_from + find_result(&inner[search_from..])?;
         let after = &inner[pos + ".result".len()..];
         if after.is_empty() || after.starts_with('.') {
             break (&inner[..pos], after.strip_prefix('.').unwrap_or(after));
@@ -133,19 +224,44 @@ fn parse_ref(text: &str, start: usize, close: &str, syntax: Syntax) -> Option<(R
     if !StepId::is_well_formed(id) {
         return None;
     }
-    let path: Vec<String> = if path_str.is_empty() {
+    let path = if path_str.is_empty() {
         if inner.ends_with('.') {
             return None;
         }
-        Vec::new()
+        RefPath::default()
     } else {
-        let segs: Vec<&str> = path_str.split('.').collect();
-        if segs.iter().any(|s| s.is_empty() || !s.bytes().all(is_id_byte)) {
+        if path_str.split('.').any(|s| s.is_empty() || !s.bytes().all(is_id_byte)) {
             return None;
         }
-        segs.into_iter().map(str::to_owned).collect()
+        // The segments as written, in one exactly sized allocation.
+        RefPath(path_str.into())
     };
     Some((Reference { step: StepId::new(id), path, syntax }, start + end_rel + close.len()))
+}
+
+/// Where `close` (`}` or `}}`) first occurs in `rest`, as `str::find` says, found by looking
+/// for a `}` (a fast byte search) rather than by a substring searcher built for each string.
+fn find_close(rest: &str, close: &str) -> Option<usize> {
+    let mut from = 0;
+    loop {
+        let at = from + rest.get(from..)?.find('}')?;
+        if rest.get(at..)?.starts_with(close) {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+}
+
+/// Where `.result` first occurs in `inner`, as `str::find` says, by way of its dots.
+fn find_result(inner: &str) -> Option<usize> {
+    let mut from = 0;
+    loop {
+        let at = from + inner.get(from..)?.find('.')?;
+        if inner.get(at..)?.starts_with(".result") {
+            return Some(at);
+        }
+        from = at + 1;
+    }
 }
 
 /// A reference found in a step's parameters, with where it was found.
@@ -168,21 +284,35 @@ pub(crate) fn collect_refs(
     let len = pointer.len();
     pointer.push('/');
     push_escaped(pointer, key);
+    collect_below(value, pointer, out);
+    pointer.truncate(len);
+}
+
+/// [`collect_refs`] for a value whose pointer is already in `pointer`.
+fn collect_below(value: &Value, pointer: &mut String, out: &mut Vec<ParamRef>) {
     match value {
-        Value::String(s) if s.contains("${") || s.contains("{{") => {
-            let template = Template::parse(s);
-            let whole = template.as_single_ref().is_some();
-            for reference in template.references() {
-                out.push(ParamRef {
-                    pointer: pointer.clone(),
-                    reference: reference.clone(),
-                    whole,
-                });
+        // `scan_refs` looks for `${` and `{{` itself, as fast as a search for them would.
+        Value::String(s) => {
+            // Straight from the text: a `Template` would copy the literal text around the
+            // references, and each reference again into its `ParamRef`.
+            let first = out.len();
+            let mut whole = false;
+            scan_refs(s, |reference, start, end| {
+                // The string is exactly one reference (what `Template::as_single_ref` says).
+                whole = out.len() == first && start == 0 && end == s.len();
+                out.push(ParamRef { pointer: pointer.clone(), reference, whole: false });
+            });
+            if whole && let Some(r) = out.get_mut(first) {
+                r.whole = true;
             }
         }
         Value::Array(items) => {
+            let len = pointer.len();
             for (i, item) in items.iter().enumerate() {
-                collect_refs(item, pointer, &i.to_string(), out);
+                // Writing to a String cannot fail.
+                let _ = write!(pointer, "/{i}");
+                collect_below(item, pointer, out);
+                pointer.truncate(len);
             }
         }
         Value::Object(map) => {
@@ -192,11 +322,14 @@ pub(crate) fn collect_refs(
         }
         _ => {}
     }
-    pointer.truncate(len);
 }
 
 /// Appends `key` to a JSON pointer with `~` and `/` escaped (RFC 6901).
 pub fn push_escaped(pointer: &mut String, key: &str) {
+    if !key.bytes().any(|b| b == b'~' || b == b'/') {
+        pointer.push_str(key);
+        return;
+    }
     for c in key.chars() {
         match c {
             '~' => pointer.push_str("~0"),

@@ -1,7 +1,7 @@
 use super::*;
 
 fn refs(text: &str) -> Vec<String> {
-    Template::parse(text).references().map(|r| format!("{}:{}", r.step, r.path.join("."))).collect()
+    Template::parse(text).references().map(|r| format!("{}:{}", r.step, r.path.as_str())).collect()
 }
 
 #[test]
@@ -35,7 +35,7 @@ fn dollar_before_mustache_is_literal_dollar() {
             Segment::Literal("Balance: $".into()),
             Segment::Ref(Reference {
                 step: StepId::new("s1"),
-                path: vec!["balance".into()],
+                path: RefPath::from(vec!["balance".to_owned()]),
                 syntax: Syntax::Mustache
             })
         ]
@@ -61,4 +61,19 @@ fn display_round_trips() {
 fn multibyte_text_is_safe() {
     assert_eq!(refs("é${a.result.ü}"), Vec::<String>::new());
     assert_eq!(refs("日本${a.result.x}語"), ["a:x"]);
+}
+
+#[test]
+fn a_path_is_its_segments() {
+    let t = Template::parse("${a.result.rows.0.offset} {{b.result}}");
+    let paths: Vec<&RefPath> = t.references().map(|r| &r.path).collect();
+    assert_eq!(paths[0].iter().collect::<Vec<_>>(), ["rows", "0", "offset"]);
+    assert_eq!((paths[0].len(), paths[0].is_empty()), (3, false));
+    assert_eq!(paths[1].iter().count(), 0);
+    assert_eq!((paths[1].len(), paths[1].is_empty()), (0, true));
+    assert_eq!(serde_json::to_string(paths[0]).unwrap(), r#"["rows","0","offset"]"#);
+    assert_eq!(serde_json::to_string(paths[1]).unwrap(), "[]");
+    let back: RefPath = serde_json::from_str(r#"["rows","0","offset"]"#).unwrap();
+    assert_eq!(&back, paths[0]);
+    assert_eq!(format!("{:?}", paths[0]), r#"["rows", "0", "offset"]"#);
 }

@@ -281,7 +281,7 @@ fn overlaps(ctx: &Ctx<'_>, scoped: &[Scoped<'_>], out: &mut Vec<Finding>) {
         return;
     }
     let plan = ctx.plan;
-    let graph = StepGraph::with_index(plan, &ctx.index);
+    let graph = StepGraph::with_index(plan, ctx.index());
     let comps = Components::of(&graph);
     let n = graph.len();
 

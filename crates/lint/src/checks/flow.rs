@@ -20,9 +20,11 @@
 
 use std::fmt::Write as _;
 
+use pev_protocol::reference::{Reference, Syntax};
 use pev_protocol::{Finding, LintCode, Step};
 
 use crate::Ctx;
+use crate::graph::Resolver;
 use crate::policy::any_match;
 
 /// Marks "no step" in the index arrays.
@@ -31,14 +33,19 @@ const NONE: usize = usize::MAX;
 const CHAIN_SHOWN: usize = 4;
 
 pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    check_with_room(ctx, out, 0);
+}
+
+/// [`check`], with room for `room` more findings kept in `out` when it is sized for this
+/// check's (so that another check's findings can be put in front of them without a copy).
+pub(crate) fn check_with_room(ctx: &Ctx<'_>, out: &mut Vec<Finding>, room: usize) {
     let steps = &ctx.plan.steps;
     let n = steps.len();
     let policy = ctx.policy;
-    let is_source =
-        |s: &Step| s.tool.as_deref().is_some_and(|t| any_match(&policy.sensitive_sources, t));
-    let is_sink =
-        |s: &Step| s.tool.as_deref().is_some_and(|t| any_match(&policy.external_sinks, t));
-    if !steps.iter().any(is_source) || !steps.iter().any(is_sink) {
+    // The globs are matched once per distinct tool name, not once per step.
+    let sources = ctx.tools.classify(|t| any_match(&policy.sensitive_sources, t));
+    let sinks = ctx.tools.classify(|t| any_match(&policy.external_sinks, t));
+    if !sources.contains(&true) || !sinks.contains(&true) {
         return;
     }
 
@@ -46,12 +53,14 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
     // the order of `Step::refs`, NONE for an unknown step or the step itself.
     let mut ref_start = Vec::with_capacity(n + 1);
     let mut targets = Vec::new();
-    let mut resolve = Resolver::new(ctx);
+    let mut resolver = Resolver::new(ctx.plan, ctx.index());
     let mut forward = false;
     for (j, step) in steps.iter().enumerate() {
         ref_start.push(targets.len());
         for r in &step.refs {
-            let t = resolve.index(j, r.reference.step.as_str());
+            // An unknown step, or the step itself, passes nothing on.
+            let t = resolver.resolve(r.reference.step.as_str(), j).filter(|&t| t != j);
+            let t = t.unwrap_or(NONE);
             forward |= t != NONE && t > j;
             targets.push(t);
         }
@@ -60,8 +69,8 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let refs_of = |j: usize| &targets[ref_start[j]..ref_start[j + 1]];
 
     let mut taint = Taint::new(steps);
-    for (i, step) in steps.iter().enumerate() {
-        if is_source(step) {
+    for i in 0..n {
+        if ctx.tools.lookup(&sources, i).is_some_and(|&b| b) {
             taint.source[i] = i;
         }
     }
@@ -78,60 +87,70 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
         }
     }
 
-    // Messages are written into one buffer and copied out at their exact length: grown in
-    // place, each of tens of thousands of findings would keep up to twice the room it needs.
+    // A sink a person approves before it runs (approve_tools) is the reviewed route.
+    let unreviewed = ctx
+        .tools
+        .classify(|t| any_match(&policy.external_sinks, t) && !any_match(&policy.approve_tools, t));
+    let sinks: Vec<usize> = (0..n)
+        .filter(|&j| ctx.tools.lookup(&unreviewed, j).is_some_and(|&b| b))
+        .filter(|&j| steps.get(j).is_some_and(|s| !s.requires_approval))
+        .collect();
+    let tainted = |t: usize| t != NONE && taint.source[t] != NONE;
+    // Counted first, so that the list of findings is sized once rather than grown by copying.
+    let count: usize =
+        sinks.iter().map(|&j| refs_of(j).iter().filter(|&&t| tainted(t)).count()).sum();
+    if count > 0 {
+        out.reserve_exact(count + room);
+    }
+
+    // Messages and paths are written into one buffer each and copied out at their exact
+    // length: grown in place, each of tens of thousands of findings would keep up to twice the
+    // room it needs. They are spelled out piece by piece, not formatted, for the same reason.
     let mut msg = String::with_capacity(256);
-    for (j, step) in steps.iter().enumerate() {
+    let mut path = String::with_capacity(64);
+    for &j in &sinks {
+        let Some(step) = steps.get(j) else { continue };
         let Some(tool) = step.tool.as_deref() else { continue };
-        if !is_sink(step) || step.requires_approval || any_match(&policy.approve_tools, tool) {
-            continue;
-        }
         for (r, &t) in step.refs.iter().zip(refs_of(j)) {
-            if t == NONE || taint.source[t] == NONE {
+            if !tainted(t) {
                 continue;
             }
             msg.clear();
-            let _ = write!(msg, "external sink `{tool}` receives {} from ", r.reference);
+            msg.push_str("external sink `");
+            msg.push_str(tool);
+            msg.push_str("` receives ");
+            push_reference(&mut msg, &r.reference);
+            msg.push_str(" from ");
             taint.describe(t, &mut msg);
             msg.push_str("; send only what is needed through a reviewed step, or require approval");
-            let path = format!("/steps/{j}{}", r.pointer);
+            path.clear();
+            let _ = write!(path, "/steps/{j}");
+            path.push_str(&r.pointer);
             let at = (j, step.id.as_str());
-            out.push(Finding::step(LintCode::SensitiveDataExposure, at, path, msg.as_str()));
+            out.push(Finding::step(
+                LintCode::SensitiveDataExposure,
+                at,
+                path.as_str(),
+                msg.as_str(),
+            ));
         }
     }
 }
 
-/// Resolves step ids to indices, trying the previous step and the last answer before the map:
-/// plans mostly read the step just before, and comparing two short ids is much cheaper than a
-/// lookup in a map of 100,000 ids. The guesses are only trusted when ids are unique, because with
-/// duplicates the first step of an id must win.
-struct Resolver<'c> {
-    ctx: &'c Ctx<'c>,
-    unique: bool,
-    last: usize,
-}
-
-impl<'c> Resolver<'c> {
-    fn new(ctx: &'c Ctx<'c>) -> Self {
-        Self { ctx, unique: ctx.index.len() == ctx.plan.steps.len(), last: NONE }
+/// Appends `reference` as its `Display` writes it (`${id.result.a.b}`, `{{id.result}}`).
+fn push_reference(out: &mut String, reference: &Reference) {
+    let (open, close) = match reference.syntax {
+        Syntax::Dollar => ("${", "}"),
+        Syntax::Mustache => ("{{", "}}"),
+    };
+    out.push_str(open);
+    out.push_str(reference.step.as_str());
+    out.push_str(".result");
+    for seg in &reference.path {
+        out.push('.');
+        out.push_str(seg);
     }
-
-    /// The step `id` names, as read from step `from`; NONE when unknown or `from` itself.
-    fn index(&mut self, from: usize, id: &str) -> usize {
-        let steps = &self.ctx.plan.steps;
-        let guess = |i: usize| steps.get(i).is_some_and(|s| s.id.as_str() == id);
-        let t = if self.unique && from.checked_sub(1).is_some_and(guess) {
-            from - 1
-        } else if self.unique && guess(self.last) {
-            self.last
-        } else {
-            self.ctx.index.get(id).copied().unwrap_or(NONE)
-        };
-        if t != NONE {
-            self.last = t;
-        }
-        if t == from { NONE } else { t }
-    }
+    out.push_str(close);
 }
 
 /// Who is tainted, by which source, and through which step.
@@ -206,7 +225,11 @@ impl<'a> Taint<'a> {
     fn describe(&self, t: usize, out: &mut String) {
         let src = self.source[t];
         let tool = self.steps.get(src).and_then(|s| s.tool.as_deref()).unwrap_or("?");
-        let _ = write!(out, "sensitive source step '{}' (`{tool}`)", self.id(src));
+        out.push_str("sensitive source step '");
+        out.push_str(self.id(src));
+        out.push_str("' (`");
+        out.push_str(tool);
+        out.push_str("`)");
         if t == src {
             return;
         }
@@ -227,7 +250,9 @@ impl<'a> Taint<'a> {
             if k > 0 {
                 out.push_str(" → ");
             }
-            let _ = write!(out, "'{}'", self.id(step));
+            out.push('\'');
+            out.push_str(self.id(step));
+            out.push('\'');
         }
     }
 }

@@ -34,43 +34,41 @@ use super::interpreters::SHELLS;
 use super::paths;
 use super::shell_parser;
 use super::shell_syntax::{self, Script};
-use crate::Ctx;
 
 /// The file-tool parameters that hold paths.
 const PATH_PARAMS: &[&str] =
     &["path", "paths", "src", "dest", "source", "target", "dir", "directory"];
 
-pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
-    for (index, step) in ctx.plan.steps.iter().enumerate() {
-        let Some(tool) = step.tool.as_deref() else { continue };
-        let at = (index, step);
-        if tool.starts_with("shell.") || tool.ends_with(".exec") {
-            match step.parameters.get("command") {
-                Some(Value::String(command)) => check_command(at, command, out),
-                Some(Value::Array(argv)) => check_argv(at, "command", argv, out),
-                _ => {}
-            }
-            if let Some(Value::Array(argv)) = step.parameters.get("argv") {
-                check_argv(at, "argv", argv, out);
-            }
+/// The check of one step, for the pass that runs several checks over each step.
+pub(crate) fn check_step(index: usize, step: &Step, out: &mut Vec<Finding>) {
+    let Some(tool) = step.tool.as_deref() else { return };
+    let at = (index, step);
+    if tool.starts_with("shell.") || tool.ends_with(".exec") {
+        match step.parameters.get("command") {
+            Some(Value::String(command)) => check_command(at, command, out),
+            Some(Value::Array(argv)) => check_argv(at, "command", argv, out),
+            _ => {}
         }
-        if tool.starts_with("file.") {
-            // One pass over the parameters: a map lookup per name would hash every name.
-            for (param, value) in &step.parameters {
-                if !PATH_PARAMS.contains(&param.as_str()) {
-                    continue;
-                }
-                match value {
-                    Value::String(path) => check_path(at, param, None, path, out),
-                    Value::Array(items) => {
-                        for (k, item) in items.iter().enumerate() {
-                            if let Some(path) = item.as_str() {
-                                check_path(at, param, Some(k), path, out);
-                            }
+        if let Some(Value::Array(argv)) = step.parameters.get("argv") {
+            check_argv(at, "argv", argv, out);
+        }
+    }
+    if tool.starts_with("file.") {
+        // One pass over the parameters: a map lookup per name would hash every name.
+        for (param, value) in &step.parameters {
+            if !PATH_PARAMS.contains(&param.as_str()) {
+                continue;
+            }
+            match value {
+                Value::String(path) => check_path(at, param, None, path, out),
+                Value::Array(items) => {
+                    for (k, item) in items.iter().enumerate() {
+                        if let Some(path) = item.as_str() {
+                            check_path(at, param, Some(k), path, out);
                         }
                     }
-                    _ => {}
                 }
+                _ => {}
             }
         }
     }

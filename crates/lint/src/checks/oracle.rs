@@ -4,7 +4,7 @@
 //! and so says which files it takes for the plan's checks. Only literal paths are judged (a path
 //! from a reference is known when the step runs).
 
-use pev_protocol::{Finding, LintCode};
+use pev_protocol::{Finding, LintCode, Step};
 use serde_json::Value;
 
 use crate::Ctx;
@@ -19,38 +19,49 @@ const GLOB: glob::MatchOptions = glob::MatchOptions {
 /// The built-in tools that write the file their `path` names.
 const WRITERS: &[&str] = &["file.write", "file.patch"];
 
-pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
-    let mut protect = Vec::new();
-    if let Some(oracle) = &ctx.plan.oracle {
-        for (field, globs) in [("protect", &oracle.protect), ("allow", &oracle.allow)] {
-            for (i, g) in globs.iter().enumerate() {
-                let g = g.trim().trim_start_matches("./");
-                match glob::Pattern::new(g) {
-                    Ok(p) if field == "protect" => protect.push((g.to_owned(), p)),
-                    Ok(_) => {}
-                    Err(e) => out.push(Finding::plan(
-                        LintCode::SchemaInvalid,
-                        format!("/oracle/{field}/{i}"),
-                        format!("oracle.{field}: `{g}` is not a valid glob: {e}"),
-                    )),
+/// The check as one step at a time, for the pass that runs several checks over each step.
+pub(crate) struct Pass {
+    /// The plan's `oracle.protect` globs that compile, as written (trimmed) and compiled.
+    protect: Vec<(String, glob::Pattern)>,
+}
+
+impl Pass {
+    /// Compiles the plan's oracle globs; a bad one is a finding, before any step's.
+    pub(crate) fn new(ctx: &Ctx<'_>, out: &mut Vec<Finding>) -> Self {
+        let mut protect = Vec::new();
+        if let Some(oracle) = &ctx.plan.oracle {
+            for (field, globs) in [("protect", &oracle.protect), ("allow", &oracle.allow)] {
+                for (i, g) in globs.iter().enumerate() {
+                    let g = g.trim().trim_start_matches("./");
+                    match glob::Pattern::new(g) {
+                        Ok(p) if field == "protect" => protect.push((g.to_owned(), p)),
+                        Ok(_) => {}
+                        Err(e) => out.push(Finding::plan(
+                            LintCode::SchemaInvalid,
+                            format!("/oracle/{field}/{i}"),
+                            format!("oracle.{field}: `{g}` is not a valid glob: {e}"),
+                        )),
+                    }
                 }
             }
         }
+        Self { protect }
     }
-    for (i, step) in ctx.plan.steps.iter().enumerate() {
+
+    pub(crate) fn step(&self, i: usize, step: &Step, out: &mut Vec<Finding>) {
         if step.may_change_oracle || !step.tool.as_deref().is_some_and(|t| WRITERS.contains(&t)) {
-            continue;
+            return;
         }
-        let Some(Value::String(path)) = step.parameters.get("path") else { continue };
+        let Some(Value::String(path)) = step.parameters.get("path") else { return };
         if path.contains("${") || path.contains("{{") {
-            continue;
+            return;
         }
         let rel = path.trim_start_matches("./");
-        let why = match protect.iter().find(|(_, p)| p.matches_with(rel, GLOB)) {
+        let why = match self.protect.iter().find(|(_, p)| p.matches_with(rel, GLOB)) {
             Some((glob, _)) => format!("the plan's oracle.protect names it (`{glob}`)"),
             None => match pev_protocol::oracle::convention(rel) {
                 Some(why) => why.to_owned(),
-                None => continue,
+                None => return,
             },
         };
         out.push(Finding::step(

@@ -17,7 +17,7 @@ const MAX_LISTED: usize = 12;
 
 pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let plan = ctx.plan;
-    let graph = StepGraph::with_index(plan, &ctx.index);
+    let graph = StepGraph::with_index(plan, ctx.index());
     for cycle in graph.cycles() {
         if let Some(finding) = loop_finding(plan, &cycle) {
             out.push(finding);

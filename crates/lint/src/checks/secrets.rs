@@ -25,7 +25,7 @@
 use std::fmt::Write as _;
 use std::sync::LazyLock;
 
-use pev_protocol::{Assertion, Finding, LintCode, PlanIssue};
+use pev_protocol::{Assertion, Finding, LintCode, PlanIssue, Step};
 use regex::{Captures, Regex, RegexSet};
 use serde_json::Value;
 
@@ -141,63 +141,75 @@ const MIN_KEYED_SECRET: usize = 8;
 /// A password in text or in a URL must be at least this long to count.
 const MIN_PASSWORD: usize = 6;
 
-pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
-    let plan = ctx.plan;
-    let mut s = Scanner {
-        walker: StrWalker::new(),
-        ptr: String::with_capacity(64),
-        detect: Detect::new(ctx, out),
-    };
+/// The check as one step at a time, for the pass that runs several checks over each step:
+/// [`Pass::new`] scans the plan-level text, [`Pass::step`] each step, and [`Pass::finish`]
+/// hands over the findings, in that order.
+pub(crate) struct Pass<'a, 'c> {
+    scanner: Scanner<'a, 'c>,
+    /// Steps with an assertion the parser set aside, sorted: their assertions' indices only
+    /// match the document for steps without one.
+    misaligned: Vec<usize>,
+    base: String,
+    index: String,
+}
 
-    // Plan-level text.
-    s.text(None, &["/", "goal"], &plan.goal);
-    for (name, value) in [("context", &plan.context), ("meta", &plan.meta)] {
-        if let Some(value) = value {
-            s.value(None, &["/", name], value, None);
+impl<'a, 'c> Pass<'a, 'c> {
+    pub(crate) fn new(ctx: &'c Ctx<'a>) -> Self {
+        let plan = ctx.plan;
+        let mut s = Scanner {
+            walker: StrWalker::new(),
+            ptr: String::with_capacity(64),
+            detect: Detect::new(ctx),
+        };
+
+        // Plan-level text.
+        s.text(None, &["/", "goal"], &plan.goal);
+        for (name, value) in [("context", &plan.context), ("meta", &plan.meta)] {
+            if let Some(value) = value {
+                s.value(None, &["/", name], value, None);
+            }
         }
-    }
-    if let Some(text) = &plan.rollback_strategy {
-        s.text(None, &["/", "rollback_strategy"], text);
-    }
-    for (key, value) in &plan.extra {
-        s.value(None, &["/", key], value, Some(key));
+        if let Some(text) = &plan.rollback_strategy {
+            s.text(None, &["/", "rollback_strategy"], text);
+        }
+        for (key, value) in &plan.extra {
+            s.value(None, &["/", key], value, Some(key));
+        }
+
+        let mut misaligned: Vec<usize> = ctx
+            .parsed
+            .issues
+            .iter()
+            .filter_map(|issue| match issue {
+                PlanIssue::InvalidAssertion { step, .. } => *step,
+            })
+            .collect();
+        misaligned.sort_unstable();
+        Self { scanner: s, misaligned, base: String::new(), index: String::new() }
     }
 
-    // Assertions are set aside one by one when malformed, so their indices only match the
-    // document for steps without such an issue.
-    let mut misaligned: Vec<usize> = ctx
-        .parsed
-        .issues
-        .iter()
-        .filter_map(|issue| match issue {
-            PlanIssue::InvalidAssertion { step, .. } => *step,
-        })
-        .collect();
-    misaligned.sort_unstable();
-
-    let mut base = String::new();
-    let mut index = String::new();
-    for (i, step) in plan.steps.iter().enumerate() {
+    pub(crate) fn step(&mut self, i: usize, step: &'a Step) {
+        let (s, base, index) = (&mut self.scanner, &mut self.base, &mut self.index);
         let owner = Some((i, step.id.as_str()));
         base.clear();
         let _ = write!(base, "/steps/{i}");
         for (field, text) in [("title", &step.title), ("description", &step.description)] {
             if let Some(text) = text {
-                s.text(owner, &[&base, "/", field], text);
+                s.text(owner, &[base, "/", field], text);
             }
         }
         for (key, value) in &step.parameters {
-            s.value(owner, &[&base, "/parameters/", key], value, Some(key));
+            s.value(owner, &[base, "/parameters/", key], value, Some(key));
         }
         for (k, text) in step.acceptance_criteria.iter().enumerate() {
             index.clear();
             let _ = write!(index, "{k}");
-            s.text(owner, &[&base, "/acceptance_criteria/", &index], text);
+            s.text(owner, &[base, "/acceptance_criteria/", index], text);
         }
         for (key, value) in &step.extra {
-            s.value(owner, &[&base, "/", key], value, Some(key));
+            s.value(owner, &[base, "/", key], value, Some(key));
         }
-        if misaligned.binary_search(&i).is_err() {
+        if self.misaligned.binary_search(&i).is_err() {
             for (k, assertion) in step.assertions.iter().enumerate() {
                 let (field, text) = match assertion {
                     Assertion::CommandSucceeds { command, .. } => ("command", command),
@@ -206,9 +218,14 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 };
                 index.clear();
                 let _ = write!(index, "{k}");
-                s.text(owner, &[&base, "/assertions/", &index, "/", field], text);
+                s.text(owner, &[base, "/assertions/", index, "/", field], text);
             }
         }
+    }
+
+    /// The findings, plan-level ones first, then each step's in order.
+    pub(crate) fn finish(self) -> Vec<Finding> {
+        self.scanner.detect.out
     }
 }
 
@@ -267,11 +284,11 @@ struct Detect<'c> {
     builtin_len: usize,
     /// Spans reported for the current value, so overlapping detectors report once.
     spans: Vec<(usize, usize)>,
-    out: &'c mut Vec<Finding>,
+    out: Vec<Finding>,
 }
 
 impl<'c> Detect<'c> {
-    fn new(ctx: &'c Ctx<'_>, out: &'c mut Vec<Finding>) -> Self {
+    fn new(ctx: &'c Ctx<'_>) -> Self {
         let deny = ctx.policy.deny_tokens.as_slice();
         let builtin = BUILTIN.as_ref();
         let builtin_len = builtin.map_or(0, |_| PATTERNS.len());
@@ -281,7 +298,7 @@ impl<'c> Detect<'c> {
             let builtin_patterns = PATTERNS.iter().take(builtin_len).map(|p| p.1);
             RegexSet::new(builtin_patterns.chain(deny.iter().map(|(p, _)| p.as_str()))).ok()
         };
-        Self { builtin, deny, combined, builtin_len, spans: Vec::new(), out }
+        Self { builtin, deny, combined, builtin_len, spans: Vec::new(), out: Vec::new() }
     }
 
     fn visit(&mut self, owner: Owner<'_>, v: Visit<'_, '_>) {

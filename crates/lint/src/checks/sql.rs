@@ -49,15 +49,36 @@ const STATEMENT_VERBS: &[&str] = &[
     "DETACH", "VACUUM", "REINDEX", "WITH", "SHUTDOWN", "DECLARE", "SET", "LOAD", "PRAGMA",
 ];
 
-pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
-    let mut scan = Scan { tokens: Vec::new(), pointer: String::new(), out };
-    for (index, step) in ctx.plan.steps.iter().enumerate() {
+/// The check as one step at a time, for the pass that runs several checks over each step.
+pub(crate) struct Pass {
+    /// Whether each distinct tool name is read-only, by its number in [`Ctx::tools`]: the
+    /// globs are matched once per name, not once per step.
+    readonly: Vec<bool>,
+    tokens: Vec<Token>,
+    pointer: String,
+}
+
+impl Pass {
+    pub(crate) fn new(ctx: &Ctx<'_>) -> Self {
+        let readonly =
+            ctx.tools.classify(|t| !t.is_empty() && any_match(&ctx.policy.readonly_tools, t));
+        Self { readonly, tokens: Vec::new(), pointer: String::new() }
+    }
+
+    pub(crate) fn step(
+        &mut self,
+        ctx: &Ctx<'_>,
+        index: usize,
+        step: &Step,
+        out: &mut Vec<Finding>,
+    ) {
         let tool = step.tool.as_deref().unwrap_or("");
         let kind = Checks {
             tool,
-            readonly: !tool.is_empty() && any_match(&ctx.policy.readonly_tools, tool),
+            readonly: ctx.tools.lookup(&self.readonly, index).is_some_and(|&b| b),
             sql_tool: tool.starts_with("db.") || tool.starts_with("sql."),
         };
+        let mut scan = Scan { tokens: &mut self.tokens, pointer: &mut self.pointer, out };
         // One pass over the parameters: a map lookup per name would hash every name.
         for (param, value) in &step.parameters {
             if !SQL_PARAMS.contains(&param.as_str()) {
@@ -85,10 +106,10 @@ struct Checks<'t> {
     sql_tool: bool,
 }
 
-/// Buffers reused across every SQL string of the plan.
+/// Buffers reused across every SQL string of the plan, and where the findings go.
 struct Scan<'o> {
-    tokens: Vec<Token>,
-    pointer: String,
+    tokens: &'o mut Vec<Token>,
+    pointer: &'o mut String,
     out: &'o mut Vec<Finding>,
 }
 
@@ -107,13 +128,13 @@ impl Scan<'_> {
             let _ = write!(self.pointer, "/{k}");
         }
         self.tokens.clear();
-        lex(text, &mut self.tokens);
-        let at = Site { step, index, pointer: &self.pointer };
+        lex(text, self.tokens);
+        let at = Site { step, index, pointer: self.pointer };
         if checks.readonly {
-            check_writes(&at, checks.tool, text, &self.tokens, self.out);
+            check_writes(&at, checks.tool, text, self.tokens, self.out);
         }
-        if checks.sql_tool || looks_like_sql(text, &self.tokens) {
-            check_injection(&at, text, &self.tokens, self.out);
+        if checks.sql_tool || looks_like_sql(text, self.tokens) {
+            check_injection(&at, text, self.tokens, self.out);
         }
     }
 }

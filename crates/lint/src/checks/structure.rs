@@ -78,18 +78,18 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
 
     let issues = IssueIndex::new(&ctx.parsed.issues);
     // Only an assertion that reads another step's output needs the dependency graph.
-    let graph = needs_graph(ctx).then(|| StepGraph::with_index(plan, &ctx.index));
+    let graph = needs_graph(ctx).then(|| StepGraph::with_index(plan, ctx.index()));
     let mut assertions = AssertionChecker::new(ctx, graph.as_ref());
     // With one index entry per step there is no duplicate to look for.
-    let unique = ctx.index.len() == plan.steps.len();
-    let mut resolver = Resolver::new(plan, &ctx.index);
+    let unique = ctx.index().len() == plan.steps.len();
+    let mut resolver = Resolver::new(plan, ctx.index());
     for (i, step) in plan.steps.iter().enumerate() {
         let at = (i, step.id.as_str());
         let base = Base::Step(i);
         for key in step.extra.keys() {
             out.push(unknown_field(Some(at), base, key, STEP_FIELDS));
         }
-        if let Some(&first) = ctx.index.get(step.id.as_str()).filter(|&&f| !unique && f != i) {
+        if !unique && let Some(&first) = ctx.index().get(step.id.as_str()).filter(|&&f| f != i) {
             out.push(Finding::step(
                 LintCode::DuplicateStepId,
                 at,
@@ -307,7 +307,7 @@ fn needs_graph(ctx: &Ctx<'_>) -> bool {
     ctx.plan.steps.iter().enumerate().any(|(i, s)| {
         s.assertions
             .iter()
-            .any(|a| a.step().and_then(|id| ctx.index.get(id.as_str())).is_some_and(|&t| t != i))
+            .any(|a| a.step().and_then(|id| ctx.index().get(id.as_str())).is_some_and(|&t| t != i))
     })
 }
 
@@ -383,7 +383,7 @@ impl<'a> AssertionChecker<'_, 'a> {
             }
             return owner;
         };
-        let Some(&target) = self.ctx.index.get(id.as_str()) else {
+        let Some(&target) = self.ctx.index().get(id.as_str()) else {
             site.emit(out, "step", format_args!("names step `{id}`, which is not in the plan"));
             return None;
         };

@@ -25,18 +25,27 @@ const MUTATING_VERBS: &[&str] = &[
     "run", "patch", "put", "post", "set", "drop", "pay", "charge", "refund",
 ];
 
-pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
-    let mut bounds = resolve_bounds(ctx);
-    let mut facts: HashMap<&str, ToolFacts<'_>, FnvBuild> = HashMap::default();
-    for (i, step) in ctx.plan.steps.iter().enumerate() {
+/// The check as one step at a time, for the pass that runs several checks over each step.
+pub(crate) struct Pass<'p> {
+    /// What each distinct tool name is, by its number in [`Ctx::tools`].
+    facts: Vec<ToolFacts<'p>>,
+}
+
+impl<'p> Pass<'p> {
+    pub(crate) fn new(ctx: &Ctx<'p>) -> Self {
+        let mut bounds = resolve_bounds(ctx);
+        let facts = ctx
+            .tools
+            .classify(|tool| ToolFacts::of(ctx, tool, bounds.remove(tool).unwrap_or_default()));
+        Self { facts }
+    }
+
+    pub(crate) fn step(&self, ctx: &Ctx<'_>, i: usize, step: &Step, out: &mut Vec<Finding>) {
         let at = (i, step.id.as_str());
-        let Some(tool) = step.tool.as_deref() else {
+        let (Some(tool), Some(f)) = (step.tool.as_deref(), ctx.tools.lookup(&self.facts, i)) else {
             unverified(step, at, None, out);
-            continue;
+            return;
         };
-        let f = facts
-            .entry(tool)
-            .or_insert_with(|| ToolFacts::of(ctx, tool, bounds.remove(tool).unwrap_or_default()));
         if let Some(reason) = &f.denied {
             out.push(Finding::step(LintCode::ToolDeny, at, format!("/steps/{i}/tool"), reason));
         } else if f.unknown {
@@ -69,34 +78,6 @@ pub(crate) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
             ));
         }
         unverified(step, at, Some(f.effect), out);
-    }
-}
-
-/// FNV-1a for the per-step maps keyed by tool name: the keys are short and few, and SipHash on
-/// every step showed in profiles of 100,000-step plans. Colliding names crafted into a plan
-/// could only slow the lookups of that plan's own distinct tools, not change a result.
-#[derive(Debug, Default, Clone, Copy)]
-struct FnvBuild;
-
-struct Fnv(u64);
-
-impl std::hash::BuildHasher for FnvBuild {
-    type Hasher = Fnv;
-
-    fn build_hasher(&self) -> Fnv {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl std::hash::Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
     }
 }
 
@@ -219,9 +200,7 @@ fn resolve_bounds<'p>(ctx: &Ctx<'p>) -> HashMap<&'p str, Vec<BoundRule<'p>>> {
     if ctx.policy.bounds.is_empty() {
         return rules;
     }
-    let plan = ctx.plan;
-    let tools: HashSet<&'p str, FnvBuild> =
-        plan.steps.iter().filter_map(|s| s.tool.as_deref()).collect();
+    let tools: HashSet<&'p str> = ctx.tools.classify(|t| t).into_iter().collect();
     for bound in &ctx.policy.bounds {
         let key = bound.key.as_str();
         // Dots from the right: the first prefix that is a used tool is the longest one.
