@@ -16,9 +16,10 @@ use std::process::ExitCode;
 use clap::Parser;
 use pev_protocol::schema::{SchemaKind, schema_of};
 
-/// mimalloc rather than glibc's malloc: on `pev lint` of a 100,000-step plan (some 2.4 million
-/// small allocations alive at once) it keeps less per allocation and allocates faster
-/// (BENCHMARKS.md, issue 32).
+/// With `--features mimalloc`, mimalloc rather than glibc's malloc: on `pev lint` of a
+/// 100,000-step plan (some 2.4 million small allocations alive at once) it keeps less per
+/// allocation and allocates faster (BENCHMARKS.md, issue 32).
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
