@@ -1,11 +1,9 @@
 //! [`Journal`]: the write side of a running engine. A background thread owns its own connection
 //! and commits records in groups: it blocks for one message, drains everything queued behind it
 //! (up to [`MAX_BATCH`]), writes the lot in ONE transaction, and then acknowledges every caller
-//! waiting on a record of that commit. A group no caller waits on lingers up to [`LINGER`] for
-//! more, so records queued without waiting ride on the next durable one's commit. Ten thousand
-//! cheap steps therefore cost a few hundred fsyncs, not fifty thousand, while a caller that
-//! needs a record on disk before it acts (the start of a write, before the write) still gets
-//! exactly that from [`Journal::record_durable`].
+//! waiting on a record of that commit. Ten thousand cheap steps therefore cost a few hundred
+//! fsyncs, not fifty thousand, while a caller that needs a record on disk before it acts (the
+//! start of a write, before the write) still gets exactly that from [`Journal::record_durable`].
 //!
 //! A blob is committed with the record queued after it, never alone before it: the engine
 //! records a blob just before the row that names it (a mutation, the start of a write, a model
@@ -22,7 +20,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::sync::{Arc, LazyLock, OnceLock};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
 use crate::db::{Begin, Conn, Location};
 use crate::error::StoreError;
@@ -33,12 +30,6 @@ use crate::write;
 
 /// The most records one transaction holds; a longer queue is committed in several.
 pub const MAX_BATCH: usize = 4096;
-
-/// How long a group no caller waits on stays open for more records before it is committed.
-/// A record queued without waiting was never promised to be on disk before a flush; holding it
-/// this long lets a step's end ride on the next step's durable intent, one fsync for both
-/// (issue 32), and delays what a reader of the journal sees by at most this.
-pub const LINGER: Duration = Duration::from_millis(2);
 
 /// A test failpoint, not a user setting: with `PEV_FAULT_ABORT_AFTER_COMMITS=N` the process
 /// aborts (`std::process::abort`, no destructors, no flush: a `kill -9` landing just after a
@@ -320,18 +311,6 @@ impl Writer {
             while taken < MAX_BATCH && after.is_none() {
                 match rx.try_recv() {
                     Ok(msg) => after = take(msg, &mut batch, &mut waiters),
-                    Err(_) => break,
-                }
-                taken += 1;
-            }
-            // Nobody waits on this group: it lingers a moment for more, so the end of one step
-            // shares the commit (and the fsync) of the next one's durable intent.
-            let deadline = Instant::now() + LINGER;
-            while taken < MAX_BATCH && after.is_none() && waiters.is_empty() {
-                let left = deadline.saturating_duration_since(Instant::now());
-                match rx.recv_timeout(left) {
-                    Ok(msg) => after = take(msg, &mut batch, &mut waiters),
-                    // Time is up, or every handle is gone (the outer loop then ends).
                     Err(_) => break,
                 }
                 taken += 1;
