@@ -1,22 +1,16 @@
 //! Sending spans over OTLP/HTTP with protobuf bodies: the settings (the standard `OTEL_*`
-//! variables, or the user's `pev.toml [telemetry]`), one bounded POST ([`send`]), and the live
-//! exporter a run uses ([`Live`]).
+//! variables, or the user's `pev.toml [telemetry]`), the client ([`client_for`]), one bounded
+//! POST ([`send`]), and the live exporter a run uses ([`Live`], in `live.rs`).
 //!
-//! A trace backend that is down or slow must never change or hold up a run: every request has
-//! a timeout, the first failure turns the exporter off for the rest of the run and becomes one
-//! warning, and the final flush waits at most the timeout. What was not sent can be sent later
-//! from the journal (`pev export`).
+//! Every request has a timeout; what was not sent can be sent later from the journal
+//! (`pev export`).
 
-use std::collections::HashSet;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use pev_store::Store;
-
-use crate::LoadedRun;
+pub use crate::live::Live;
 use crate::map::Options;
 use crate::proto::{Resource, export_request};
-use crate::span::{Span, SpanId};
+use crate::span::Span;
 
 /// Where and how spans are sent.
 #[derive(Debug, Clone, PartialEq)]
@@ -254,204 +248,39 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     out
 }
 
+/// The client for `endpoint`. Only an `https` endpoint gets TLS with the platform's trust
+/// store (reading the system's roots costs a few tens of milliseconds of CPU); a plain `http`
+/// one, the usual local collector, gets a client that never loads them.
+pub fn client_for(endpoint: &str) -> Result<reqwest::Client, String> {
+    if endpoint.get(..6).is_some_and(|s| s.eq_ignore_ascii_case("https:")) {
+        return pev_tools::build_client();
+    }
+    // reqwest is built without a default TLS provider: even a client that never speaks TLS is
+    // given a configuration, one with no roots.
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .connect_timeout(Duration::from_secs(10))
+        .user_agent(concat!("pev/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| error_chain(&e))
+}
+
 /// [`send`] from synchronous code, on a runtime of its own.
 pub fn send_blocking(config: &OtlpConfig, spans: &[Span]) -> Result<(), String> {
-    let client = pev_tools::build_client()?;
+    let client = client_for(&config.endpoint)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start a runtime: {e}"))?;
     runtime.block_on(send(&client, config, spans))
-}
-
-/// How often the live exporter looks at the journal for spans that ended.
-const INTERVAL: Duration = Duration::from_secs(2);
-
-enum Msg {
-    /// Follow this run; `resumed` runs' spans from before now were sent by their first session.
-    Run {
-        run_id: String,
-        resumed: bool,
-    },
-    Finish,
-}
-
-/// Exports a run's spans while it runs: every couple of seconds, the spans that ended since the
-/// last look; at the end, the rest (the root last). Runs on a thread of its own, reading the
-/// journal through its own connection, so the run neither waits for it nor shares a lock with
-/// it.
-pub struct Live {
-    tx: Option<Sender<Msg>>,
-    done: Option<Receiver<Option<String>>>,
-    timeout: Duration,
-}
-
-impl std::fmt::Debug for Live {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Live").finish_non_exhaustive()
-    }
-}
-
-impl Live {
-    /// Starts the exporter for the journal `db`.
-    pub fn start(config: OtlpConfig, db: pev_store::Location) -> Self {
-        let (tx, rx) = channel();
-        let (done_tx, done) = channel();
-        let timeout = config.timeout;
-        let spawned = std::thread::Builder::new().name("pev-otlp".to_owned()).spawn(move || {
-            let warning = Exporter::new(config, db).run(&rx);
-            let _ = done_tx.send(warning);
-        });
-        match spawned {
-            Ok(_) => Self { tx: Some(tx), done: Some(done), timeout },
-            Err(_) => Self { tx: None, done: None, timeout },
-        }
-    }
-
-    /// Follows run `run_id` (a new run, or a resumed one).
-    pub fn follow(&self, run_id: &str, resumed: bool) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(Msg::Run { run_id: run_id.to_owned(), resumed });
-        }
-    }
-
-    /// Sends what is left and stops, waiting at most the request timeout (and a little). The
-    /// warning to show, if the spans could not all be sent.
-    pub fn finish(mut self) -> Option<String> {
-        self.stop()
-    }
-
-    fn stop(&mut self) -> Option<String> {
-        let tx = self.tx.take()?;
-        let _ = tx.send(Msg::Finish);
-        let done = self.done.take()?;
-        // A periodic send may be in flight when the end comes: its timeout, then the last one's.
-        match done.recv_timeout(self.timeout * 2 + Duration::from_secs(1)) {
-            Ok(warning) => warning,
-            Err(_) => Some(format!(
-                "traces: the last export did not finish within {} ms and was abandoned",
-                (self.timeout * 2).as_millis()
-            )),
-        }
-    }
-}
-
-impl Drop for Live {
-    fn drop(&mut self) {
-        // An exit the caller did not plan for (an error): still flush, bounded.
-        let _ = self.stop();
-    }
-}
-
-struct Exporter {
-    config: OtlpConfig,
-    db: pev_store::Location,
-    store: Option<Store>,
-    run: Option<String>,
-    /// Spans that start before this were sent by an earlier session of a resumed run.
-    since_ms: u64,
-    sent: HashSet<SpanId>,
-    /// Why the exporter gave up (it sends nothing more).
-    failed: Option<String>,
-    /// Periodic sends that failed in a row (their spans are tried again at the next look).
-    misses: u32,
-    client: Result<reqwest::Client, String>,
-    runtime: Option<tokio::runtime::Runtime>,
-}
-
-impl Exporter {
-    fn new(config: OtlpConfig, db: pev_store::Location) -> Self {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok();
-        Self {
-            config,
-            db,
-            store: None,
-            run: None,
-            since_ms: 0,
-            sent: HashSet::new(),
-            failed: None,
-            misses: 0,
-            client: pev_tools::build_client(),
-            runtime,
-        }
-    }
-
-    fn run(mut self, rx: &Receiver<Msg>) -> Option<String> {
-        loop {
-            match rx.recv_timeout(INTERVAL) {
-                Ok(Msg::Run { run_id, resumed }) => {
-                    self.since_ms = if resumed { now_ms() } else { 0 };
-                    self.run = Some(run_id);
-                }
-                Ok(Msg::Finish) | Err(RecvTimeoutError::Disconnected) => {
-                    self.export(true);
-                    return self.failed.map(|why| {
-                        format!(
-                            "traces were not sent to {}: {why}. The run is not affected; send it \
-                             later with `pev export RUN --otlp URL`",
-                            self.config.endpoint
-                        )
-                    });
-                }
-                Err(RecvTimeoutError::Timeout) => self.export(false),
-            }
-        }
-    }
-
-    /// Sends the spans not yet sent: the closed ones, or (`last`) all of them.
-    fn export(&mut self, last: bool) {
-        if self.failed.is_some() {
-            return;
-        }
-        let Some(run_id) = self.run.clone() else { return };
-        if self.store.is_none() {
-            self.store = Store::open_existing(&self.db).ok();
-        }
-        let Some(store) = &self.store else { return };
-        // The run and its child runs (delegated steps'), which nest in its trace.
-        let loaded = match LoadedRun::tree(store, &run_id) {
-            Ok(run) => run,
-            Err(e) => {
-                if last {
-                    self.failed = Some(format!("cannot read the journal: {e}"));
-                }
-                return;
-            }
-        };
-        let spans: Vec<Span> = loaded
-            .iter()
-            .flat_map(|run| run.spans(&self.config.options))
-            .filter(|s| !self.sent.contains(&s.span_id))
-            .filter(|s| last || !s.open)
-            // The root is always (re)sent at the end, with the outcome of this session.
-            .filter(|s| s.parent.is_none() || last)
-            .filter(|s| s.parent.is_none() || s.start_ms >= self.since_ms || s.open)
-            .collect();
-        if spans.is_empty() {
-            return;
-        }
-        let (Ok(client), Some(runtime)) = (&self.client, &self.runtime) else {
-            self.failed = Some(match &self.client {
-                Err(e) => format!("no HTTP client: {e}"),
-                Ok(_) => "no runtime for the exporter".to_owned(),
-            });
-            return;
-        };
-        match runtime.block_on(send(client, &self.config, &spans)) {
-            Ok(()) => {
-                self.misses = 0;
-                self.sent.extend(spans.iter().map(|s| s.span_id));
-            }
-            // The last send, or the third miss in a row: give up (one warning at the end).
-            Err(e) if last || self.misses >= 2 => self.failed = Some(e),
-            Err(_) => self.misses += 1,
-        }
-    }
-}
-
-fn now_ms() -> u64 {
-    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

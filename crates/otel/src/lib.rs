@@ -5,12 +5,15 @@
 //! which reads the journal as it grows and never holds a run up) or after the fact
 //! (`pev export`). Ids derive from the run id, so every outlet agrees on the trace.
 
+pub mod follow;
 pub mod map;
 pub mod proto;
 pub mod span;
 
 #[cfg(feature = "otlp")]
 pub mod export;
+#[cfg(feature = "otlp")]
+mod live;
 
 use pev_store::{ModelCallRecord, Store, StoreError};
 

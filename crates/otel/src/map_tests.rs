@@ -696,3 +696,28 @@ fn a_child_run_nests_under_its_parents_delegate_span_in_one_trace() {
     assert!(child_spans.iter().all(|s| s.trace_id == trace_id(RUN)));
     assert_eq!(tree_root(&format!("{child_id}.sub.2")), RUN);
 }
+
+/// The live exporter sends a span once, at the first look that finds it ended (the root waits
+/// for the end): so a span that has ended in a journal cut short must be the span the whole
+/// journal gives. Checked at every cut of the fixture run (a model call is journaled when it
+/// returns), with content on and off.
+#[test]
+fn a_span_that_ended_is_the_span_the_finished_run_gives() {
+    let j = journal();
+    let end = |c: &ModelCallRecord| epoch_ms(&c.started_at).unwrap() + c.duration_ms;
+    for options in [Options::default(), Options { capture_content: true, ..Options::default() }] {
+        let full = j.map(&options);
+        for cut in 0..=j.events.len() {
+            let now = j.events[..cut].last().map_or(0, |e| epoch_ms(&e.at).unwrap());
+            let prefix = Journal {
+                events: j.events[..cut].to_vec(),
+                calls: j.calls.iter().filter(|c| end(c) <= now).cloned().collect(),
+                plans: j.plans.clone(),
+            };
+            for span in prefix.map(&options).iter().filter(|s| !s.open && s.parent.is_some()) {
+                let last = full.iter().find(|s| s.span_id == span.span_id);
+                assert_eq!(Some(span), last, "{} after {cut} events", span.name);
+            }
+        }
+    }
+}

@@ -534,11 +534,21 @@ impl Store {
 
     /// The run's model calls in the order they were journaled.
     pub fn model_calls(&self, run_id: &str) -> Result<Vec<ModelCallRecord>, StoreError> {
+        self.model_calls_after(run_id, None)
+    }
+
+    /// The run's model calls after sequence number `after` (all of them for `None`), in the
+    /// order they were journaled: what a reader following a run as it grows asks for.
+    pub fn model_calls_after(
+        &self,
+        run_id: &str,
+        after: Option<u64>,
+    ) -> Result<Vec<ModelCallRecord>, StoreError> {
         let op = format!("read model calls of run {run_id}");
         let bodies = self.bodies(
             "SELECT body FROM model_calls WHERE run_id = ?1 AND seq >= ?2 ORDER BY seq",
             run_id,
-            0,
+            after.map_or(0, |a| a.saturating_add(1)),
             &op,
         )?;
         bodies

@@ -282,4 +282,8 @@ fn model_calls_are_numbered_per_run_and_come_back_whole() {
     assert_eq!(other.len(), 1);
     assert_eq!(other[0].seq, 1, "another run's numbering is its own");
     assert!(store.model_calls("nope").unwrap().is_empty());
+    // A reader following the run asks only for what is new.
+    let after = |n| store.model_calls_after("r1", n).unwrap().iter().map(|c| c.seq).collect();
+    let seqs: [Vec<u64>; 3] = [after(None), after(Some(1)), after(Some(2))];
+    assert_eq!(seqs, [vec![1, 2], vec![2], vec![]]);
 }
