@@ -73,11 +73,14 @@ impl Recorder {
 
     /// Queues `records`, and then the event `body` (numbered and shown as by [`Self::emit`]),
     /// to be committed together (`Journal::record_all`): a tool call's end, the changes it made
-    /// and its `tool.finished` are on disk all together or not at all.
+    /// and its `tool.finished` are on disk all together or not at all. `at_once`: committed
+    /// without lingering for more (`Journal::record_all_now`), for what a resume could not
+    /// rebuild from the workspace.
     pub(crate) fn record_all(
         &self,
         mut records: Vec<Record>,
         body: Option<EventBody>,
+        at_once: bool,
     ) -> Result<(), StoreError> {
         for record in &records {
             self.count(record);
@@ -93,7 +96,11 @@ impl Recorder {
         if let Some(event) = &event {
             records.push(Record::Event(event.clone()));
         }
-        self.journal.record_all(records)?;
+        if at_once {
+            self.journal.record_all_now(records)?;
+        } else {
+            self.journal.record_all(records)?;
+        }
         drop(seq);
         if let Some(event) = &event {
             self.observer.on_event(event);

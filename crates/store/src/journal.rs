@@ -1,9 +1,13 @@
 //! [`Journal`]: the write side of a running engine. A background thread owns its own connection
 //! and commits records in groups: it blocks for one message, drains everything queued behind it
 //! (up to [`MAX_BATCH`]), writes the lot in ONE transaction, and then acknowledges every caller
-//! waiting on a record of that commit. Ten thousand cheap steps therefore cost a few hundred
-//! fsyncs, not fifty thousand, while a caller that needs a record on disk before it acts (the
-//! start of a write, before the write) still gets exactly that from [`Journal::record_durable`].
+//! waiting on a record of that commit. A group no caller waits on lingers up to [`LINGER`] for
+//! more, so records queued without waiting ride on the next durable one's commit, unless one of
+//! them was queued with [`Journal::record_all_now`] (a record whose loss a resume could not
+//! settle from the workspace: the end of a command, whose changes cannot be read back). Ten thousand
+//! cheap steps therefore cost a few hundred fsyncs, not fifty thousand, while a caller that
+//! needs a record on disk before it acts (the start of a write, before the write) still gets
+//! exactly that from [`Journal::record_durable`].
 //!
 //! A blob is committed with the record queued after it, never alone before it: the engine
 //! records a blob just before the row that names it (a mutation, the start of a write, a model
@@ -20,6 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::sync::{Arc, LazyLock, OnceLock};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crate::db::{Begin, Conn, Location};
 use crate::error::StoreError;
@@ -30,6 +35,12 @@ use crate::write;
 
 /// The most records one transaction holds; a longer queue is committed in several.
 pub const MAX_BATCH: usize = 4096;
+
+/// How long a group no caller waits on stays open for more records before it is committed.
+/// A record queued without waiting was never promised to be on disk before a flush; holding it
+/// this long lets a step's end ride on the next step's durable intent, one fsync for both
+/// (issue 32), and delays what a reader of the journal sees by at most this.
+pub const LINGER: Duration = Duration::from_millis(2);
 
 /// A test failpoint, not a user setting: with `PEV_FAULT_ABORT_AFTER_COMMITS=N` the process
 /// aborts (`std::process::abort`, no destructors, no flush: a `kill -9` landing just after a
@@ -60,8 +71,9 @@ type Ack = Result<(), Arc<StoreError>>;
 
 enum Msg {
     Record(Record),
-    /// Records committed together: a group never ends among them.
-    Records(Vec<Record>),
+    /// Records committed together: a group never ends among them. `true`: committed without
+    /// lingering ([`Journal::record_all_now`]).
+    Records(Vec<Record>, bool),
     Durable(Record, SyncSender<Ack>),
     Flush(SyncSender<Ack>),
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
@@ -221,7 +233,20 @@ impl Journal {
         if recs.is_empty() {
             return Ok(());
         }
-        self.send(Msg::Records(recs))
+        self.send(Msg::Records(recs, false))
+    }
+
+    /// [`Journal::record_all`], for records a resume could not rebuild if a kill lost them:
+    /// their group is committed as soon as the writer has them, without [`LINGER`]ing for
+    /// more. The caller still does not wait. The end of a command is one: its output and the
+    /// files it changed are known only now (a rerun may change nothing and print something
+    /// else), where a write's end can be settled from its file's hash and a read's redone.
+    pub fn record_all_now(&self, recs: Vec<Record>) -> Result<(), StoreError> {
+        self.inner.shared.check()?;
+        if recs.is_empty() {
+            return Ok(());
+        }
+        self.send(Msg::Records(recs, true))
     }
 
     /// Queues `rec` and returns once the commit holding it (and everything queued before it)
@@ -307,10 +332,23 @@ impl Writer {
         let mut waiters: Vec<SyncSender<Ack>> = Vec::new();
         while let Ok(first) = rx.recv() {
             let mut taken = 1;
-            let mut after = take(first, &mut batch, &mut waiters);
+            let mut now = false;
+            let mut after = take(first, &mut batch, &mut waiters, &mut now);
             while taken < MAX_BATCH && after.is_none() {
                 match rx.try_recv() {
-                    Ok(msg) => after = take(msg, &mut batch, &mut waiters),
+                    Ok(msg) => after = take(msg, &mut batch, &mut waiters, &mut now),
+                    Err(_) => break,
+                }
+                taken += 1;
+            }
+            // Nobody waits on this group: it lingers a moment for more, so the end of one step
+            // shares the commit (and the fsync) of the next one's durable intent.
+            let deadline = Instant::now() + LINGER;
+            while taken < MAX_BATCH && after.is_none() && waiters.is_empty() && !now {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match rx.recv_timeout(left) {
+                    Ok(msg) => after = take(msg, &mut batch, &mut waiters, &mut now),
+                    // Time is up, or every handle is gone (the outer loop then ends).
                     Err(_) => break,
                 }
                 taken += 1;
@@ -407,10 +445,19 @@ enum After {
     Job(Job, SyncSender<Ack>),
 }
 
-fn take(msg: Msg, batch: &mut Vec<Record>, waiters: &mut Vec<SyncSender<Ack>>) -> Option<After> {
+/// Adds `msg` to the group; `now` is set when the group must not linger.
+fn take(
+    msg: Msg,
+    batch: &mut Vec<Record>,
+    waiters: &mut Vec<SyncSender<Ack>>,
+    now: &mut bool,
+) -> Option<After> {
     match msg {
         Msg::Record(rec) => batch.push(rec),
-        Msg::Records(recs) => batch.extend(recs),
+        Msg::Records(recs, at_once) => {
+            *now |= at_once;
+            batch.extend(recs);
+        }
         Msg::Durable(rec, ack) => {
             batch.push(rec);
             waiters.push(ack);

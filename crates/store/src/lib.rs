@@ -43,7 +43,7 @@ pub use chain::Integrity;
 pub use db::{DbError, Location};
 pub use error::StoreError;
 pub use gc::{GcOptions, GcReport};
-pub use journal::{FAULT_ABORT_AFTER_COMMITS_ENV, Journal, MAX_BATCH};
+pub use journal::{FAULT_ABORT_AFTER_COMMITS_ENV, Journal, LINGER, MAX_BATCH};
 pub use key::{CreateKey, JournalKey, KEY_FILE_ENV, Keying, key_file, load_key};
 pub use lease::{Lease, LeaseError};
 pub use records::{

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use pev_protocol::event::{EventBody, now_rfc3339};
 use pev_protocol::run::StepStatus;
+use pev_protocol::tool::Effect;
 use pev_store::{FileHashRecord, HashPhase, MutationRecord, Record, StoreError};
 use pev_verify::CheckEnv;
 use serde_json::Value;
@@ -31,7 +32,14 @@ pub(crate) fn record_changes(
     let call_ok = end.output.is_ok();
     watched_changes(shared, call, (before, call_ok), (&mut out, replayed), report);
     command_changes(shared, call, before, (&mut out, replayed), report);
-    if replayed { Ok(()) } else { shared.recorder.record_all(out, end.event.take()) }
+    if replayed {
+        return Ok(());
+    }
+    // A command's or a request's end cannot be rebuilt by a resume (what it printed or answered,
+    // the files a command changed), where a write's end is settled from its file's hash and a
+    // read is redone: it is committed without waiting for company.
+    let at_once = matches!(call.effect, Effect::Exec | Effect::Network);
+    shared.recorder.record_all(out, end.event.take(), at_once)
 }
 
 /// The watched files' changes (see [`record_changes`]), their records added to `out`.
