@@ -57,10 +57,26 @@ impl Recorder {
 
     /// Numbers, journals (queued, not yet durable) and shows one event.
     pub(crate) fn emit(&self, body: EventBody) -> Result<(), StoreError> {
+        self.emit_as(body, false)
+    }
+
+    /// [`Self::emit`], with the event's group committed without lingering for more
+    /// (`Journal::record_all_now`): the `tool.called` of a command, so that no commit of the
+    /// journal waits into the time the command runs (a kill landing there would find the
+    /// command's intent and not its end, which is the case a resume settles worst).
+    pub(crate) fn emit_at_once(&self, body: EventBody) -> Result<(), StoreError> {
+        self.emit_as(body, true)
+    }
+
+    fn emit_as(&self, body: EventBody, at_once: bool) -> Result<(), StoreError> {
         let mut seq = self.next_seq.lock().unwrap_or_else(PoisonError::into_inner);
         let event = Event { run_id: self.run_id.clone(), seq: *seq, at: now_rfc3339(), body };
         *seq += 1;
-        self.journal.record(Record::Event(event.clone()))?;
+        if at_once {
+            self.journal.record_all_now(vec![Record::Event(event.clone())])?;
+        } else {
+            self.journal.record(Record::Event(event.clone()))?;
+        }
         self.observer.on_event(&event);
         Ok(())
     }

@@ -191,7 +191,7 @@ fn max_usd_holds_over_three_kills_during_model_calls() {
         std::process::Command::new(super::run_support::pev_path())
             .args(args)
             .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("PATH", super::support::path())
             .env("HOME", dir.path())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())

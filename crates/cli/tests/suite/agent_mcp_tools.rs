@@ -135,7 +135,7 @@ fn a_resumed_run_has_its_mcp_servers_again() {
     let mut child = std::process::Command::new(super::run_support::pev_path())
         .args(["agent", "Check the plan", "--mode", "loop", "--workspace", &ws_arg, "--json"])
         .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("PATH", super::support::path())
         .env("XDG_CONFIG_HOME", &cfg)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -28,9 +28,7 @@ pub const GREEN_GOAL: &str = "Change the site background to dark green";
 pub fn pev_clean() -> Command {
     let mut cmd = pev();
     cmd.env_clear();
-    if let Some(path) = std::env::var_os("PATH") {
-        cmd.env("PATH", path);
-    }
+    cmd.env("PATH", super::support::path());
     cmd
 }
 

@@ -59,7 +59,7 @@ fn agent(ws: &std::path::Path, kill_after: Option<usize>) -> usize {
         .args(["agent", GOAL, "--mode", "loop", "--json", "--workspace"])
         .arg(ws)
         .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("PATH", super::support::path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -66,7 +66,7 @@ fn run_next_hint(stdout: &str, cwd: &std::path::Path) -> std::process::Output {
     // The hint may end with a parenthesised explanation after two spaces.
     let command = next.split("  (").next().unwrap_or(next);
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_pev")).parent().expect("bin dir").to_owned();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let path = super::support::path_with(&bin);
     std::process::Command::new("sh")
         .args(["-c", command])
         .current_dir(cwd)
@@ -315,9 +315,18 @@ fn lint_takes_json_like_every_other_command_and_messages_agree() {
 
 #[test]
 fn eval_fits_an_80_column_terminal() {
+    // The table of the shipped suite's run (`pev eval evals`), drawn from its `--json` document
+    // by `pev eval merge`, which draws an unsharded run's table with the same code: the suite is
+    // run once for all the tests that read it (`eval::whole_suite`).
+    let whole = super::eval::whole_suite();
+    assert_eq!(whole.code, 0, "{}", whole.stderr);
+    let dir = tempfile::tempdir().expect("tmp");
+    let doc = dir.path().join("whole.json");
+    std::fs::write(&doc, &whole.stdout).expect("write");
+    let doc = doc.display().to_string();
     let mut cmd = super::support::pev();
     cmd.current_dir(super::support::repo_root()).env("COLUMNS", "80");
-    let r = super::support::run(&mut cmd, &["eval", "evals"]);
+    let r = super::support::run(&mut cmd, &["eval", "merge", &doc]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let long: Vec<&str> = r.stdout.lines().filter(|l| l.chars().count() > 80).collect();
     assert!(long.is_empty(), "{long:#?}");
@@ -325,7 +334,7 @@ fn eval_fits_an_80_column_terminal() {
     // Without a width (a pipe, no COLUMNS) every column is there.
     let mut cmd = super::support::pev();
     cmd.current_dir(super::support::repo_root()).env_remove("COLUMNS");
-    let r = super::support::run(&mut cmd, &["eval", "evals"]);
+    let r = super::support::run(&mut cmd, &["eval", "merge", &doc]);
     assert!(r.stdout.lines().next().is_some_and(|l| l.contains("wall") && l.contains("tokens")));
 }
 

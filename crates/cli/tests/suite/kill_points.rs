@@ -107,7 +107,7 @@ fn killed_at(dir: &Path, args: &[&str], env: &[(&str, String)], n: u64) -> Ended
         .args(args)
         .current_dir(dir)
         .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("PATH", super::support::path())
         .env(pev_store::FAULT_ABORT_AFTER_COMMITS_ENV, n.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null())

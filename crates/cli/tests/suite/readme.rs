@@ -202,7 +202,7 @@ fn check_flags(command: &str) -> Result<(), String> {
 
 /// Runs `command` as printed; the problem, if any.
 fn run(command: &str, expected: i32, outcome: Option<&str>, home: &Path) -> Result<(), String> {
-    let path = format!("{}:{}", bin_dir().display(), std::env::var("PATH").unwrap_or_default());
+    let path = super::support::path_with(&bin_dir());
     let out = Command::new("bash")
         .args(["-c", command])
         .current_dir(repo_root())

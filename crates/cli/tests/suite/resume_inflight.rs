@@ -20,7 +20,7 @@ fn run_then_kill(ws: &std::path::Path, plan: &std::path::Path) {
         .args(["run", &plan.display().to_string(), "--workspace", &ws.display().to_string()])
         .args(["--json", "--yes"])
         .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("PATH", super::support::path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -3,7 +3,9 @@
 
 #![allow(dead_code)] // each suite module uses a subset
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use assert_cmd::Command;
 use tempfile::TempDir;
@@ -12,7 +14,50 @@ use tempfile::TempDir;
 pub fn pev() -> Command {
     let mut cmd = assert_cmd::cargo::cargo_bin_cmd!("pev");
     cmd.env_remove("PEV_MAX_INPUT_BYTES").env_remove("NO_COLOR").env_remove("PEV_STORE");
+    cmd.env("PATH", path());
     cmd
+}
+
+/// `PATH` for the processes the tests start: this process's, with the real `python3`'s
+/// directory put first when the `python3` found on it is a version manager's shim. pyenv's is a
+/// shell script that works out the version on every call, about 0.25 s of bash a time (0.03 s
+/// for the interpreter itself), and the evals' Python fixture projects run their tests hundreds
+/// of times over the suite: on a machine with pyenv that was most of the CLI suite's time. The
+/// interpreter is the one the shim would have run; a machine without a shim gets its `PATH`
+/// unchanged.
+pub fn path() -> OsString {
+    static PATH: OnceLock<OsString> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        real_python_first(&path).unwrap_or(path)
+    })
+    .clone()
+}
+
+/// `path` with the directory of the interpreter a `python3` shim runs put first; `None` when the
+/// first `python3` on it is not a script, or does not say where its interpreter is.
+fn real_python_first(path: &OsString) -> Option<OsString> {
+    use std::io::Read as _;
+    let found = std::env::split_paths(path).map(|d| d.join("python3")).find(|p| p.is_file())?;
+    let mut head = [0u8; 2];
+    std::fs::File::open(&found).ok()?.read_exact(&mut head).ok()?;
+    if &head != b"#!" {
+        return None;
+    }
+    let out = std::process::Command::new(&found)
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .ok()?;
+    let exe = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
+    let dir = exe.parent().filter(|_| out.status.success() && exe.is_absolute())?;
+    std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(std::env::split_paths(path))).ok()
+}
+
+/// [`path`] with `dir` first (the binary's directory, as where the README's `pev` is installed).
+pub fn path_with(dir: &Path) -> OsString {
+    let rest = path();
+    std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(std::env::split_paths(&rest)))
+        .expect("a PATH")
 }
 
 /// What a run of the binary produced.

@@ -94,13 +94,21 @@ pub(crate) async fn invoke(
     } else {
         shared.recorder.durable(records).await?;
     }
-    shared.recorder.emit(EventBody::ToolCalled {
+    let called = EventBody::ToolCalled {
         step: id.to_owned(),
         call_id: call_id.clone(),
         tool: call.tool.to_owned(),
         effect: call.effect,
         arguments: call.args.clone(),
-    })?;
+    };
+    // A command's or a request's effect cannot be read back by a resume, so no journal commit
+    // may linger into the time it runs: its `tool.called` goes at once, and its end too
+    // (`check::record_changes`).
+    if matches!(call.effect, Effect::Exec | Effect::Network) {
+        shared.recorder.emit_at_once(called)?;
+    } else {
+        shared.recorder.emit(called)?;
+    }
     report.tool_calls += 1;
     let started = Instant::now();
     // An exec call leaves a durable mark of whether its process spawned (`spawn_mark`), so a

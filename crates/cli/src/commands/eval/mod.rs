@@ -552,7 +552,7 @@ fn judge(row: &mut Row, result: &RunResult, gate: Option<bool>) {
 
 /// The width to fit the table to: the terminal's when stdout is one, else `COLUMNS` when set;
 /// `None` (the whole table) when the output goes to a file or a pipe.
-fn terminal_width() -> Option<usize> {
+pub(super) fn terminal_width() -> Option<usize> {
     use std::io::IsTerminal;
     let columns = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse().ok());
     if std::io::stdout().is_terminal() {
