@@ -13,6 +13,11 @@ use super::agent_support::pev_clean;
 use super::run_support::pev_path;
 use super::support::run;
 
+/// The step's command: it logs a push, and the first time it runs it then sleeps, long enough
+/// for the test to kill `pev` while it runs; a run after the kill (the one a resume makes) does
+/// not sleep again, so the tests do not wait out three seconds more for nothing.
+const PUSH: &str = r#"echo push >> pushes.log; [ "$(wc -l < pushes.log)" -gt 1 ] || sleep 3"#;
+
 /// Starts `pev run PLAN` in `ws` and kills it once the command has started (its first line is in
 /// `pushes.log`).
 fn run_then_kill(ws: &std::path::Path, plan: &std::path::Path) {
@@ -69,7 +74,7 @@ fn held_until_approved(requires_approval: bool) {
     let plan = json!({"goal": "Push the release", "steps": [
         {"id": "push", "tool": "shell.exec", "repeatable": false,
          "requires_approval": requires_approval,
-         "parameters": {"command": "echo push >> pushes.log; sleep 3"},
+         "parameters": {"command": PUSH},
          "assertions": [{"type": "file_contains", "path": "pushes.log", "pattern": "push"}]}]});
     let plan_path = dir.path().join("plan.json");
     std::fs::write(&plan_path, plan.to_string()).unwrap();
@@ -99,7 +104,7 @@ fn a_step_without_the_mark_runs_its_command_again_with_a_warning() {
     std::fs::create_dir(&ws).unwrap();
     let plan = json!({"goal": "Build", "steps": [
         {"id": "build", "tool": "shell.exec",
-         "parameters": {"command": "echo push >> pushes.log; sleep 3"}}]});
+         "parameters": {"command": PUSH}}]});
     let plan_path = dir.path().join("plan.json");
     std::fs::write(&plan_path, plan.to_string()).unwrap();
     run_then_kill(&ws, &plan_path);
@@ -120,7 +125,7 @@ fn a_command_that_never_started_runs_on_resume_without_approval() {
     std::fs::create_dir(&ws).unwrap();
     let plan = json!({"goal": "Push the release", "steps": [
         {"id": "push", "tool": "shell.exec", "repeatable": false,
-         "parameters": {"command": "echo push >> pushes.log; sleep 3"}}]});
+         "parameters": {"command": PUSH}}]});
     let plan_path = dir.path().join("plan.json");
     std::fs::write(&plan_path, plan.to_string()).unwrap();
     run_then_kill(&ws, &plan_path);

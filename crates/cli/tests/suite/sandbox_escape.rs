@@ -291,13 +291,20 @@ fn connect_in_netns(ws: &Ws, policy: &str) -> Option<String> {
     std::fs::write(&policy_path, policy).expect("policy");
     let listener = ws.root.path().join("listener.out");
     let _ = std::fs::remove_file(&listener);
+    let stop = ws.root.path().join("listener.stop");
+    let _ = std::fs::remove_file(&stop);
+    // The listener waits for a connection until `pev run` has ended (the stop file), then takes
+    // one last look: a connection the step made is in the listen queue by then (its handshake
+    // was done before the step ended), so it is still seen. 6 s at most, as before.
     let script = format!(
         "ip link set lo up && ip addr add 10.77.77.1/32 dev lo || exit 97\n\
-         python3 -c \"\nimport socket\ns = socket.socket(); s.bind(('10.77.77.1', 9000)); s.listen(); s.settimeout(6)\ntry:\n    s.accept(); print('ACCEPTED')\nexcept OSError:\n    print('NONE')\n\" > {listener} &\n\
+         python3 -c \"\nimport os, socket, time\ns = socket.socket(); s.bind(('10.77.77.1', 9000)); s.listen(); s.settimeout(0.05)\nend = time.time() + 6\ngot = False\nwhile not got and time.time() < end:\n    last = os.path.exists('{stop}')\n    try:\n        s.accept(); got = True\n    except OSError:\n        if last: break\nprint('ACCEPTED' if got else 'NONE')\n\" > {listener} &\n\
          sleep 0.3\n\
          {pev} run {plan} --workspace {ws} --policy {policy} --json --yes >/dev/null 2>&1\n\
+         touch {stop}\n\
          wait",
         listener = listener.display(),
+        stop = stop.display(),
         pev = env!("CARGO_BIN_EXE_pev"),
         plan = plan_path.display(),
         ws = ws.arg(),
