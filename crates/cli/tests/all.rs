@@ -3,3 +3,6 @@
 // `cfg(test)` puts the helpers under clippy.toml's allow-*-in-tests, as the tests are.
 #[cfg(test)]
 mod suite;
+
+#[cfg(test)]
+mod agent_http;

@@ -12,9 +12,9 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::agent_http::{DARK_GREEN, INDEX, STYLE};
-use crate::mock::{EXECUTOR_MODEL, MockModel, Reply, Request, Role};
-use crate::support::{KEY, Ws, plan_reply, verdict};
+use crate::agent_http::mock::{EXECUTOR_MODEL, MockModel, Reply, Request, Role};
+use crate::agent_http::scenarios::{DARK_GREEN, INDEX, STYLE};
+use crate::agent_http::support::{KEY, Ws, plan_reply, verdict};
 
 const KILLS: usize = 20;
 /// Reads before the loop's change.

@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::agent_http::{DARK_GREEN, INDEX, STYLE, honest};
-use crate::mock::MockModel;
-use crate::support::Ws;
+use crate::agent_http::mock::MockModel;
+use crate::agent_http::scenarios::{DARK_GREEN, INDEX, STYLE, honest};
+use crate::agent_http::support::Ws;
 
 /// opentelemetry-proto's messages, as much of them as pev writes.
 mod proto {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::mock::{EXECUTOR_MODEL, PLANNER_MODEL, Reply, VERIFIER_MODEL};
+use crate::agent_http::mock::{EXECUTOR_MODEL, PLANNER_MODEL, Reply, VERIFIER_MODEL};
 
 pub const KEY: &str = "test-key";
 

@@ -11,6 +11,7 @@ mod agent_support;
 mod bad_input;
 mod check;
 mod conversation_crash;
+mod crash;
 mod doctor;
 mod eval;
 mod examples;

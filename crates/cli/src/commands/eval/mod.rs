@@ -150,7 +150,7 @@ pub fn run(req: &EvalRequest, out: &mut dyn Write, err: &mut dyn Write) -> Resul
             .map_err(std::io::Error::other)
             .and_then(|text| writeln!(out, "{text}"))
     } else {
-        report::write_table(&summary, out, terminal_width())
+        report::write_table(&summary, out, report::terminal_width())
     };
     if let Err(e) = written
         && e.kind() != std::io::ErrorKind::BrokenPipe
@@ -548,18 +548,6 @@ fn judge(row: &mut Row, result: &RunResult, gate: Option<bool>) {
     let claimed = flag("final_answer_accepted").unwrap_or(false) && !blocked;
     row.claimed_done = Some(claimed);
     row.slipped = claimed && result.status != RunStatus::Success;
-}
-
-/// The width to fit the table to: the terminal's when stdout is one, else `COLUMNS` when set;
-/// `None` (the whole table) when the output goes to a file or a pipe.
-pub(super) fn terminal_width() -> Option<usize> {
-    use std::io::IsTerminal;
-    let columns = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse().ok());
-    if std::io::stdout().is_terminal() {
-        console::Term::stdout().size_checked().map(|(_, cols)| usize::from(cols)).or(columns)
-    } else {
-        columns
-    }
 }
 
 #[cfg(test)]

@@ -370,3 +370,15 @@ pub fn write_table(summary: &Summary, out: &mut dyn Write, width: Option<usize>)
         }
     )
 }
+
+/// The width to fit the table to: the terminal's when stdout is one, else `COLUMNS` when set;
+/// `None` (the whole table) when the output goes to a file or a pipe.
+pub fn terminal_width() -> Option<usize> {
+    use std::io::IsTerminal;
+    let columns = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse().ok());
+    if std::io::stdout().is_terminal() {
+        console::Term::stdout().size_checked().map(|(_, cols)| usize::from(cols)).or(columns)
+    } else {
+        columns
+    }
+}

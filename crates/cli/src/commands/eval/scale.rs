@@ -238,7 +238,7 @@ pub fn merge(
             .map_err(std::io::Error::other)
             .and_then(|text| writeln!(out, "{text}"))
     } else {
-        report::write_table(&summary, out, super::terminal_width())
+        report::write_table(&summary, out, report::terminal_width())
     };
     if let Err(e) = written
         && e.kind() != std::io::ErrorKind::BrokenPipe

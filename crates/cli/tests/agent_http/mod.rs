@@ -12,28 +12,24 @@
 
 // `cfg(test)` puts the helpers under clippy.toml's allow-*-in-tests, as the tests are.
 #[cfg(test)]
-#[path = "agent_http/mock.rs"]
 mod mock;
 #[cfg(test)]
-#[path = "agent_http/support.rs"]
 mod support;
 
 #[cfg(test)]
-#[path = "agent_http/otlp.rs"]
 mod otlp;
 
 #[cfg(test)]
-#[path = "agent_http/crash_resume.rs"]
 mod crash_resume;
 
 #[cfg(test)]
-mod agent_http {
+mod scenarios {
     use std::time::Duration;
 
     use serde_json::{Value, json};
 
-    use crate::mock::{EXECUTOR_MODEL, MockModel, Reply, Request, Role};
-    use crate::support::{KEY, Ws, plan_reply, tool_results, tool_use_ids, verdict};
+    use crate::agent_http::mock::{EXECUTOR_MODEL, MockModel, Reply, Request, Role};
+    use crate::agent_http::support::{KEY, Ws, plan_reply, tool_results, tool_use_ids, verdict};
 
     pub(crate) const DARK_GREEN: &str = "Change the site background to dark green";
     pub(crate) const STYLE: &str = "body {\n  background: #ffffff;\n  color: #222222;\n}\n";

@@ -18,9 +18,8 @@
 //! file already holds what the call writes, `failed` ("interrupted before it took effect") when it
 //! still holds what was there before. The journal at the end must match those predictions exactly.
 
-// `cfg(test)` puts the helpers under clippy.toml's allow-*-in-tests, as the tests are.
 #[cfg(test)]
-mod crash {
+mod killed_runs {
     use std::collections::{BTreeMap, BTreeSet};
     use std::fs::File;
     use std::io::{BufRead, BufReader, Read};
