@@ -2,7 +2,8 @@
 """What a `file.write` step costs `pev run` (issue 32, item 2), independent and chained.
 
 Each round runs, for each binary given, a plan of STEPS `file.write` steps of a new small file
-(bench/gen_run_plan.py), all independent and as one chain, plus a 1-step plan; the per-step
+(bench/gen_run_plan.py), all independent (at the default `--jobs`, one a core, and at
+`--jobs 8`) and as one chain, plus a 1-step plan; the per-step
 overhead is (time of the STEPS-step plan - time of the 1-step plan) / STEPS. Every run gets a
 workspace directory never used before: creating thousands of files right after deleting as many
 in the same place makes ext4 (without a journal, as here) scan past the recently freed inodes,
@@ -26,6 +27,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# `--jobs` of the wide independent run.
+JOBS_WIDE = 8
 
 
 def plan(out, steps, chain, policy=None):
@@ -36,14 +39,16 @@ def plan(out, steps, chain, policy=None):
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
 
 
-def timed_run(pev, plan_path, policy, ws):
+def timed_run(pev, plan_path, policy, ws, jobs=None):
     os.makedirs(ws)
     with open(os.path.join(ws, "data.txt"), "w") as f:
         f.write("hello world\n")
     subprocess.run(["sync"], check=True)
     start = time.perf_counter()
-    subprocess.run([pev, "run", plan_path, "--policy", policy, "--workspace", ws, "--json"],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    argv = [pev, "run", plan_path, "--policy", policy, "--workspace", ws, "--json"]
+    if jobs:
+        argv += ["--jobs", str(jobs)]
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 
@@ -91,6 +96,9 @@ def main():
         for kind, n, chain in [("one", 1, False), ("indep", steps, False), ("chain", steps, True)]:
             plans[kind] = os.path.join(work, f"{kind}.json")
             plan(plans[kind], n, chain, policy if kind == "one" else None)
+        # The independent plan again with 8 steps at a time (the default is one a core): the
+        # intents of the steps running together share commits.
+        plans["indep8"] = plans["indep"]
         got = {(name, kind): [] for _, name in bins for kind in plans}
         files, fsyncs = [], []
         fresh = iter(range(10**9))
@@ -98,26 +106,28 @@ def main():
             for pev, name in bins:
                 for kind, path in plans.items():
                     ws = os.path.join(work, f"ws{next(fresh)}")
-                    got[(name, kind)].append(timed_run(pev, path, policy, ws))
+                    jobs = JOBS_WIDE if kind == "indep8" else None
+                    got[(name, kind)].append(timed_run(pev, path, policy, ws, jobs))
             files.append(floor_files(os.path.join(work, f"floor{next(fresh)}"), steps))
             fsyncs.append(floor_fsync(work))
         print(f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
               f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
               f"{steps} steps, {rounds} rounds, medians")
-        print("| pev | independent, per step | chained, per step | 1-step run |")
-        print("|---|---|---|---|")
+        print(f"| pev | independent, per step | independent, --jobs {JOBS_WIDE}, per step "
+              "| chained, per step | 1-step run |")
+        print("|---|---|---|---|---|")
         per_step = {}
         for _, name in bins:
             one = statistics.median(got[(name, "one")])
             row = []
-            for kind in ("indep", "chain"):
+            for kind in ("indep", "indep8", "chain"):
                 ms = (statistics.median(got[(name, kind)]) - one) / steps * 1000
                 per_step[(name, kind)] = ms
                 row.append(f"{ms:.3f} ms")
-            print(f"| {name} | {row[0]} | {row[1]} | {one * 1000:.0f} ms |")
+            print(f"| {name} | {row[0]} | {row[1]} | {row[2]} | {one * 1000:.0f} ms |")
         print(f"| floor: Python, same files (temp + rename) | "
-              f"{statistics.median(files) / steps * 1000:.3f} ms | | |")
-        print(f"| floor: one fsync (a chain pays one a step) | | "
+              f"{statistics.median(files) / steps * 1000:.3f} ms | | | |")
+        print(f"| floor: one fsync (a chain pays one a step) | | | "
               f"{statistics.median(fsyncs) * 1000:.3f} ms | |")
         if check:
             base = None
