@@ -3,11 +3,11 @@
 //! (up to [`MAX_BATCH`]), writes the lot in ONE transaction, and then acknowledges every caller
 //! waiting on a record of that commit. A group no caller waits on lingers up to [`LINGER`] for
 //! more, so records queued without waiting ride on the next durable one's commit, unless one of
-//! them was queued with [`Journal::record_all_now`] (a record whose loss a resume could not
-//! settle from the workspace: the end of a command, whose changes cannot be read back). Ten thousand
-//! cheap steps therefore cost a few hundred fsyncs, not fifty thousand, while a caller that
-//! needs a record on disk before it acts (the start of a write, before the write) still gets
-//! exactly that from [`Journal::record_durable`].
+//! them was queued with [`Journal::record_all_now`]: the start and the end of a command, so that
+//! no commit waits into the time it runs and its end (which a resume could not rebuild from the
+//! workspace) is not held back. Ten thousand cheap steps therefore cost a few hundred fsyncs,
+//! not fifty thousand, while a caller that needs a record on disk before it acts (the start of a
+//! write, before the write) still gets exactly that from [`Journal::record_durable`].
 //!
 //! A blob is committed with the record queued after it, never alone before it: the engine
 //! records a blob just before the row that names it (a mutation, the start of a write, a model
