@@ -109,6 +109,10 @@ pub(crate) struct Call<'a> {
     pub args: &'a Value,
     pub watched: &'a [String],
     pub target: Option<&'a str>,
+    /// The call's output goes back to a model (an executor's call): its end is journaled
+    /// without lingering, ahead of the model call that carries it (which is made durable on
+    /// the call log's own journal).
+    pub to_model: bool,
 }
 
 /// What the journal says about a step's last tool call, with what was recorded before it.

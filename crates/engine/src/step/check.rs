@@ -37,8 +37,11 @@ pub(crate) fn record_changes(
     }
     // A command's or a request's end cannot be rebuilt by a resume (what it printed or answered,
     // the files a command changed), where a write's end is settled from its file's hash and a
-    // read is redone: it is committed without waiting for company.
-    let at_once = matches!(call.effect, Effect::Exec | Effect::Network);
+    // read is redone: it is committed without waiting for company. So is the end of a call whose
+    // output a model is about to read: the model's next call, durable on the call log's own
+    // journal, must not reach the disk ahead of it (a resume would then recover the write with
+    // another output than the one the model saw, and ask that turn again).
+    let at_once = matches!(call.effect, Effect::Exec | Effect::Network) || call.to_model;
     shared.recorder.record_all(out, end.event.take(), at_once)
 }
 

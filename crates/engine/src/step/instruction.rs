@@ -227,6 +227,7 @@ impl StepGate<'_> {
             args: &args,
             watched: &watched,
             target: target.as_deref(),
+            to_model: true,
         };
         self.calls += 1;
         // The call a kill interrupted, asked for again by a continued attempt: applied already
@@ -510,6 +511,7 @@ pub(crate) async fn run(
             args: &Value::Null,
             watched: &watched,
             target: None,
+            to_model: false,
         };
         // Files the step watches that no gate call wrote (a shell command may have): their
         // changes are the step's own.
