@@ -481,6 +481,18 @@ fn calc_repo(ws: &Path) {
     }
 }
 
+/// Writes `content` to `path` with a modification time a few seconds after the file's last
+/// one. The gate's checks have run the suite on the old file already, and Python reuses its
+/// bytecode cache for a source with the size and the second of modification it recorded: the
+/// fix (`a - b` to `a + b`, the same size) written within that second would be tested as the
+/// old code. An editor, or a model's turn, takes longer than that; this test may not.
+fn write_later(path: &std::path::Path, content: &str) {
+    let before = std::fs::metadata(path).and_then(|m| m.modified()).unwrap();
+    std::fs::write(path, content).unwrap();
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(before + std::time::Duration::from_secs(5)).unwrap();
+}
+
 /// The plan a client makes for "make the failing test pass": one step, checked by the suite.
 fn calc_plan() -> Value {
     json!({
@@ -594,7 +606,7 @@ fn a_claude_code_session_that_edits_the_test_is_refused_at_stop_and_the_honest_f
             "return a + b",
             1,
         );
-        std::fs::write(ws.path().join("src/calc.py"), fixed).unwrap();
+        write_later(&ws.path().join("src/calc.py"), &fixed);
         let (_, out) = gate(ws.path(), tmp.path(), &stop, &[]);
         assert!(out.get("decision").is_none(), "restored and fixed: {out}");
     }
