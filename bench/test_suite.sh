@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# How long the test suite takes on a fresh clone (issue 32, item 6): `cargo test --workspace
+# --locked` in a clone of HEAD with a target directory of its own, once cold (nothing built,
+# the crates already downloaded) and then warm (everything built, nothing changed), with the
+# wall time of each, the load average beside it, and the slowest test binaries of the warm run.
+# With STRESS=1 both runs are made with `stress -c 2` keeping both cores busy.
+#
+# Usage: bench/test_suite.sh            (env: KEEP=1 keeps the clone; STRESS=1; REV=HEAD)
+# Writes nothing to this tree; the clone and its target (~5 GB) live under $TMPDIR and are
+# removed at the end unless KEEP=1.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+rev="${REV:-HEAD}"
+work="$(mktemp -d "${TMPDIR:-/tmp}/pev-test-suite-XXXXXX")"
+cleanup() {
+  if [[ -n "${stress_pid:-}" ]]; then kill "$stress_pid" 2>/dev/null || true; fi
+  if [[ "${KEEP:-0}" != 1 ]]; then rm -rf "$work"; else echo "kept: $work"; fi
+}
+trap cleanup EXIT
+
+git clone --quiet --no-hardlinks "$root" "$work/pev"
+git -C "$work/pev" checkout --quiet "$rev"
+cd "$work/pev"
+export CARGO_TARGET_DIR="$work/target"
+# The crates are fetched before the clock starts: the figure is building and testing, not the
+# network.
+cargo fetch --locked >/dev/null
+
+if [[ "${STRESS:-0}" == 1 ]]; then
+  command -v stress >/dev/null || { echo "STRESS=1 needs stress (apt-get install stress)"; exit 2; }
+  stress -c 2 >/dev/null 2>&1 &
+  stress_pid=$!
+fi
+
+timed() {
+  local name="$1" log="$work/$1.log" start end
+  start=$(date +%s.%N)
+  if cargo test --workspace --locked >"$log" 2>&1; then status=ok; else status="FAILED (see $log)"; fi
+  end=$(date +%s.%N)
+  printf '%s: %.1f s, %s, load average %s\n' "$name" "$(echo "$end - $start" | bc)" "$status" \
+    "$(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, rev $(git rev-parse --short HEAD), stress: ${STRESS:-0}"
+timed cold
+timed warm
+echo "slowest test binaries of the warm run (s):"
+grep -E '^\s+Running|test result' "$work/warm.log" | paste - - |
+  sed -E 's/.*Running ([^ ]+) \(([^)]+)\).*finished in ([0-9.]+)s.*/\3 \1 \2/' |
+  sort -rn | head -5 | sed 's/^/  /'
