@@ -19,9 +19,9 @@ use crate::reference::ParamRef;
 use crate::short_str::ShortStr;
 
 /// A step identifier: unique within a plan, made of `[A-Za-z0-9_.-]+`.
-///
-/// Kept in place up to 23 bytes ([`ShortStr`]): a large plan holds several ids a step (the
-/// step's, its `depends_on`, its references'), and as `String`s each was an allocation.
+// Kept in place up to 23 bytes (`ShortStr`): a large plan holds several ids a step (the step's,
+// its `depends_on`, its references'), and as `String`s each was an allocation. (Not a doc
+// comment: the doc is the schema's description.)
 #[derive(
     Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
