@@ -27,7 +27,13 @@ impl ShortStr {
     pub const INLINE: usize = 23;
 
     pub fn new(text: &str) -> Self {
-        Self(SmolStr::new(text))
+        // `SmolStr::new` first looks for runs of new lines and spaces (which it keeps without
+        // copying); ids and pointers have none, and `new_inline` copies straight away.
+        if text.len() <= Self::INLINE {
+            Self(SmolStr::new_inline(text))
+        } else {
+            Self(SmolStr::new(text))
+        }
     }
 
     pub fn as_str(&self) -> &str {
