@@ -37,7 +37,7 @@ fn chain(n: usize) -> Plan {
 }
 
 fn path_ids(p: &Plan, c: &Cycle) -> Vec<(String, EdgeKind)> {
-    c.path.iter().map(|(from, e)| (p.steps[*from].id.0.clone(), e.kind)).collect()
+    c.path.iter().map(|(from, e)| (p.steps[*from].id.as_str().to_owned(), e.kind)).collect()
 }
 
 #[test]

@@ -15,6 +15,7 @@ pub mod policy;
 pub mod reference;
 pub mod run;
 pub mod schema;
+pub mod short_str;
 pub mod tool;
 
 pub use assertion::Assertion;
@@ -26,3 +27,4 @@ pub use plan::{
 };
 pub use policy::Policy;
 pub use reference::{ParamRef, RefPath, Reference, Segment, Template};
+pub use short_str::ShortStr;

@@ -18,6 +18,8 @@ use crate::reference::{ParamRef, collect_refs, push_escaped};
 
 #[path = "parse_parallel.rs"]
 mod parallel;
+#[path = "parse_step.rs"]
+mod step;
 
 /// The plan's text format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,6 +136,18 @@ struct StepFinisher {
 
 impl StepFinisher {
     fn finish(&mut self, step: &mut Step) {
+        self.finish_read(step);
+        // A map filled one insert at a time keeps room for 3, then 7 entries (the index's
+        // growth); rebuilt from its entries it has exactly as many. Most steps have 1 to 6
+        // parameters, so this is some 100 bytes a step: 10 MB of a 100,000-step plan.
+        if !matches!(step.parameters.len(), 0 | 3 | 7) {
+            step.parameters = std::mem::take(&mut step.parameters).into_iter().collect();
+        }
+    }
+
+    /// [`StepFinisher::finish`] for a step whose parameter map is already of its size (read by
+    /// [`step::read`]).
+    fn finish_read(&mut self, step: &mut Step) {
         self.pointer.clear();
         self.pointer.push_str("/parameters");
         for (key, value) in &step.parameters {
@@ -142,12 +156,6 @@ impl StepFinisher {
         step.refs = self.refs.drain(..).collect();
         step.depends_on.shrink_to_fit();
         step.assertions.shrink_to_fit();
-        // A map filled one insert at a time keeps room for 3, then 7 entries (the index's
-        // growth); rebuilt from its entries it has exactly as many. Most steps have 1 to 6
-        // parameters, so this is some 100 bytes a step: 10 MB of a 100,000-step plan.
-        if !matches!(step.parameters.len(), 0 | 3 | 7) {
-            step.parameters = std::mem::take(&mut step.parameters).into_iter().collect();
-        }
     }
 }
 

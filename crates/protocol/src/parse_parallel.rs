@@ -20,7 +20,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
-use super::StepFinisher;
+use super::{StepFinisher, step};
 use crate::plan::{Plan, Step};
 
 /// Texts shorter than this are read on one thread: a thread costs more than it saves.
@@ -143,14 +143,15 @@ fn read_run(
     out: &mut Vec<Step>,
     stop: &AtomicBool,
 ) -> bool {
+    let mut scratch = Vec::new();
     for &(start, end) in run {
         if stop.load(Ordering::Relaxed) {
             return false;
         }
-        let Some(Ok(mut step)) = text.get(start..end).map(serde_json::from_str::<Step>) else {
+        let Some(mut step) = text.get(start..end).and_then(|t| step::read(t, &mut scratch)) else {
             return false;
         };
-        finisher.finish(&mut step);
+        finisher.finish_read(&mut step);
         out.push(step);
     }
     true

@@ -16,21 +16,25 @@ use serde_json::Value;
 
 use crate::assertion::Assertion;
 use crate::reference::ParamRef;
+use crate::short_str::ShortStr;
 
 /// A step identifier: unique within a plan, made of `[A-Za-z0-9_.-]+`.
+// Kept in place up to 23 bytes (`ShortStr`): a large plan holds several ids a step (the step's,
+// its `depends_on`, its references'), and as `String`s each was an allocation. (Not a doc
+// comment: the doc is the schema's description.)
 #[derive(
     Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(transparent)]
-pub struct StepId(#[schemars(regex(pattern = r"^[A-Za-z0-9_.\-]+$"))] pub String);
+pub struct StepId(#[schemars(with = "String", regex(pattern = r"^[A-Za-z0-9_.\-]+$"))] ShortStr);
 
 impl StepId {
-    pub fn new(id: impl Into<String>) -> Self {
-        Self(id.into())
+    pub fn new(id: impl AsRef<str>) -> Self {
+        Self(ShortStr::new(id.as_ref()))
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        self.0.as_str()
     }
 
     /// Whether the id matches `[A-Za-z0-9_.-]+`.
@@ -52,7 +56,7 @@ impl fmt::Display for StepId {
 
 impl From<&str> for StepId {
     fn from(s: &str) -> Self {
-        Self(s.to_owned())
+        Self(ShortStr::new(s))
     }
 }
 

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::plan::{StepId, is_id_byte};
+use crate::short_str::ShortStr;
 
 /// Which of the two spellings a reference used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -37,10 +38,11 @@ pub struct Reference {
 /// The path of a [`Reference`] below `result`: its segments (`rows`, `0`, `offset`), kept as the
 /// one string they were written as (`rows.0.offset`). A segment is never empty and never holds
 /// a dot, so the dotted text is the list; one allocation instead of a `Vec` and a `String` per
-/// segment, for each of the hundreds of thousands of references a large plan indexes.
-/// Serialised as the list of segments.
+/// segment, for each of the hundreds of thousands of references a large plan indexes; and none
+/// at all up to 23 bytes ([`ShortStr`]), which most paths are. Serialised as the list of
+/// segments.
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
-pub struct RefPath(Box<str>);
+pub struct RefPath(ShortStr);
 
 impl RefPath {
     /// The segments in order.
@@ -85,7 +87,7 @@ impl<S: AsRef<str>> FromIterator<S> for RefPath {
             }
             text.push_str(segment.as_ref());
         }
-        Self(text.into_boxed_str())
+        Self(ShortStr::from(text))
     }
 }
 
@@ -233,8 +235,8 @@ fn parse_ref(text: &str, start: usize, close: &str, syntax: Syntax) -> Option<(R
         if path_str.split('.').any(|s| s.is_empty() || !s.bytes().all(is_id_byte)) {
             return None;
         }
-        // The segments as written, in one exactly sized allocation.
-        RefPath(path_str.into())
+        // The segments as written, in place or in one exactly sized allocation.
+        RefPath(ShortStr::new(path_str))
     };
     Some((Reference { step: StepId::new(id), path, syntax }, start + end_rel + close.len()))
 }
@@ -267,8 +269,9 @@ fn find_result(inner: &str) -> Option<usize> {
 /// A reference found in a step's parameters, with where it was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParamRef {
-    /// JSON pointer within the step, e.g. `/parameters/query` or `/parameters/ids/0`.
-    pub pointer: String,
+    /// JSON pointer within the step, e.g. `/parameters/query` or `/parameters/ids/0`; in place
+    /// up to 23 bytes (most are), without an allocation of its own.
+    pub pointer: ShortStr,
     pub reference: Reference,
     /// The string was exactly this one reference.
     pub whole: bool,
@@ -300,7 +303,7 @@ fn collect_below(value: &Value, pointer: &mut String, out: &mut Vec<ParamRef>) {
             scan_refs(s, |reference, start, end| {
                 // The string is exactly one reference (what `Template::as_single_ref` says).
                 whole = out.len() == first && start == 0 && end == s.len();
-                out.push(ParamRef { pointer: pointer.clone(), reference, whole: false });
+                out.push(ParamRef { pointer: ShortStr::new(pointer), reference, whole: false });
             });
             if whole && let Some(r) = out.get_mut(first) {
                 r.whole = true;

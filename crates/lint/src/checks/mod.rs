@@ -4,6 +4,9 @@
 //! [`step_checks`] runs together in one walk over the steps (a large plan does not fit in the
 //! caches, so each walk over it costs a trip to memory per step).
 
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use pev_protocol::Finding;
 
 use crate::Ctx;
@@ -55,35 +58,55 @@ fn run_checks(ctx: &Ctx<'_>, out: &mut Vec<Finding>, threads: bool) {
 
 /// [`run_all`]'s checks on two threads, their findings appended to `out` in the same order;
 /// false (and nothing done) when no thread could be started.
+///
+/// `structure` and `delegate` read the step index, which the helper's first checks do not
+/// need; they go to whichever thread is free first (the helper after its walk over the steps,
+/// this thread after `flow`), so that neither waits for the other at the end.
 fn run_parallel(ctx: &Ctx<'_>, out: &mut Vec<Finding>) -> bool {
-    std::thread::scope(|scope| {
+    let next = AtomicUsize::new(0);
+    let slots: [OnceLock<Vec<Finding>>; 2] = [OnceLock::new(), OnceLock::new()];
+    let take_turns = || {
+        loop {
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            let mut found = Vec::new();
+            match k {
+                0 => structure::check(ctx, &mut found),
+                1 => delegate::check(ctx, &mut found),
+                _ => return,
+            }
+            if let Some(slot) = slots.get(k) {
+                let _ = slot.set(found);
+            }
+        }
+    };
+    let found = std::thread::scope(|scope| {
         let helper = std::thread::Builder::new().name("pev-lint".into());
         let helper = helper.spawn_scoped(scope, || {
             let by_step = step_checks(ctx);
-            // These two read the step index, which the checks above do not need.
-            let (mut delegated, mut shape) = (Vec::new(), Vec::new());
-            delegate::check(ctx, &mut delegated);
-            structure::check(ctx, &mut shape);
-            (shape, delegated, by_step)
+            take_turns();
+            by_step
         });
-        let Ok(helper) = helper else { return false };
+        let Ok(helper) = helper else { return None };
         let mut graph = Vec::new();
         references::check(ctx, &mut graph);
         // The other checks' findings go in front of flow's, in its buffer: room for one per
         // step is only address space until it is used, and saves copying flow's findings.
         let mut flow = Vec::new();
         flow::check_with_room(ctx, &mut flow, ctx.plan.steps.len());
-        let (shape, delegated, by_step) = match helper.join() {
-            Ok(found) => found,
+        take_turns();
+        match helper.join() {
+            Ok(by_step) => Some((graph, flow, by_step)),
             // The helper's checks panicked: the same panic, on this thread.
             Err(panic) => std::panic::resume_unwind(panic),
-        };
-        let by_step = by_step.into_iter().flatten();
-        let before_flow = out.drain(..).chain(shape).chain(graph).chain(delegated).chain(by_step);
-        flow.splice(0..0, before_flow);
-        *out = flow;
-        true
-    })
+        }
+    });
+    let Some((graph, mut flow, by_step)) = found else { return false };
+    let [shape, delegated] = slots.map(|slot| slot.into_inner().unwrap_or_default());
+    let by_step = by_step.into_iter().flatten();
+    let before_flow = out.drain(..).chain(shape).chain(graph).chain(delegated).chain(by_step);
+    flow.splice(0..0, before_flow);
+    *out = flow;
+    true
 }
 
 /// The checks that look at one step at a time (`tools`, `oracle`, `secrets`, `sql`,
