@@ -524,3 +524,70 @@ fn a_path_attribute_names_the_module_the_file_is() {
     let edges = graph(src);
     assert_eq!(upward(&edges), vec![("a::helper".to_owned(), "a".to_owned())]);
 }
+
+/// The fences in `text`'s doc comments (`///`, `//!`) that open a block rustdoc would compile
+/// as a doc test: a bare fence, or one whose info string names Rust or a doc-test attribute.
+/// (Line numbers, 1-based.)
+fn rust_doc_blocks(text: &str) -> Vec<usize> {
+    let mut open = false;
+    let mut found = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim_start();
+        let Some(doc) = line.strip_prefix("///").or_else(|| line.strip_prefix("//!")) else {
+            continue;
+        };
+        let Some(info) = doc.trim().strip_prefix("```") else { continue };
+        if open {
+            open = false;
+            continue;
+        }
+        open = true;
+        let rust = info.split(',').map(str::trim).any(|w| {
+            w.is_empty()
+                || w == "rust"
+                || w.starts_with("edition")
+                || ["ignore", "no_run", "should_panic", "compile_fail"].contains(&w)
+        });
+        if rust {
+            found.push(i + 1);
+        }
+    }
+    found
+}
+
+/// Every library crate turns rustdoc's doc tests off (`doctest = false`: collecting none still
+/// cost each crate a rustdoc build, half a minute of every test run), so a doc comment must not
+/// hold Rust code that would silently go untested: a code block is marked with its language
+/// (`text`, `toml`, `sh`, …), or the crate turns doc tests back on.
+#[test]
+fn no_doc_comment_holds_rust_code_while_doc_tests_are_off() {
+    let crates = root().join("crates");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&crates).expect("crates/").flatten() {
+        let manifest = std::fs::read_to_string(entry.path().join("Cargo.toml")).unwrap_or_default();
+        if !manifest.contains("doctest = false") {
+            continue;
+        }
+        let mut stack = vec![entry.path().join("src")];
+        while let Some(dir) = stack.pop() {
+            for file in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = file.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    let text = std::fs::read_to_string(&path).expect("read");
+                    for line in rust_doc_blocks(&text) {
+                        found.push(format!("{}:{line}", path.display()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "Rust code in doc comments that no doc test runs: {found:#?}");
+}
+
+#[test]
+fn a_bare_or_rust_fence_is_found_and_a_text_one_is_not() {
+    let text = "//! ```text\n//! a\n//! ```\n/// ```\n/// let x = 1;\n/// ```\n/// ```rust,no_run\n/// ```\n";
+    assert_eq!(rust_doc_blocks(text), vec![4, 7]);
+}
