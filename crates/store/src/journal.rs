@@ -1,13 +1,18 @@
 //! [`Journal`]: the write side of a running engine. A background thread owns its own connection
 //! and commits records in groups: it blocks for one message, drains everything queued behind it
 //! (up to [`MAX_BATCH`]), writes the lot in ONE transaction, and then acknowledges every caller
-//! waiting on a record of that commit. A group no caller waits on lingers up to [`LINGER`] for
-//! more, so records queued without waiting ride on the next durable one's commit, unless one of
-//! them was queued with [`Journal::record_all_now`]: the start and the end of a command, so that
-//! no commit waits into the time it runs and its end (which a resume could not rebuild from the
-//! workspace) is not held back. Ten thousand cheap steps therefore cost a few hundred fsyncs,
-//! not fifty thousand, while a caller that needs a record on disk before it acts (the start of a
-//! write, before the write) still gets exactly that from [`Journal::record_durable`].
+//! waiting on a record of that commit. Ten thousand cheap steps therefore cost a few hundred
+//! fsyncs, not fifty thousand, while a caller that needs a record on disk before it acts (the
+//! start of a write, before the write) still gets exactly that from [`Journal::record_durable`].
+//!
+//! A journal told to [`Journal::linger`] keeps a group no caller waits on open a moment for
+//! more, so records queued without waiting ride on the next durable one's commit (a step's end
+//! on the next step's intent), unless one of them was queued with [`Journal::record_all_now`]:
+//! the start and the end of a command, so that no commit waits into the time it runs and its
+//! end (which a resume could not rebuild from the workspace) is not held back. It is for a
+//! process whose journal is the only one writing its run: `pev run`'s tool steps. An agent's
+//! model calls are made durable on a journal of their own, and a record held back here could
+//! then land after a model call that followed it.
 //!
 //! A blob is committed with the record queued after it, never alone before it: the engine
 //! records a blob just before the row that names it (a mutation, the start of a write, a model
@@ -36,10 +41,10 @@ use crate::write;
 /// The most records one transaction holds; a longer queue is committed in several.
 pub const MAX_BATCH: usize = 4096;
 
-/// How long a group no caller waits on stays open for more records before it is committed.
-/// A record queued without waiting was never promised to be on disk before a flush; holding it
-/// this long lets a step's end ride on the next step's durable intent, one fsync for both
-/// (issue 32), and delays what a reader of the journal sees by at most this.
+/// How long a lingering journal ([`Journal::linger`]) keeps a group no caller waits on open for
+/// more records. A record queued without waiting was never promised to be on disk before a
+/// flush; holding it this long lets a step's end ride on the next step's durable intent, one
+/// fsync for both (issue 32), and delays what a reader of the journal sees by at most this.
 pub const LINGER: Duration = Duration::from_millis(2);
 
 /// A test failpoint, not a user setting: with `PEV_FAULT_ABORT_AFTER_COMMITS=N` the process
@@ -92,6 +97,9 @@ type Job = Box<dyn FnOnce(&mut Conn) + Send>;
 /// State the handles and the writer thread share.
 struct Shared {
     path: Location,
+    /// How long a group no caller waits on stays open ([`Journal::linger`]), in microseconds;
+    /// 0, the default, commits it at once.
+    linger_us: AtomicU64,
     /// The first error; set once, never cleared.
     sticky: OnceLock<Arc<StoreError>>,
     /// Committed transactions, for tests and benches.
@@ -184,6 +192,7 @@ impl Journal {
             path: db.clone(),
             sticky: OnceLock::new(),
             commits: AtomicU64::new(0),
+            linger_us: AtomicU64::new(0),
         });
         let (tx, rx) = channel();
         let writer = Writer { conn, keying, shared: Arc::clone(&shared) };
@@ -234,6 +243,14 @@ impl Journal {
             return Ok(());
         }
         self.send(Msg::Records(recs, false))
+    }
+
+    /// From now on a group no caller waits on stays open up to `linger` for more records (see
+    /// the module's doc: only for a journal that is the only one writing its run); zero commits
+    /// it at once, the default. Shared by every handle of this journal.
+    pub fn linger(&self, linger: Duration) {
+        let us = u64::try_from(linger.as_micros()).unwrap_or(u64::MAX);
+        self.inner.shared.linger_us.store(us, Ordering::Relaxed);
     }
 
     /// [`Journal::record_all`], for records a resume could not rebuild if a kill lost them:
@@ -343,8 +360,14 @@ impl Writer {
             }
             // Nobody waits on this group: it lingers a moment for more, so the end of one step
             // shares the commit (and the fsync) of the next one's durable intent.
-            let deadline = Instant::now() + LINGER;
-            while taken < MAX_BATCH && after.is_none() && waiters.is_empty() && !now {
+            let linger = Duration::from_micros(self.shared.linger_us.load(Ordering::Relaxed));
+            let deadline = Instant::now() + linger;
+            while !linger.is_zero()
+                && taken < MAX_BATCH
+                && after.is_none()
+                && waiters.is_empty()
+                && !now
+            {
                 let left = deadline.saturating_duration_since(Instant::now());
                 match rx.recv_timeout(left) {
                     Ok(msg) => after = take(msg, &mut batch, &mut waiters, &mut now),

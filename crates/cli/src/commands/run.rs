@@ -175,7 +175,8 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
     drop(store);
     let _ = writeln!(err, "pev: run {run_id} (journal {})", db);
     session.trace(&run_id, false);
-    let journal = session.journal()?;
+    // A plan run has tool steps only (`check_runnable`): no model writes beside the engine.
+    let journal = session.journal(true)?;
     let outcome = session.block_on(session.engine.run(RunInput { run_id, plan, journal }));
     session.report(outcome, err)
 }
@@ -434,7 +435,7 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     }
     notices.attach(session.live());
     session.trace(&run_id, true);
-    let journal = session.journal()?;
+    let journal = session.journal(models.is_none())?;
     let input = ResumeInput { record, journal, blobs, warnings, prior_usage, revision: None };
     let outcome = session.block_on(session.engine.resume(input));
     if let Some(calls) = &calls {
