@@ -109,10 +109,17 @@ pub(crate) struct Call<'a> {
     pub args: &'a Value,
     pub watched: &'a [String],
     pub target: Option<&'a str>,
-    /// The call's output goes back to a model (an executor's call): its end is journaled
-    /// without lingering, ahead of the model call that carries it (which is made durable on
-    /// the call log's own journal).
-    pub to_model: bool,
+}
+
+impl Call<'_> {
+    /// Whether the call's records are journaled without lingering for company
+    /// (`Journal::record_all_now`): a command's or a request's. Its effect cannot be read back
+    /// by a resume (what it printed or answered, the files a command changed), so no commit may
+    /// wait into the time it runs, and its end is not held back; a write's end is settled from
+    /// its file's hash and a read is redone.
+    pub(crate) fn journals_at_once(&self) -> bool {
+        matches!(self.effect, Effect::Exec | Effect::Network)
+    }
 }
 
 /// What the journal says about a step's last tool call, with what was recorded before it.

@@ -556,8 +556,7 @@ pub(crate) fn resume_loop(
     attach_calls(&calls, &db, &record.run_id, err);
     session.trace(&record.run_id, true);
     let looped = LoopRun { engine: &session.engine, executor, db: &db, verifier };
-    // A loop run's model calls are journaled beside the engine's records: no linger.
-    let journal = session.journal(false)?;
+    let journal = session.journal()?;
     let input =
         pev_engine::ResumeInput { record, journal, blobs, warnings, prior_usage, revision: None };
     let outcome = session.block_on(looped.resume(input));

@@ -175,8 +175,10 @@ pub fn run(req: &RunRequest, err: &mut dyn Write) -> Result<u8, Fail> {
     drop(store);
     let _ = writeln!(err, "pev: run {run_id} (journal {})", db);
     session.trace(&run_id, false);
-    // A plan run has tool steps only (`check_runnable`): no model writes beside the engine.
-    let journal = session.journal(true)?;
+    let journal = session.journal()?;
+    // A plan run has tool steps only (`check_runnable`): no model's calls are journaled beside
+    // the engine's records, so its groups may wait for company (`Journal::linger`).
+    journal.linger(pev_store::LINGER);
     let outcome = session.block_on(session.engine.run(RunInput { run_id, plan, journal }));
     session.report(outcome, err)
 }
@@ -435,7 +437,11 @@ pub fn resume(run: &str, common: &Common, err: &mut dyn Write) -> Result<u8, Fai
     }
     notices.attach(session.live());
     session.trace(&run_id, true);
-    let journal = session.journal(models.is_none())?;
+    let journal = session.journal()?;
+    if models.is_none() {
+        // Tool steps only, as in `pev run`: the journal may linger.
+        journal.linger(pev_store::LINGER);
+    }
     let input = ResumeInput { record, journal, blobs, warnings, prior_usage, revision: None };
     let outcome = session.block_on(session.engine.resume(input));
     if let Some(calls) = &calls {

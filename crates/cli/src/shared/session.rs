@@ -285,15 +285,8 @@ impl Session {
         self.live.clone()
     }
 
-    /// The run's journal. `alone`: it is the only journal writing the run (no model calls,
-    /// which go to the call log's own journal), so its groups may linger for company
-    /// (`Journal::linger`): a step's end then shares the next step's intent's commit.
-    pub(crate) fn journal(&self, alone: bool) -> Result<Journal, Fail> {
-        let journal = Journal::start(&self.db).map_err(|e| Fail(EXIT_FAILED, e.to_string()))?;
-        if alone {
-            journal.linger(pev_store::LINGER);
-        }
-        Ok(journal)
+    pub(crate) fn journal(&self) -> Result<Journal, Fail> {
+        Journal::start(&self.db).map_err(|e| Fail(EXIT_FAILED, e.to_string()))
     }
 
     pub(crate) fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {

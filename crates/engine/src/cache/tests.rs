@@ -271,7 +271,7 @@ fn the_reuse_note_names_the_run_the_key_and_the_files() {
 fn call<'a>(s: &'a Step, tool: &'a str, effect: Effect, args: &'a Value) -> Call<'a> {
     let target =
         if effect == Effect::Write { args.get("path").and_then(Value::as_str) } else { None };
-    Call { step: s, tool, effect, args, watched: &[], target, to_model: false }
+    Call { step: s, tool, effect, args, watched: &[], target }
 }
 
 fn no_before() -> Before {

@@ -5,7 +5,6 @@ use std::collections::HashMap;
 
 use pev_protocol::event::{EventBody, now_rfc3339};
 use pev_protocol::run::StepStatus;
-use pev_protocol::tool::Effect;
 use pev_store::{FileHashRecord, HashPhase, MutationRecord, Record, StoreError};
 use pev_verify::CheckEnv;
 use serde_json::Value;
@@ -35,14 +34,7 @@ pub(crate) fn record_changes(
     if replayed {
         return Ok(());
     }
-    // A command's or a request's end cannot be rebuilt by a resume (what it printed or answered,
-    // the files a command changed), where a write's end is settled from its file's hash and a
-    // read is redone: it is committed without waiting for company. So is the end of a call whose
-    // output a model is about to read: the model's next call, durable on the call log's own
-    // journal, must not reach the disk ahead of it (a resume would then recover the write with
-    // another output than the one the model saw, and ask that turn again).
-    let at_once = matches!(call.effect, Effect::Exec | Effect::Network) || call.to_model;
-    shared.recorder.record_all(out, end.event.take(), at_once)
+    shared.recorder.record_all(out, end.event.take(), call.journals_at_once())
 }
 
 /// The watched files' changes (see [`record_changes`]), their records added to `out`.

@@ -206,7 +206,6 @@ pub(crate) async fn run(
                 args: &Value::Null,
                 watched: &watched,
                 target: None,
-                to_model: false,
             };
             let claims = delegator.claims(&child_run);
             let end = CallEnd::new(Ok(json!({

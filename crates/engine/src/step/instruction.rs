@@ -227,7 +227,6 @@ impl StepGate<'_> {
             args: &args,
             watched: &watched,
             target: target.as_deref(),
-            to_model: true,
         };
         self.calls += 1;
         // The call a kill interrupted, asked for again by a continued attempt: applied already
@@ -511,7 +510,6 @@ pub(crate) async fn run(
             args: &Value::Null,
             watched: &watched,
             target: None,
-            to_model: false,
         };
         // Files the step watches that no gate call wrote (a shell command may have): their
         // changes are the step's own.

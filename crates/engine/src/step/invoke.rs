@@ -101,10 +101,8 @@ pub(crate) async fn invoke(
         effect: call.effect,
         arguments: call.args.clone(),
     };
-    // A command's or a request's effect cannot be read back by a resume, so no journal commit
-    // may linger into the time it runs: its `tool.called` goes at once, and its end too
-    // (`check::record_changes`).
-    if matches!(call.effect, Effect::Exec | Effect::Network) {
+    // No journal commit may linger into the time a command runs (`Call::journals_at_once`).
+    if call.journals_at_once() {
         shared.recorder.emit_at_once(called)?;
     } else {
         shared.recorder.emit(called)?;

@@ -173,7 +173,6 @@ async fn drive(
         args: &args,
         watched: &watched,
         target: target.as_deref(),
-        to_model: false,
     };
     // A command (or request) that may have run before the run stopped is not run again by
     // itself when its step says it must not happen twice: a person approves it by name.

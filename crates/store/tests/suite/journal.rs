@@ -41,77 +41,63 @@ fn queued_records_are_committed_in_groups() {
     assert!((1..=2).contains(&commits), "{commits} commits for 1000 queued records");
 }
 
-/// A record queued without waiting rides on the next durable record's commit (the end of one
-/// step and the next step's intent: one fsync, not two), when the durable one comes within
-/// [`pev_store::LINGER`]. A loaded machine may stall the sender past it now and then, so the
-/// rule is checked over many pairs: without the linger nearly every pair is two commits.
-#[test]
-fn a_record_nobody_waits_on_shares_the_next_durable_commit() {
+/// Commits for `pairs` pairs of a record queued by `first` and, 300 µs later (the engine
+/// between a step's end and the next intent: long enough that a writer that does not linger has
+/// taken the first record alone), a durable one, on a journal lingering `linger` (if any). A
+/// loaded machine may stall the sender or the writer past the pause now and then, so the rules
+/// below are checked over many pairs.
+fn commits_for_pairs(
+    linger: Option<Duration>,
+    pairs: u64,
+    first: impl Fn(&pev_store::Journal, Record),
+) -> u64 {
     let db = db();
     let store = crate::suite::open_store(&db.path).unwrap();
     create(&store, "r1", "2026-01-01T00:00:00.000Z");
     let journal = crate::suite::start_journal(&db.path).unwrap();
-    journal.linger(pev_store::LINGER);
+    if let Some(linger) = linger {
+        journal.linger(linger);
+    }
     journal.flush().unwrap();
     let before = journal.commits();
-    let pairs = 100u64;
     for i in 0..pairs {
-        journal.record(event_rec("r1", 2 * i)).unwrap();
-        // The engine between a step's end and the next intent (long enough that a writer
-        // without the linger has taken the first record alone).
+        first(&journal, event_rec("r1", 2 * i));
         thread::sleep(Duration::from_micros(300));
         journal.record_durable(event_rec("r1", 2 * i + 1)).unwrap();
     }
     let commits = journal.commits() - before;
     assert_eq!(store.events("r1").unwrap().len() as u64, 2 * pairs);
+    commits
+}
+
+/// On a lingering journal, a record queued without waiting rides on the next durable record's
+/// commit (the end of one step and the next step's intent: one fsync, not two): without the
+/// linger nearly every pair is two commits.
+#[test]
+fn a_record_nobody_waits_on_shares_the_next_durable_commit() {
+    let pairs = 100;
+    let commits = commits_for_pairs(Some(pev_store::LINGER), pairs, |j, r| j.record(r).unwrap());
     assert!(commits < pairs * 5 / 4, "{commits} commits for {pairs} pairs");
 }
 
 /// A group queued with `record_all_now` (a command's end, which a resume could not rebuild) is
-/// committed without lingering: the durable record queued after it is a commit of its own.
-/// With the linger nearly every pair is one commit; a loaded machine can stall the writer past
-/// the sender's pause now and then (both are then taken together), so the rule is checked over
-/// many pairs, most of which must be two commits.
+/// committed without lingering: the durable record after it is a commit of its own (with the
+/// linger nearly every pair would be one).
 #[test]
 fn a_group_queued_now_does_not_linger() {
-    let db = db();
-    let store = crate::suite::open_store(&db.path).unwrap();
-    create(&store, "r1", "2026-01-01T00:00:00.000Z");
-    let journal = crate::suite::start_journal(&db.path).unwrap();
-    journal.linger(pev_store::LINGER);
-    journal.flush().unwrap();
-    let before = journal.commits();
-    let pairs = 50u64;
-    for i in 0..pairs {
-        journal.record_all_now(vec![event_rec("r1", 2 * i)]).unwrap();
-        thread::sleep(Duration::from_micros(300));
-        journal.record_durable(event_rec("r1", 2 * i + 1)).unwrap();
-    }
-    let commits = journal.commits() - before;
-    assert_eq!(store.events("r1").unwrap().len() as u64, 2 * pairs);
+    let pairs = 50;
+    let commits = commits_for_pairs(Some(pev_store::LINGER), pairs, |j, r| {
+        j.record_all_now(vec![r]).unwrap();
+    });
     assert!(commits >= pairs * 3 / 2, "{commits} commits for {pairs} pairs");
 }
 
 /// A journal not told to linger (an agent's, whose model calls go to a journal of their own)
-/// commits a group no caller waits on as soon as the writer has it: the durable record queued
-/// 300 µs after it is a commit of its own, for most pairs (a loaded machine may stall the writer
-/// past the pause now and then).
+/// commits a group no caller waits on as soon as the writer has it.
 #[test]
 fn a_journal_not_told_to_linger_does_not() {
-    let db = db();
-    let store = crate::suite::open_store(&db.path).unwrap();
-    create(&store, "r1", "2026-01-01T00:00:00.000Z");
-    let journal = crate::suite::start_journal(&db.path).unwrap();
-    journal.flush().unwrap();
-    let before = journal.commits();
-    let pairs = 50u64;
-    for i in 0..pairs {
-        journal.record(event_rec("r1", 2 * i)).unwrap();
-        thread::sleep(Duration::from_micros(300));
-        journal.record_durable(event_rec("r1", 2 * i + 1)).unwrap();
-    }
-    let commits = journal.commits() - before;
-    assert_eq!(store.events("r1").unwrap().len() as u64, 2 * pairs);
+    let pairs = 50;
+    let commits = commits_for_pairs(None, pairs, |j, r| j.record(r).unwrap());
     assert!(commits >= pairs * 3 / 2, "{commits} commits for {pairs} pairs");
 }
 
