@@ -15,7 +15,7 @@ fn plan(steps: &[(&str, &[&str], &[&str])]) -> Plan {
             let mut step = Step {
                 id: StepId::new(*id),
                 depends_on: deps.iter().map(|d| StepId::new(*d)).collect(),
-                parameters,
+                parameters: parameters.into(),
                 ..Step::default()
             };
             step.index_references();

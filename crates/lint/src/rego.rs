@@ -173,7 +173,7 @@ fn input(ctx: &Ctx<'_>) -> Result<Value, serde_json::Error> {
     if let Some(steps) = value.get_mut("steps").and_then(Value::as_array_mut) {
         for (step, plan_step) in steps.iter_mut().zip(&ctx.plan.steps) {
             if let Some(obj) = step.as_object_mut() {
-                obj.insert("args".into(), Value::Object(plan_step.parameters.clone()));
+                obj.insert("args".into(), Value::Object(plan_step.parameters.to_map()));
             }
         }
     }

@@ -1,4 +1,5 @@
-//! Visiting every string inside a JSON value, with its JSON pointer and the key that holds it.
+//! Visiting every string inside a JSON value (a `serde_json::Value` or a view into a step's
+//! parameters), with its JSON pointer and the key that holds it.
 //!
 //! The content checks (secrets above all) must look at strings however deeply they nest, and
 //! report the exact pointer of each. The walk is iterative, with an explicit stack that the
@@ -8,6 +9,8 @@
 
 use std::fmt::Write as _;
 
+use pev_protocol::ValueRef;
+use pev_protocol::params::{ArrayIter, ObjectIter};
 use pev_protocol::reference::push_escaped;
 use serde_json::Value;
 
@@ -23,26 +26,77 @@ pub(crate) struct Visit<'a, 'p> {
     pub pointer: &'p str,
 }
 
+/// A value the walk can go into: a `serde_json::Value` (plan-level fields, unknown fields) or a
+/// view into a step's compact parameters.
+pub(crate) trait Node<'a>: Copy + 'a {
+    type Items: Iterator<Item = Self>;
+    type Entries: Iterator<Item = (&'a str, Self)>;
+    fn shape(self) -> Shape<'a, Self>;
+}
+
+/// What a [`Node`] is, as far as the walk cares.
+pub(crate) enum Shape<'a, N: Node<'a>> {
+    Str(&'a str),
+    Array(N::Items),
+    Object(N::Entries),
+    Other,
+}
+
+type ValueEntries<'a> =
+    std::iter::Map<serde_json::map::Iter<'a>, fn((&'a String, &'a Value)) -> (&'a str, &'a Value)>;
+
+impl<'a> Node<'a> for &'a Value {
+    type Items = std::slice::Iter<'a, Value>;
+    type Entries = ValueEntries<'a>;
+
+    fn shape(self) -> Shape<'a, Self> {
+        match self {
+            Value::String(s) => Shape::Str(s),
+            Value::Array(items) if !items.is_empty() => Shape::Array(items.iter()),
+            Value::Object(map) if !map.is_empty() => {
+                let entry: fn((&'a String, &'a Value)) -> (&'a str, &'a Value) =
+                    |(k, v)| (k.as_str(), v);
+                Shape::Object(map.iter().map(entry))
+            }
+            _ => Shape::Other,
+        }
+    }
+}
+
+impl<'a> Node<'a> for ValueRef<'a> {
+    type Items = ArrayIter<'a>;
+    type Entries = ObjectIter<'a>;
+
+    fn shape(self) -> Shape<'a, Self> {
+        match self {
+            ValueRef::String(s) => Shape::Str(s),
+            ValueRef::Array(items) if !items.is_empty() => Shape::Array(items.iter()),
+            ValueRef::Object(map) if !map.is_empty() => Shape::Object(map.iter()),
+            _ => Shape::Other,
+        }
+    }
+}
+
 /// Where the walk stands inside one container.
-enum Frame<'a> {
+enum Frame<'a, N: Node<'a>> {
     Object {
-        iter: serde_json::map::Iter<'a>,
+        iter: N::Entries,
         /// Pointer length of the container itself.
         len: usize,
     },
     Array {
-        iter: std::iter::Enumerate<std::slice::Iter<'a, Value>>,
+        iter: std::iter::Enumerate<N::Items>,
         len: usize,
         key: Option<&'a str>,
     },
 }
 
 /// A reusable walker: keep one per check run and call [`StrWalker::walk`] for each value.
-pub(crate) struct StrWalker<'a> {
-    stack: Vec<Frame<'a>>,
+pub(crate) struct StrWalker<'a, N: Node<'a>> {
+    stack: Vec<Frame<'a, N>>,
 }
 
-impl<'a> StrWalker<'a> {
+impl<'a, N: Node<'a>> StrWalker<'a, N> {
     pub(crate) fn new() -> Self {
         Self { stack: Vec::new() }
     }
@@ -52,7 +106,7 @@ impl<'a> StrWalker<'a> {
     /// `root`, if any.
     pub(crate) fn walk(
         &mut self,
-        root: &'a Value,
+        root: N,
         key: Option<&'a str>,
         pointer: &mut String,
         mut f: impl FnMut(Visit<'a, '_>),
@@ -70,7 +124,7 @@ impl<'a> StrWalker<'a> {
                         pointer.truncate(*len);
                         pointer.push('/');
                         push_key(pointer, k);
-                        (v, Some(k.as_str()))
+                        (v, Some(k))
                     }
                     None => {
                         self.stack.pop();
@@ -98,24 +152,18 @@ impl<'a> StrWalker<'a> {
     /// Visits a string at once; pushes a frame for a container; ignores the rest.
     fn enter(
         &mut self,
-        value: &'a Value,
+        value: N,
         key: Option<&'a str>,
         pointer: &mut String,
         f: &mut impl FnMut(Visit<'a, '_>),
     ) {
-        match value {
-            Value::String(s) => f(Visit { key, value: s, pointer }),
-            Value::Object(map) if !map.is_empty() => {
-                self.stack.push(Frame::Object { iter: map.iter(), len: pointer.len() });
+        match value.shape() {
+            Shape::Str(s) => f(Visit { key, value: s, pointer }),
+            Shape::Object(iter) => self.stack.push(Frame::Object { iter, len: pointer.len() }),
+            Shape::Array(items) => {
+                self.stack.push(Frame::Array { iter: items.enumerate(), len: pointer.len(), key });
             }
-            Value::Array(items) if !items.is_empty() => {
-                self.stack.push(Frame::Array {
-                    iter: items.iter().enumerate(),
-                    len: pointer.len(),
-                    key,
-                });
-            }
-            _ => {}
+            Shape::Other => {}
         }
     }
 }

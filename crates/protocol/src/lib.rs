@@ -9,6 +9,7 @@ pub mod assertion;
 pub mod event;
 pub mod lint;
 pub mod oracle;
+pub mod params;
 pub mod parse;
 pub mod plan;
 pub mod policy;
@@ -21,6 +22,7 @@ pub mod tool;
 pub use assertion::Assertion;
 pub use event::{Event, EventBody};
 pub use lint::{Finding, Level, LintCode, LintResult, LintStatus, Severity};
+pub use params::{ArrayRef, NumberRef, ObjectRef, Params, ValueRef};
 pub use parse::{Format, ParseError, ParsedPlan, PlanIssue};
 pub use plan::{
     BudgetSlice, Complexity, DelegateMode, Delegation, OnFail, Plan, Postcondition, Step, StepId,

@@ -136,18 +136,6 @@ struct StepFinisher {
 
 impl StepFinisher {
     fn finish(&mut self, step: &mut Step) {
-        self.finish_read(step);
-        // A map filled one insert at a time keeps room for 3, then 7 entries (the index's
-        // growth); rebuilt from its entries it has exactly as many. Most steps have 1 to 6
-        // parameters, so this is some 100 bytes a step: 10 MB of a 100,000-step plan.
-        if !matches!(step.parameters.len(), 0 | 3 | 7) {
-            step.parameters = std::mem::take(&mut step.parameters).into_iter().collect();
-        }
-    }
-
-    /// [`StepFinisher::finish`] for a step whose parameter map is already of its size (read by
-    /// [`step::read`]).
-    fn finish_read(&mut self, step: &mut Step) {
         self.pointer.clear();
         self.pointer.push_str("/parameters");
         for (key, value) in &step.parameters {

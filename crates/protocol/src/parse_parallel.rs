@@ -143,15 +143,14 @@ fn read_run(
     out: &mut Vec<Step>,
     stop: &AtomicBool,
 ) -> bool {
-    let mut scratch = Vec::new();
     for &(start, end) in run {
         if stop.load(Ordering::Relaxed) {
             return false;
         }
-        let Some(mut step) = text.get(start..end).and_then(|t| step::read(t, &mut scratch)) else {
+        let Some(mut step) = text.get(start..end).and_then(step::read) else {
             return false;
         };
-        finisher.finish_read(&mut step);
+        finisher.finish(&mut step);
         out.push(step);
     }
     true

@@ -18,7 +18,7 @@
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::plan::Step;
 
@@ -103,13 +103,10 @@ impl Visitor<'_> for KeySeed {
     }
 }
 
-/// Reads one step (a JSON object), with a scratch list reused from step to step for the
-/// parameters.
-pub(super) struct StepSeed<'s> {
-    pub(super) scratch: &'s mut Vec<(String, Value)>,
-}
+/// Reads one step (a JSON object).
+pub(super) struct StepSeed;
 
-impl<'de> DeserializeSeed<'de> for StepSeed<'_> {
+impl<'de> DeserializeSeed<'de> for StepSeed {
     type Value = Step;
 
     fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Step, D::Error> {
@@ -118,7 +115,7 @@ impl<'de> DeserializeSeed<'de> for StepSeed<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for StepSeed<'_> {
+impl<'de> Visitor<'de> for StepSeed {
     type Value = Step;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -147,9 +144,7 @@ impl<'de> Visitor<'de> for StepSeed<'_> {
                 Field::Title => step.title = map.next_value()?,
                 Field::Description => step.description = map.next_value()?,
                 Field::Tool => step.tool = map.next_value()?,
-                Field::Parameters => {
-                    step.parameters = map.next_value_seed(ParamsSeed(&mut *self.scratch))?;
-                }
+                Field::Parameters => step.parameters = map.next_value()?,
                 Field::DependsOn => step.depends_on = map.next_value()?,
                 Field::OnFail => step.on_fail = map.next_value()?,
                 Field::AcceptanceCriteria => step.acceptance_criteria = map.next_value()?,
@@ -170,47 +165,11 @@ impl<'de> Visitor<'de> for StepSeed<'_> {
     }
 }
 
-/// Reads a parameter map into a map of exactly its size: the entries are gathered in the
-/// scratch list first, then inserted in order (a key given twice keeps its first place and its
-/// last value, as `Map`'s own `Deserialize` does).
-struct ParamsSeed<'s>(&'s mut Vec<(String, Value)>);
-
-impl<'de> DeserializeSeed<'de> for ParamsSeed<'_> {
-    type Value = Map<String, Value>;
-
-    fn deserialize<D: de::Deserializer<'de>>(
-        self,
-        deserializer: D,
-    ) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ParamsSeed<'_> {
-    type Value = Map<String, Value>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a map")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        self.0.clear();
-        while let Some(entry) = map.next_entry::<String, Value>()? {
-            self.0.push(entry);
-        }
-        let mut out = Map::with_capacity(self.0.len());
-        for (key, value) in self.0.drain(..) {
-            out.insert(key, value);
-        }
-        Ok(out)
-    }
-}
-
 /// Reads the step in `text` (one JSON object, nothing after it but white space); `None` when
 /// the text is not one, or when the derive might read it differently.
-pub(super) fn read(text: &str, scratch: &mut Vec<(String, Value)>) -> Option<Step> {
+pub(super) fn read(text: &str) -> Option<Step> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
-    let step = StepSeed { scratch }.deserialize(&mut deserializer).ok()?;
+    let step = StepSeed.deserialize(&mut deserializer).ok()?;
     deserializer.end().ok()?;
     Some(step)
 }

@@ -14,7 +14,7 @@ fn derived(text: &str) -> Option<Step> {
 }
 
 fn fast(text: &str) -> Option<Step> {
-    read(text, &mut Vec::new())
+    read(text)
 }
 
 /// Checks one text; returns whether the fast reader accepted it.

@@ -33,7 +33,7 @@ fn aliases_are_accepted() {
     assert_eq!(p.plan.goal, "g");
     assert_eq!(step.id.as_str(), "a");
     assert_eq!(step.title.as_deref(), Some("A"));
-    assert_eq!(step.parameters["q"], 1);
+    assert_eq!(step.parameters.get("q").and_then(crate::ValueRef::as_f64), Some(1.0));
     assert_eq!(step.depends_on[0].as_str(), "b");
     assert_eq!(p.plan.postconditions[0].description, "s");
 }

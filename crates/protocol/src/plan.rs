@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::assertion::Assertion;
+use crate::params::Params;
 use crate::reference::ParamRef;
 use crate::short_str::ShortStr;
 
@@ -127,8 +128,8 @@ pub struct Step {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
     /// The tool's arguments; strings may hold `${id.result.path}` references.
-    #[serde(default, alias = "args", skip_serializing_if = "serde_json::Map::is_empty")]
-    pub parameters: serde_json::Map<String, Value>,
+    #[serde(default, alias = "args", skip_serializing_if = "Params::is_empty")]
+    pub parameters: Params,
     #[serde(default, alias = "dependencies", skip_serializing_if = "Vec::is_empty")]
     pub depends_on: Vec<StepId>,
     #[serde(default)]

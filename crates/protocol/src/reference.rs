@@ -8,9 +8,9 @@
 
 use std::fmt::Write as _;
 
+use crate::params::ValueRef;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::plan::{StepId, is_id_byte};
 use crate::short_str::ShortStr;
@@ -279,7 +279,7 @@ pub struct ParamRef {
 
 /// Walks `value` (found under `key` below `pointer`) and appends the references in its strings.
 pub(crate) fn collect_refs(
-    value: &Value,
+    value: ValueRef<'_>,
     pointer: &mut String,
     key: &str,
     out: &mut Vec<ParamRef>,
@@ -292,10 +292,10 @@ pub(crate) fn collect_refs(
 }
 
 /// [`collect_refs`] for a value whose pointer is already in `pointer`.
-fn collect_below(value: &Value, pointer: &mut String, out: &mut Vec<ParamRef>) {
+fn collect_below(value: ValueRef<'_>, pointer: &mut String, out: &mut Vec<ParamRef>) {
     match value {
         // `scan_refs` looks for `${` and `{{` itself, as fast as a search for them would.
-        Value::String(s) => {
+        ValueRef::String(s) => {
             // Straight from the text: a `Template` would copy the literal text around the
             // references, and each reference again into its `ParamRef`.
             let first = out.len();
@@ -309,7 +309,7 @@ fn collect_below(value: &Value, pointer: &mut String, out: &mut Vec<ParamRef>) {
                 r.whole = true;
             }
         }
-        Value::Array(items) => {
+        ValueRef::Array(items) => {
             let len = pointer.len();
             for (i, item) in items.iter().enumerate() {
                 // Writing to a String cannot fail.
@@ -318,8 +318,8 @@ fn collect_below(value: &Value, pointer: &mut String, out: &mut Vec<ParamRef>) {
                 pointer.truncate(len);
             }
         }
-        Value::Object(map) => {
-            for (k, v) in map {
+        ValueRef::Object(map) => {
+            for (k, v) in map.iter() {
                 collect_refs(v, pointer, k, out);
             }
         }

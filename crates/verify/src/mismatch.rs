@@ -24,9 +24,8 @@
 //! [`named_files`] is taken before the step runs (so a file the step creates is judged by the
 //! same list), and [`mismatch`] after, with the files the step changed.
 
-use pev_protocol::Step;
+use pev_protocol::{Params, Step};
 use pev_tools::{EntryKind, Workspace};
-use serde_json::Value;
 
 use crate::goal::goal_asks_for_change;
 
@@ -90,7 +89,7 @@ pub struct StepIntent<'a> {
     pub description: Option<&'a str>,
     pub expected_outputs: &'a [String],
     /// The step's parameters (string values anywhere in them are read).
-    pub parameters: Option<&'a serde_json::Map<String, Value>>,
+    pub parameters: Option<&'a Params>,
 }
 
 impl<'a> StepIntent<'a> {
@@ -150,8 +149,8 @@ pub fn named_files(intent: &StepIntent<'_>, workspace: &Workspace) -> Vec<String
     }
     if let Some(parameters) = intent.parameters {
         let mut strings = Vec::new();
-        for value in parameters.values() {
-            collect_strings(value, &mut strings);
+        for (_, value) in parameters {
+            value.for_each_str(&mut |s| strings.push(s));
         }
         for s in strings {
             let trimmed = trim(s);
@@ -343,15 +342,6 @@ fn stem_mentioned(changed: &str, words: &[String], named_exts: &[&str]) -> bool 
     let (stem, ext) = name.rsplit_once('.').unwrap_or((name, ""));
     let stem = stem.to_lowercase();
     stem.chars().count() >= 3 && !named_exts.contains(&ext) && words.contains(&stem)
-}
-
-fn collect_strings<'v>(value: &'v Value, out: &mut Vec<&'v str>) {
-    match value {
-        Value::String(s) => out.push(s),
-        Value::Array(items) => items.iter().for_each(|v| collect_strings(v, out)),
-        Value::Object(map) => map.values().for_each(|v| collect_strings(v, out)),
-        _ => {}
-    }
 }
 
 fn push_unique(out: &mut Vec<String>, path: String) {

@@ -200,7 +200,7 @@ fn the_mismatch_rule_as_a_table() {
     let mut failures = Vec::new();
     for row in rows() {
         let outputs: Vec<String> = row.expected_outputs.iter().map(|s| (*s).to_owned()).collect();
-        let params = row.parameters.as_object().cloned().unwrap_or_default();
+        let params = Params::from_map(&row.parameters.as_object().cloned().unwrap_or_default());
         let intent = StepIntent {
             title: row.title,
             description: row.description.filter(|d| !d.is_empty()),
@@ -364,7 +364,7 @@ fn named_files_reads_paths_from_every_field_and_nothing_else() {
     let mut failures = Vec::new();
     for (what, description, outputs, parameters, want) in cases {
         let outputs: Vec<String> = outputs.iter().map(|s| (*s).to_owned()).collect();
-        let params = parameters.as_object().cloned().unwrap_or_default();
+        let params = Params::from_map(&parameters.as_object().cloned().unwrap_or_default());
         let intent = StepIntent {
             title: None,
             description: Some(description),

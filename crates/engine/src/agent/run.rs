@@ -345,7 +345,10 @@ mod tests {
         let ids: Vec<&str> = next.steps.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["a", "b-r1", "c"]);
         // The done step is the original one, not the planner's repetition.
-        assert_eq!(next.steps[0].parameters["path"], "x");
+        assert_eq!(
+            next.steps[0].parameters.get("path").and_then(pev_protocol::ValueRef::as_str),
+            Some("x")
+        );
         assert_eq!(next.steps[2].depends_on, [StepId::new("b-r1")]);
         assert_eq!(next.steps[1].depends_on, [StepId::new("a")]);
         assert_eq!(next.postconditions.len(), 1);

@@ -132,7 +132,7 @@ async fn drive(
         return Ok(());
     };
     let effect = tool.effect();
-    let args = match resolve_parameters(&step.parameters, &|s| job.inputs.get(s)) {
+    let args = match resolve_parameters(&step.parameters.to_map(), &|s| job.inputs.get(s)) {
         Ok(map) => Value::Object(map),
         Err(e) => {
             fail(&mut report.slot, &e.to_string());

@@ -26,8 +26,8 @@
 //! (`out/${s1.result.name}`) can carry `../` from another step's output and is flagged too; a path
 //! that is exactly one reference passes another tool's path through whole and is not.
 
+use pev_protocol::{ArrayRef, ValueRef};
 use pev_protocol::{Finding, LintCode, ParamRef, Step};
-use serde_json::Value;
 
 use super::download::{self, program_name};
 use super::interpreters::SHELLS;
@@ -45,23 +45,23 @@ pub(crate) fn check_step(index: usize, step: &Step, out: &mut Vec<Finding>) {
     let at = (index, step);
     if tool.starts_with("shell.") || tool.ends_with(".exec") {
         match step.parameters.get("command") {
-            Some(Value::String(command)) => check_command(at, command, out),
-            Some(Value::Array(argv)) => check_argv(at, "command", argv, out),
+            Some(ValueRef::String(command)) => check_command(at, command, out),
+            Some(ValueRef::Array(argv)) => check_argv(at, "command", argv, out),
             _ => {}
         }
-        if let Some(Value::Array(argv)) = step.parameters.get("argv") {
+        if let Some(ValueRef::Array(argv)) = step.parameters.get("argv") {
             check_argv(at, "argv", argv, out);
         }
     }
     if tool.starts_with("file.") {
         // One pass over the parameters: a map lookup per name would hash every name.
         for (param, value) in &step.parameters {
-            if !PATH_PARAMS.contains(&param.as_str()) {
+            if !PATH_PARAMS.contains(&param) {
                 continue;
             }
             match value {
-                Value::String(path) => check_path(at, param, None, path, out),
-                Value::Array(items) => {
+                ValueRef::String(path) => check_path(at, param, None, path, out),
+                ValueRef::Array(items) => {
                     for (k, item) in items.iter().enumerate() {
                         if let Some(path) = item.as_str() {
                             check_path(at, param, Some(k), path, out);
@@ -128,7 +128,7 @@ fn check_download(at: (usize, &Step), pointer: &str, script: &Script, out: &mut 
 
 /// An argv array: safe unless it runs a shell or interpreter on code that holds a reference, or
 /// a shell on a script that runs downloaded code.
-fn check_argv(at: (usize, &Step), param: &str, argv: &[Value], out: &mut Vec<Finding>) {
+fn check_argv(at: (usize, &Step), param: &str, argv: ArrayRef<'_>, out: &mut Vec<Finding>) {
     let words: Vec<&str> = argv.iter().map(|v| v.as_str().unwrap_or("")).collect();
     let Some((program, code_at)) = code_argument(&words) else { return };
     let pointer = format!("/parameters/{param}/{code_at}");

@@ -4,8 +4,8 @@
 //! and so says which files it takes for the plan's checks. Only literal paths are judged (a path
 //! from a reference is known when the step runs).
 
+use pev_protocol::ValueRef;
 use pev_protocol::{Finding, LintCode, Step};
-use serde_json::Value;
 
 use crate::Ctx;
 
@@ -52,7 +52,7 @@ impl Pass {
         if step.may_change_oracle || !step.tool.as_deref().is_some_and(|t| WRITERS.contains(&t)) {
             return;
         }
-        let Some(Value::String(path)) = step.parameters.get("path") else { return };
+        let Some(ValueRef::String(path)) = step.parameters.get("path") else { return };
         if path.contains("${") || path.contains("{{") {
             return;
         }

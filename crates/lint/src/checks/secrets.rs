@@ -25,7 +25,7 @@
 use std::fmt::Write as _;
 use std::sync::LazyLock;
 
-use pev_protocol::{Assertion, Finding, LintCode, PlanIssue, Step};
+use pev_protocol::{Assertion, Finding, LintCode, PlanIssue, Step, ValueRef};
 use regex::{Captures, Regex, RegexSet};
 use serde_json::Value;
 
@@ -158,6 +158,7 @@ impl<'a, 'c> Pass<'a, 'c> {
         let plan = ctx.plan;
         let mut s = Scanner {
             walker: StrWalker::new(),
+            params: StrWalker::new(),
             ptr: String::with_capacity(64),
             detect: Detect::new(ctx),
         };
@@ -199,7 +200,7 @@ impl<'a, 'c> Pass<'a, 'c> {
             }
         }
         for (key, value) in &step.parameters {
-            s.value(owner, &[base, "/parameters/", key], value, Some(key));
+            s.param(owner, &[base, "/parameters/", key], value, Some(key));
         }
         for (k, text) in step.acceptance_criteria.iter().enumerate() {
             index.clear();
@@ -232,7 +233,8 @@ impl<'a, 'c> Pass<'a, 'c> {
 /// The walk state and the detectors, kept apart so the walk's callback can borrow the
 /// detectors while the walker is busy.
 struct Scanner<'a, 'c> {
-    walker: StrWalker<'a>,
+    walker: StrWalker<'a, &'a Value>,
+    params: StrWalker<'a, ValueRef<'a>>,
     ptr: String,
     detect: Detect<'c>,
 }
@@ -244,6 +246,19 @@ impl<'a> Scanner<'a, '_> {
         set_ptr(&mut self.ptr, parts);
         let detect = &mut self.detect;
         self.walker.walk(value, key, &mut self.ptr, |v| detect.visit(owner, v));
+    }
+
+    /// [`Scanner::value`] for a value in a step's parameters.
+    fn param(
+        &mut self,
+        owner: Owner<'_>,
+        parts: &[&str],
+        value: ValueRef<'a>,
+        key: Option<&'a str>,
+    ) {
+        set_ptr(&mut self.ptr, parts);
+        let detect = &mut self.detect;
+        self.params.walk(value, key, &mut self.ptr, |v| detect.visit(owner, v));
     }
 
     /// Scans one text field.

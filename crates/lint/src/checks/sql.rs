@@ -21,8 +21,8 @@
 
 use std::fmt::Write as _;
 
+use pev_protocol::ValueRef;
 use pev_protocol::{Finding, LintCode, Step};
-use serde_json::Value;
 
 use crate::Ctx;
 use crate::policy::any_match;
@@ -81,12 +81,12 @@ impl Pass {
         let mut scan = Scan { tokens: &mut self.tokens, pointer: &mut self.pointer, out };
         // One pass over the parameters: a map lookup per name would hash every name.
         for (param, value) in &step.parameters {
-            if !SQL_PARAMS.contains(&param.as_str()) {
+            if !SQL_PARAMS.contains(&param) {
                 continue;
             }
             match value {
-                Value::String(text) => scan.text(&kind, (index, step), (param, None), text),
-                Value::Array(items) => {
+                ValueRef::String(text) => scan.text(&kind, (index, step), (param, None), text),
+                ValueRef::Array(items) => {
                     for (k, item) in items.iter().enumerate() {
                         if let Some(text) = item.as_str() {
                             scan.text(&kind, (index, step), (param, Some(k)), text);

@@ -10,10 +10,10 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
+use pev_protocol::ValueRef;
 use pev_protocol::reference::push_escaped;
 use pev_protocol::tool::{Effect, builtin_effect};
 use pev_protocol::{Finding, LintCode, Step};
-use serde_json::Value;
 
 use crate::Ctx;
 use crate::policy::Bound;
@@ -172,8 +172,8 @@ fn unverified(step: &Step, at: (usize, &str), effect: Option<ToolEffect>, out: &
 /// What an `http.request` step does when its method is not GET or HEAD (default GET).
 fn mutating_method(step: &Step) -> Option<String> {
     match step.parameters.get("method") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(m)) => {
+        None | Some(ValueRef::Null) => None,
+        Some(ValueRef::String(m)) => {
             let m = m.trim();
             if m.eq_ignore_ascii_case("GET") || m.eq_ignore_ascii_case("HEAD") {
                 None
@@ -228,11 +228,11 @@ fn check_bound(
     out: &mut Vec<Finding>,
 ) {
     let Some((first, rest)) = rule.path.split_first() else { return };
-    let mut value = field(&step.parameters, first);
+    let mut value = step.parameters.get(first);
     for seg in rest {
         value = match value {
-            Some(Value::Object(map)) => field(map, seg),
-            Some(Value::Array(items)) => seg.parse::<usize>().ok().and_then(|k| items.get(k)),
+            Some(ValueRef::Object(map)) => map.get(seg),
+            Some(ValueRef::Array(items)) => seg.parse::<usize>().ok().and_then(|k| items.get(k)),
             _ => None,
         };
     }
@@ -270,31 +270,23 @@ fn check_bound(
 
 /// `map[key]`. Parameter objects are small, and a scan that mostly compares lengths is cheaper
 /// than hashing the key and chasing the bucket (this runs once per step per bound).
-fn field<'v>(map: &'v serde_json::Map<String, Value>, key: &str) -> Option<&'v Value> {
-    if map.len() <= 8 {
-        map.iter().find_map(|(k, v)| (k == key).then_some(v))
-    } else {
-        map.get(key)
-    }
-}
-
 /// Appends `(array indices below the argument, value as shown)` for each out-of-bounds number
 /// in `value`; `trail` is the array path walked so far.
 fn collect_out_of_bounds(
-    value: &Value,
+    value: ValueRef<'_>,
     bound: &Bound,
     trail: &mut Vec<usize>,
     bad: &mut Vec<(Vec<usize>, String)>,
 ) {
     let outside = |x: f64| x < bound.min || x > bound.max;
     match value {
-        Value::Number(n) if n.as_f64().is_some_and(outside) => {
-            bad.push((trail.clone(), n.to_string()));
+        ValueRef::Number(n) if outside(n.as_f64()) => {
+            bad.push((trail.clone(), n.to_number().to_string()));
         }
-        Value::String(s) if numeric_string(s).is_some_and(outside) => {
+        ValueRef::String(s) if numeric_string(s).is_some_and(outside) => {
             bad.push((trail.clone(), format!("{s:?}")));
         }
-        Value::Array(items) => {
+        ValueRef::Array(items) => {
             for (k, item) in items.iter().enumerate() {
                 trail.push(k);
                 collect_out_of_bounds(item, bound, trail, bad);

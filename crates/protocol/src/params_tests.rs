@@ -1,0 +1,210 @@
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+
+use super::*;
+
+fn params(value: &Value) -> Params {
+    serde_json::from_value(value.clone()).unwrap()
+}
+
+fn params_text(text: &str) -> Params {
+    serde_json::from_str(text).unwrap()
+}
+
+#[test]
+fn reads_back_what_it_was_given_in_order() {
+    let value = json!({
+        "path": "out/a.txt",
+        "n": 7, "neg": -3, "min": i64::MIN, "max": u64::MAX, "f": 1.5, "whole": 2.0,
+        "t": true, "no": false, "null": null,
+        "list": ["${a.result.x}", 1, [], {}, [null]],
+        "nested": {"b": {"c": "ü ∑ 😀", "": "empty key"}, "a": []},
+        "z": "last"
+    });
+    let p = params(&value);
+    assert_eq!(Value::Object(p.to_map()), value);
+    assert_eq!(serde_json::to_string(&p).unwrap(), serde_json::to_string(&value).unwrap());
+    let keys: Vec<&str> = p.iter().map(|(k, _)| k).collect();
+    assert_eq!(
+        keys,
+        ["path", "n", "neg", "min", "max", "f", "whole", "t", "no", "null", "list", "nested", "z"]
+    );
+    assert_eq!(p.len(), 13);
+    assert_eq!(p.get("path").and_then(ValueRef::as_str), Some("out/a.txt"));
+    assert_eq!(p.get("z").and_then(ValueRef::as_str), Some("last"));
+    assert_eq!(p.get("neg").and_then(ValueRef::as_f64), Some(-3.0));
+    assert!(p.get("missing").is_none());
+    let list = p.get("list").and_then(ValueRef::as_array).unwrap();
+    assert_eq!(list.len(), 5);
+    assert_eq!(list.get(1).and_then(ValueRef::as_f64), Some(1.0));
+    assert!(list.get(5).is_none());
+    let nested = p.get("nested").and_then(ValueRef::as_object).unwrap();
+    assert_eq!(nested.get("b").unwrap(), json!({"c": "ü ∑ 😀", "": "empty key"}));
+}
+
+#[test]
+fn numbers_serialise_as_a_value_would() {
+    for text in [
+        "0",
+        "1",
+        "-1",
+        "18446744073709551615",
+        "-9223372036854775808",
+        "1.0",
+        "-0.0",
+        "1e300",
+        "0.1",
+    ] {
+        let doc = format!("{{\"n\":{text}}}");
+        let expected =
+            serde_json::to_string(&serde_json::from_str::<Value>(&doc).unwrap()).unwrap();
+        assert_eq!(serde_json::to_string(&params_text(&doc)).unwrap(), expected, "{text}");
+    }
+}
+
+#[test]
+fn a_repeated_key_keeps_its_first_place_and_last_value_as_a_map_does() {
+    let text = r#"{"a": 1, "b": {"x": 1, "y": 2, "x": 3}, "a": 2, "c": 3}"#;
+    let p = params_text(text);
+    let map: Map<String, Value> = serde_json::from_str(text).unwrap();
+    assert_eq!(serde_json::to_string(&p).unwrap(), serde_json::to_string(&map).unwrap());
+    assert_eq!(serde_json::to_string(&p).unwrap(), r#"{"a":2,"b":{"x":3,"y":2},"c":3}"#);
+    assert_eq!(p.len(), 3);
+}
+
+#[test]
+fn a_large_object_is_settled_through_a_map() {
+    let mut text = String::from("{");
+    for i in 0..40 {
+        text.push_str(&format!("\"k{i}\": {i}, "));
+    }
+    text.push_str("\"k3\": \"again\"}");
+    let map: Map<String, Value> = serde_json::from_str(&text).unwrap();
+    let p = params_text(&text);
+    assert_eq!(p.to_map(), map);
+    assert_eq!(p.len(), 40);
+    assert_eq!(p.get("k3").unwrap(), json!("again"));
+}
+
+#[test]
+fn empty_is_the_empty_text_and_compares_equal() {
+    let p = params_text("{}");
+    assert!(p.is_empty());
+    assert_eq!(p.heap_size(), 0);
+    assert_eq!(p, Params::default());
+    assert_eq!(serde_json::to_string(&p).unwrap(), "{}");
+    assert_eq!(format!("{p:?}"), "{}");
+}
+
+#[test]
+fn equality_ignores_key_order_as_a_map_does() {
+    let a = params(&json!({"a": 1, "b": [1, 2]}));
+    let b = params(&json!({"b": [1, 2], "a": 1}));
+    assert_eq!(a, b);
+    assert_ne!(a, params(&json!({"a": 1, "b": [2, 1]})));
+    assert_ne!(a, params(&json!({"a": 1})));
+}
+
+#[test]
+fn not_a_map_is_refused_with_the_words_a_map_would_use() {
+    let ours = serde_json::from_str::<Params>("[1]").unwrap_err().to_string();
+    let theirs = serde_json::from_str::<Map<String, Value>>("[1]").unwrap_err().to_string();
+    assert_eq!(ours, theirs);
+    assert!(serde_json::from_str::<Params>("{\"a\": }").is_err());
+}
+
+#[test]
+fn yaml_values_read_as_json_would() {
+    let yaml = "path: a.txt\ncount: 3\nneg: -2\nratio: 0.5\nitems: [x, 1, ~]\nflag: yes\n";
+    let value: Value = serde_yaml_ng::from_str(yaml).unwrap();
+    let from_yaml: Params = serde_yaml_ng::from_str(yaml).unwrap();
+    assert_eq!(Value::Object(from_yaml.to_map()), value);
+    assert_eq!(params(&value), from_yaml);
+}
+
+#[test]
+fn strings_are_visited_in_document_order() {
+    let p = params(&json!({"a": "1", "b": [2, "3", {"c": "4"}], "d": {"e": ["5"]}, "f": null}));
+    let mut seen = Vec::new();
+    for (_, v) in &p {
+        v.for_each_str(&mut |s| seen.push(s));
+    }
+    assert_eq!(seen, ["1", "3", "4", "5"]);
+}
+
+#[test]
+fn a_thread_reads_many_in_a_row_and_large_ones_do_not_stay() {
+    let big = "x".repeat(2 << 20);
+    let first = params(&json!({"content": big}));
+    let second = params(&json!({"path": "a"}));
+    assert_eq!(first.get("content").and_then(ValueRef::as_str).map(str::len), Some(2 << 20));
+    assert_eq!(Value::Object(second.to_map()), json!({"path": "a"}));
+    assert!(write::kept_capacity() <= KEEP);
+}
+
+#[test]
+fn smaller_than_the_map_it_replaces() {
+    let value = json!({"query": "SELECT id FROM orders WHERE customer_id = $1", "params": ["${a.result.id}", 10], "limit": 100});
+    let p = params(&value);
+    let json_len = serde_json::to_string(&value).unwrap().len();
+    assert!(p.heap_size() < json_len + 32, "{} bytes for {} of JSON", p.heap_size(), json_len);
+}
+
+fn arb_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        "[a-z€😀/~\"\\\\]{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::vec(("[a-c]{0,2}", inner), 0..6)
+                .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #[test]
+    fn any_object_round_trips_through_text_and_value(
+        entries in prop::collection::vec(("[a-d]{0,3}", arb_json()), 0..8)
+    ) {
+        let built: Map<String, Value> = entries.into_iter().collect();
+        let text = serde_json::to_string(&built).unwrap();
+        // Compared with a map serde_json reads from the same text (its float parsing is not
+        // exact for every float, so the text need not give back `built`).
+        let map: Map<String, Value> = serde_json::from_str(&text).unwrap();
+        let from_text: Params = serde_json::from_str(&text).unwrap();
+        let from_map = Params::from_map(&map);
+        let expected = serde_json::to_string(&map).unwrap();
+        prop_assert_eq!(&from_text.to_map(), &map);
+        prop_assert_eq!(&serde_json::to_string(&from_text).unwrap(), &expected);
+        prop_assert_eq!(serde_json::to_string(&from_map).unwrap(), expected);
+        prop_assert_eq!(from_text.len(), map.len());
+        for (key, value) in &map {
+            let got = from_text.get(key).map(ValueRef::to_value);
+            prop_assert_eq!(got.as_ref(), Some(value));
+        }
+    }
+
+    #[test]
+    fn repeated_keys_settle_as_a_map_does(
+        entries in prop::collection::vec(("[a-c]{1}", arb_json()), 0..10)
+    ) {
+        let mut text = String::from("{");
+        for (i, (k, v)) in entries.iter().enumerate() {
+            if i > 0 { text.push(','); }
+            text.push_str(&serde_json::to_string(k).unwrap());
+            text.push(':');
+            text.push_str(&serde_json::to_string(v).unwrap());
+        }
+        text.push('}');
+        let map: Map<String, Value> = serde_json::from_str(&text).unwrap();
+        let p: Params = serde_json::from_str(&text).unwrap();
+        prop_assert_eq!(serde_json::to_string(&p).unwrap(), serde_json::to_string(&map).unwrap());
+    }
+}
