@@ -40,6 +40,10 @@ timed() {
   end=$(date +%s.%N)
   printf '%s: %.1f s, %s, load average %s\n' "$name" "$(echo "$end - $start" | bc)" "$status" \
     "$(cut -d' ' -f1-3 /proc/loadavg)"
+  if [[ "$status" != ok ]]; then
+    # The clone goes at the end (unless KEEP=1): what failed is shown here.
+    grep -E -A12 "^---- |panicked at|^error" "$log" | head -60 | sed 's/^/    /'
+  fi
 }
 
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, rev $(git rev-parse --short HEAD), stress: ${STRESS:-0}"

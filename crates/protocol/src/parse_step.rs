@@ -103,28 +103,28 @@ impl Visitor<'_> for KeySeed {
     }
 }
 
-/// Reads one step (a JSON object).
-pub(super) struct StepSeed;
+/// Reads one step (a JSON object) into the step it holds, which starts as `Step::default()`.
+pub(super) struct StepSeed<'s>(pub(super) &'s mut Step);
 
-impl<'de> DeserializeSeed<'de> for StepSeed {
-    type Value = Step;
+impl<'de> DeserializeSeed<'de> for StepSeed<'_> {
+    type Value = ();
 
-    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Step, D::Error> {
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
         // A struct with a flattened field is read as a map by the derive too.
         deserializer.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for StepSeed {
-    type Value = Step;
+impl<'de> Visitor<'de> for StepSeed<'_> {
+    type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a step")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Step, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         // `Step::default()` is every `#[serde(default)]` of the derive (`on_fail: abort`).
-        let mut step = Step::default();
+        let step = self.0;
         let mut seen = 0u32;
         while let Some(key) = map.next_key_seed(KeySeed)? {
             let field = match key {
@@ -161,17 +161,16 @@ impl<'de> Visitor<'de> for StepSeed {
         if seen & Field::Id.bit() == 0 {
             return Err(de::Error::missing_field("id"));
         }
-        Ok(step)
+        Ok(())
     }
 }
 
-/// Reads the step in `text` (one JSON object, nothing after it but white space); `None` when
-/// the text is not one, or when the derive might read it differently.
-pub(super) fn read(text: &str) -> Option<Step> {
+/// Reads the step in `text` (one JSON object, nothing after it but white space) into `step`,
+/// which must be `Step::default()`; false when the text is not one, or when the derive might
+/// read it differently (`step` is then in no particular state).
+pub(super) fn read(text: &str, step: &mut Step) -> bool {
     let mut deserializer = serde_json::Deserializer::from_str(text);
-    let step = StepSeed.deserialize(&mut deserializer).ok()?;
-    deserializer.end().ok()?;
-    Some(step)
+    StepSeed(step).deserialize(&mut deserializer).is_ok() && deserializer.end().is_ok()
 }
 
 #[cfg(test)]
