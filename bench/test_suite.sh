@@ -5,7 +5,10 @@
 # wall time of each, the load average beside it, and the slowest test binaries of the warm run.
 # With STRESS=1 both runs are made with `stress -c 2` keeping both cores busy.
 #
-# Usage: bench/test_suite.sh            (env: KEEP=1 keeps the clone; STRESS=1; REV=HEAD)
+# Usage: bench/test_suite.sh [--check]  (env: KEEP=1 keeps the clone; STRESS=1; REV=HEAD)
+# --check fails (exit 1) when a run fails or takes more than 20% longer than the recorded
+# figure (RECORDED_COLD_S=316, RECORDED_WARM_S=109: BENCHMARKS.md, issue 32, on a quiet 2-core
+# machine; another machine should pass its own).
 # Writes nothing to this tree; the clone and its target (~5 GB) live under $TMPDIR and are
 # removed at the end unless KEEP=1.
 set -euo pipefail
@@ -38,8 +41,13 @@ timed() {
   start=$(date +%s.%N)
   if cargo test --workspace --locked >"$log" 2>&1; then status=ok; else status="FAILED (see $log)"; fi
   end=$(date +%s.%N)
-  printf '%s: %.1f s, %s, load average %s\n' "$name" "$(echo "$end - $start" | bc)" "$status" \
+  elapsed=$(echo "$end - $start" | bc)
+  printf '%s: %.1f s, %s, load average %s\n' "$name" "$elapsed" "$status" \
     "$(cut -d' ' -f1-3 /proc/loadavg)"
+  local recorded="${2:?}"
+  if [[ "$status" != ok ]] || (( $(echo "$elapsed > 1.2 * $recorded" | bc) )); then
+    failed=1
+  fi
   if [[ "$status" != ok ]]; then
     # The clone goes at the end (unless KEEP=1): what failed is shown here.
     grep -E -A12 "^---- |panicked at|^error" "$log" | head -60 | sed 's/^/    /'
@@ -47,9 +55,14 @@ timed() {
 }
 
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, rev $(git rev-parse --short HEAD), stress: ${STRESS:-0}"
-timed cold
-timed warm
+failed=0
+timed cold "${RECORDED_COLD_S:-316}"
+timed warm "${RECORDED_WARM_S:-109}"
 echo "slowest test binaries of the warm run (s):"
 grep -E '^\s+Running|test result' "$work/warm.log" | paste - - |
   sed -E 's/.*Running ([^ ]+) \(([^)]+)\).*finished in ([0-9.]+)s.*/\3 \1 \2/' |
   sort -rn | head -5 | sed 's/^/  /'
+if [[ "${1:-}" == --check && "$failed" == 1 ]]; then
+  echo "check: FAILED (a run failed, or took more than 20% over the recorded figure)"
+  exit 1
+fi

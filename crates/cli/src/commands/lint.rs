@@ -18,7 +18,7 @@ use crate::input::{self, Source};
 use pev_lint::locate::Locations;
 use pev_lint::locate_yaml;
 
-use crate::view::{explain, sarif, text};
+use crate::view::{explain, lint_json, sarif, text};
 
 /// Exit code: the plan passes (or has only warnings).
 pub const EXIT_OK: u8 = 0;
@@ -197,14 +197,7 @@ impl Rendering<'_> {
     fn write(&self, output: OutputFormat, color: bool, out: &mut dyn Write) -> io::Result<()> {
         match output {
             OutputFormat::Json => {
-                // Through a buffer of a known type: serde_json writes token by token, and each
-                // write through `&mut dyn Write` was a call through the vtable (some 3% of the
-                // run at 100,000 steps). A failed write is an error of the serialisation, as
-                // before; the buffer is handed on without flushing `out` itself.
-                let mut buffered = io::BufWriter::with_capacity(64 * 1024, &mut *out);
-                serde_json::to_writer_pretty(&mut buffered, self.result)
-                    .map_err(io::Error::other)?;
-                buffered.into_inner().map_err(|e| io::Error::other(e.into_error()))?;
+                lint_json::write(self.result, out)?;
                 writeln!(out)
             }
             OutputFormat::Sarif => {

@@ -334,7 +334,12 @@ fn a_plan_run_killed_at_every_journal_commit_resumes_to_the_same_workspace() {
             Err(why) => panic!("kill point {n}: file changes: {why}"),
         }
     }
-    assert!(kill_points >= 10, "only {kill_points} kill points: is the failpoint read?");
+    // How many commits a run makes depends on how the journal's linger groups them, which
+    // depends on timing (9 under `stress -c 2`, more on a quiet machine). Seven cannot merge
+    // with anything, the plan being one chain: the intents of `create`, `patch` and `log`, each
+    // made durable before its effect and after the last step's, and the start and the end of
+    // each of the two commands, committed at once.
+    assert!(kill_points >= 7, "only {kill_points} kill points: is the failpoint read?");
     eprintln!(
         "plan run: {kill_points} kill points, all resumed to success; approval asked (rename \
          possibly run) at {approved:?}; known bugs hit: {known:#?}"
