@@ -12,7 +12,7 @@
 # what else the machine is doing (CPU time much less so): the load average is printed with the
 # figures, and a failure on a busy machine is worth a second run before it is believed.
 # `bench/lint.sh --check` runs this script. The defaults are the default build's (glibc malloc),
-# recorded on 2026-11-27 16:32 UTC at a load average of 1.8 (BENCHMARKS.md, "fourth pass"),
+# recorded on 2026-11-27 16:05 UTC at a load average of 1.9 (BENCHMARKS.md, "fourth pass"),
 # so on a busier machine the wall time may fail first. (A build with `--features mimalloc` was
 # last measured before that pass: 0.49 s, 0.55 s of CPU, 198 MB.)
 #
@@ -20,7 +20,7 @@
 #
 # Usage: bench/lint_scale.sh
 #   env: BEFORE=/path/to/older/pev   PEV=/path/to/pev (skips the build)   RUNS=5
-#        SIZES="1000 10000 100000"   RECORDED_WALL_S=0.27   RECORDED_CPU_S=0.42
+#        SIZES="1000 10000 100000"   RECORDED_WALL_S=0.245   RECORDED_CPU_S=0.41
 #        RECORDED_RSS_MB=137
 set -euo pipefail
 
@@ -29,8 +29,8 @@ cd "$root"
 out=bench/out/lint_scale
 runs="${RUNS:-5}"
 sizes="${SIZES:-1000 10000 100000}"
-recorded_wall="${RECORDED_WALL_S:-0.27}"
-recorded_cpu="${RECORDED_CPU_S:-0.42}"
+recorded_wall="${RECORDED_WALL_S:-0.245}"
+recorded_cpu="${RECORDED_CPU_S:-0.41}"
 recorded_rss="${RECORDED_RSS_MB:-137}"
 policy=bench/policy.yaml
 mkdir -p "$out"
