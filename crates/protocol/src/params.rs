@@ -224,17 +224,6 @@ impl<'a> ValueRef<'a> {
         }
     }
 
-    pub fn as_bool(self) -> Option<bool> {
-        match self {
-            Self::Bool(b) => Some(b),
-            _ => None,
-        }
-    }
-
-    pub fn is_null(self) -> bool {
-        matches!(self, Self::Null)
-    }
-
     /// The value as an owned `serde_json::Value`.
     pub fn to_value(self) -> Value {
         match self {
@@ -262,12 +251,6 @@ impl<'a> ValueRef<'a> {
 impl PartialEq<Value> for ValueRef<'_> {
     fn eq(&self, other: &Value) -> bool {
         self.to_value() == *other
-    }
-}
-
-impl PartialEq<&str> for ValueRef<'_> {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == Some(*other)
     }
 }
 

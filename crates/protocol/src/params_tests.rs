@@ -143,6 +143,54 @@ fn a_thread_reads_many_in_a_row_and_large_ones_do_not_stay() {
 }
 
 #[test]
+fn views_print_and_compare_as_values_do() {
+    let value = json!({"a": [1, -2, 0.5, "x\ny", null, true], "b": {"c": {}}});
+    let p = params(&value);
+    let a = p.get("a").unwrap();
+    assert_eq!(a.to_string(), value["a"].to_string());
+    assert_eq!(p.get("b").unwrap().to_string(), r#"{"c":{}}"#);
+    assert_eq!(a, value["a"]);
+    assert!(a != value["b"], "a view equals only the value it holds");
+    assert!(p.get("b").unwrap() != json!({"c": {"d": 1}}));
+    assert_eq!(
+        format!("{p:?}"),
+        r#"{"a": [Number(1), Number(-2), Number(0.5), String("x\ny"), Null, Bool(true)], "b": {"c": {}}}"#
+    );
+}
+
+#[test]
+fn a_map_converts_into_the_same_params_as_its_text() {
+    let map = json!({"path": "a.txt", "n": [1, 2]}).as_object().cloned().unwrap();
+    let from: Params = map.clone().into();
+    assert_eq!(from, params_text(r#"{"path": "a.txt", "n": [1, 2]}"#));
+    assert_eq!(from.to_map(), map);
+    assert!(!from.is_empty());
+    assert!(from.heap_size() > 0);
+}
+
+#[test]
+fn a_step_with_parameters_writes_them_and_one_without_does_not() {
+    let with: crate::Step =
+        serde_json::from_value(json!({"id": "a", "args": {"path": "x"}})).unwrap();
+    let text = serde_json::to_string(&with).unwrap();
+    assert!(text.contains(r#""parameters":{"path":"x"}"#), "{text}");
+    let without: crate::Step = serde_json::from_value(json!({"id": "a"})).unwrap();
+    assert!(!serde_json::to_string(&without).unwrap().contains("parameters"));
+}
+
+#[test]
+fn the_schema_is_a_maps() {
+    let ours = serde_json::to_value(schemars::schema_for!(Params)).unwrap();
+    let theirs = serde_json::to_value(schemars::schema_for!(Map<String, Value>)).unwrap();
+    assert_eq!(ours, theirs);
+    // Inlined in the step's schema, beside the field's description, as a map's is.
+    let step = serde_json::to_value(schemars::schema_for!(crate::Step)).unwrap();
+    let mut inline = step["properties"]["parameters"].as_object().cloned().unwrap();
+    assert!(inline.remove("description").is_some());
+    assert_eq!(Value::Object(inline), json!({"type": "object", "additionalProperties": true}));
+}
+
+#[test]
 fn smaller_than_the_map_it_replaces() {
     let value = json!({"query": "SELECT id FROM orders WHERE customer_id = $1", "params": ["${a.result.id}", 10], "limit": 100});
     let p = params(&value);
