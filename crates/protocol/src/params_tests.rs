@@ -256,3 +256,99 @@ proptest! {
         prop_assert_eq!(serde_json::to_string(&p).unwrap(), serde_json::to_string(&map).unwrap());
     }
 }
+
+#[test]
+fn containers_know_their_size_and_emptiness() {
+    let p = params(&json!({"list": [1, 2, 3], "none": [], "obj": {"a": 1, "b": 2}, "empty": {}}));
+    let list = p.get("list").and_then(ValueRef::as_array).unwrap();
+    assert!(!list.is_empty());
+    assert_eq!(list.iter().len(), 3);
+    assert_eq!(list.iter().size_hint(), (3, Some(3)));
+    let none = p.get("none").and_then(ValueRef::as_array).unwrap();
+    assert!(none.is_empty());
+    assert_eq!(none.iter().len(), 0);
+    let obj = p.get("obj").and_then(ValueRef::as_object).unwrap();
+    assert!(!obj.is_empty());
+    assert_eq!(obj.iter().len(), 2);
+    assert_eq!(obj.iter().size_hint(), (2, Some(2)));
+    assert!(p.get("empty").and_then(ValueRef::as_object).unwrap().is_empty());
+    let mut entries = p.iter();
+    entries.next();
+    assert_eq!(entries.len(), 3);
+}
+
+/// A value that reaches the visitor as an option, as some deserializers hand one over.
+struct Opt(Option<u64>);
+
+impl<'de> serde::Deserializer<'de> for Opt {
+    type Error = serde::de::value::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
+        use serde::de::IntoDeserializer;
+        match self.0 {
+            Some(n) => v.visit_some(n.into_deserializer()),
+            None => v.visit_none(),
+        }
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map struct enum
+        identifier ignored_any
+    }
+}
+
+impl<'de> serde::de::IntoDeserializer<'de> for Opt {
+    type Deserializer = Self;
+
+    fn into_deserializer(self) -> Self {
+        self
+    }
+}
+
+/// What `Params` (as a map) and `Map` read from one deserializer.
+type Both = (Result<Map<String, Value>, String>, Result<Map<String, Value>, String>);
+
+/// `Params` and `Map` read from the same deserializer: the same object, or the same error.
+fn both<'de, D>(make: impl Fn() -> D) -> Both
+where
+    D: serde::Deserializer<'de, Error = serde::de::value::Error>,
+{
+    use serde::Deserialize;
+    let ours = Params::deserialize(make()).map(|p| p.to_map()).map_err(|e| e.to_string());
+    let theirs = Map::<String, Value>::deserialize(make()).map_err(|e| e.to_string());
+    (ours, theirs)
+}
+
+#[test]
+fn other_deserializers_give_what_a_map_gets_from_them() {
+    use serde::de::value::MapDeserializer;
+    let (ours, theirs) =
+        both(|| MapDeserializer::new(vec![("b", Opt(None)), ("a", Opt(Some(7)))].into_iter()));
+    assert_eq!(ours, theirs);
+    assert_eq!(ours.unwrap(), json!({"b": null, "a": 7}).as_object().cloned().unwrap());
+    let wide = vec![("small", 5i128), ("negative", -5), ("huge", i128::MAX)];
+    let (ours, theirs) = both(|| MapDeserializer::new(wide.clone().into_iter()));
+    assert!(ours.is_err() && theirs.is_err(), "{ours:?} {theirs:?}");
+    let fits = vec![("small", 5i128), ("negative", -5), ("top", i128::from(u64::MAX))];
+    let (ours, theirs) = both(|| MapDeserializer::new(fits.clone().into_iter()));
+    assert_eq!(ours, theirs);
+    let want = json!({"small": 5, "negative": -5, "top": u64::MAX});
+    assert_eq!(ours.unwrap(), want.as_object().cloned().unwrap());
+    let (ours, theirs) = both(|| MapDeserializer::new(vec![("big", u128::MAX)].into_iter()));
+    assert!(ours.is_err() && theirs.is_err(), "{ours:?} {theirs:?}");
+    let (ours, theirs) = both(|| MapDeserializer::new(vec![("u", 9u128)].into_iter()));
+    assert_eq!(ours, theirs);
+    // What a wrong key or value is called, as a map calls it.
+    let (ours, theirs) = both(|| MapDeserializer::new(vec![(1u64, 2u64)].into_iter()));
+    assert_eq!(ours, theirs);
+    assert!(ours.is_err());
+    let bytes: &[u8] = b"x";
+    let (ours, theirs) = both(|| {
+        MapDeserializer::new(
+            vec![("b", serde::de::value::BytesDeserializer::new(bytes))].into_iter(),
+        )
+    });
+    assert_eq!(ours, theirs);
+    assert!(ours.is_err());
+}

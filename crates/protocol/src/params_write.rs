@@ -252,9 +252,9 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
     }
 
     fn visit_i128<E: de::Error>(self, v: i128) -> Result<(), E> {
-        match (u64::try_from(v), i64::try_from(v)) {
-            (Ok(u), _) => self.visit_u64(u),
-            (_, Ok(i)) => self.visit_i64(i),
+        match (i64::try_from(v), u64::try_from(v)) {
+            (Ok(i), _) => self.visit_i64(i),
+            (_, Ok(u)) => self.visit_u64(u),
             _ => Err(E::custom("number out of range")),
         }
     }
@@ -329,7 +329,7 @@ impl<'de> Visitor<'de> for KeySeed<'_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a string key")
+        f.write_str("a string")
     }
 
     fn visit_str<E>(self, v: &str) -> Result<(), E> {
