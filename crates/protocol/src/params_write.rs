@@ -66,6 +66,20 @@ fn close(out: &mut [u8], at: usize, count: usize) -> bool {
     true
 }
 
+/// [`close`] for a `Map` being encoded: a container too large for a slot (a plan of over
+/// 64 GiB) is written empty.
+fn close_or_empty(out: &mut Vec<u8>, at: usize, count: usize) {
+    if !close(out, at, count) {
+        out.truncate(at);
+        out.resize(at + 2 * SLOT, 0);
+    }
+}
+
+/// [`close`] for a value being read: a container too large for a slot is an error.
+fn close_or_fail<E: de::Error>(out: &mut [u8], at: usize, count: usize) -> Result<(), E> {
+    if close(out, at, count) { Ok(()) } else { Err(E::custom("parameters too large")) }
+}
+
 /// Opens a container: its tag and two empty slots; returns where the slots are.
 fn open(out: &mut Vec<u8>, tag: u8) -> usize {
     out.push(tag);
@@ -95,11 +109,7 @@ fn write_object(out: &mut Vec<u8>, map: &Map<String, Value>) {
         put_str(out, key);
         write_value(out, value);
     }
-    // A `Map` too large for a slot would be a plan of over 64 GiB; it is written as `{}`.
-    if !close(out, at, map.len()) {
-        out.truncate(at);
-        out.resize(at + 2 * SLOT, 0);
-    }
+    close_or_empty(out, at, map.len());
 }
 
 fn write_value(out: &mut Vec<u8>, value: &Value) {
@@ -117,10 +127,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value) {
             for item in items {
                 write_value(out, item);
             }
-            if !close(out, at, items.len()) {
-                out.truncate(at);
-                out.resize(at + 2 * SLOT, 0);
-            }
+            close_or_empty(out, at, items.len());
         }
         Value::Object(map) => write_object(out, map),
     }
@@ -213,11 +220,7 @@ impl ValueSeed<'_> {
             count += 1;
         }
         writer.keys.truncate(first);
-        if close(&mut writer.out, at, count) {
-            Ok(count)
-        } else {
-            Err(de::Error::custom("parameters too large"))
-        }
+        close_or_fail(&mut writer.out, at, count).map(|()| count)
     }
 }
 
@@ -302,11 +305,7 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
         while seq.next_element_seed(ValueSeed(&mut *writer))?.is_some() {
             count += 1;
         }
-        if close(&mut writer.out, at, count) {
-            Ok(())
-        } else {
-            Err(de::Error::custom("parameters too large"))
-        }
+        close_or_fail(&mut writer.out, at, count)
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {

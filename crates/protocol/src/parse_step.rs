@@ -5,7 +5,8 @@
 //! first buffers every field of every step into its generic `Content` tree, then deserialises the
 //! tree again: two allocations and a copy for each string and number of a plan, only to find each
 //! field's place. [`StepSeed`] puts the known fields in place as they are read and the unknown
-//! ones in `extra`, and builds the parameter map at its final size.
+//! ones in `extra`, and reads the parameters into their compact form ([`crate::Params`]) with no
+//! `Value` built on the way.
 //!
 //! It must give exactly the step the derive gives, for every text it accepts, and it declines
 //! (an error) whenever it might not: the caller then reads the whole plan through the derive.
