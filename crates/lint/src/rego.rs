@@ -101,17 +101,17 @@ impl Loaded {
                 .map_err(|message| PolicyError::Rego { path: source.path.clone(), message })?;
             labels.insert(label, file_name(&source.path));
         }
-        let components = engine.get_policy_package_components().map_err(|e| PolicyError::Rego {
+        let components = package_components(&mut engine).map_err(|message| PolicyError::Rego {
             path: sources.first().map(|s| s.path.clone()).unwrap_or_default(),
-            message: tidy(&e.to_string()),
+            message,
         })?;
         // Several modules may share a package; its rules are evaluated once, and the findings
         // name every file that declares it.
         let mut packages: Vec<Package> = Vec::new();
         let mut files_of: BTreeMap<String, usize> = BTreeMap::new();
-        for pkg in components {
-            let query = package_query(&pkg.components);
-            let file = labels.get(&pkg.source_file).cloned().unwrap_or(pkg.source_file);
+        for (source_file, components) in components {
+            let query = package_query(&components);
+            let file = labels.get(&source_file).cloned().unwrap_or(source_file);
             match files_of.get(&query) {
                 Some(&i) => {
                     if let Some(p) = packages.get_mut(i)
@@ -150,6 +150,54 @@ fn add_module(engine: &mut Engine, label: &str, source: &str) -> Result<(), Stri
 }
 
 /// `data.a.b`, with brackets for components that are not plain identifiers.
+/// Each module's file label and its package path, as components (`package a["b.c"]` is
+/// `["a", "b.c"]`, which the dotted name regorus returns cannot tell from `a.b.c`).
+///
+/// regorus is pinned to 0.11 (exactly: the parsed modules are in its `unstable` module), the
+/// last release that does not build Verus's `vstd` and its proc macros, a third of a cold build.
+fn package_components(engine: &mut Engine) -> Result<Vec<(String, Vec<String>)>, String> {
+    use regorus::unstable::Expr;
+    let mut out = Vec::new();
+    for module in engine.get_modules().iter() {
+        let mut components = Vec::new();
+        let mut expr: &Expr = &module.package.refr;
+        loop {
+            match expr {
+                Expr::RefDot { refr, field, .. } => {
+                    components.push(field.0.text().to_owned());
+                    expr = refr;
+                }
+                Expr::RefBrack { refr, index, .. } => match index.as_ref() {
+                    Expr::String { value, .. } | Expr::RawString { value, .. } => {
+                        let text = value.as_string().map_err(|e| tidy(&e.to_string()))?;
+                        components.push(text.as_ref().to_owned());
+                        expr = refr;
+                    }
+                    _ => {
+                        return Err(format!(
+                            "{}: a package path component is not a string",
+                            module.package.span.source.file()
+                        ));
+                    }
+                },
+                Expr::Var { span, .. } => {
+                    components.push(span.text().to_owned());
+                    break;
+                }
+                _ => {
+                    return Err(format!(
+                        "{}: the package path is not a reference",
+                        module.package.span.source.file()
+                    ));
+                }
+            }
+        }
+        components.reverse();
+        out.push((module.package.span.source.file().clone(), components));
+    }
+    Ok(out)
+}
+
 fn package_query(components: &[String]) -> String {
     let mut query = String::from("data");
     for c in components {

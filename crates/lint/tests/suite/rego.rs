@@ -161,6 +161,36 @@ fn modules_sharing_a_package_are_evaluated_once_and_both_named() {
     assert_eq!(msgs, ["a.rego, b.rego: from a", "a.rego, b.rego: from b"]);
 }
 
+/// `package a["b.c"]` and `package a.b.c` are different documents: each module's violations
+/// are read from its own package, and a quoted component that is not an identifier is queried
+/// as a string key.
+#[test]
+fn a_quoted_package_component_is_its_own_document() {
+    let rego = vec![
+        RegoSource {
+            path: PathBuf::from("quoted.rego"),
+            source: "package team[\"b.c\"]\nviolations contains {\"msg\": \"quoted\"} if true\n"
+                .into(),
+        },
+        RegoSource {
+            path: PathBuf::from("dotted.rego"),
+            source: "package team.b.c\nviolations contains {\"msg\": \"dotted\"} if true\n".into(),
+        },
+        RegoSource {
+            path: PathBuf::from("v1.rego"),
+            source:
+                "package team[\"1.0\"].x\nviolations contains {\"msg\": \"versioned\"} if true\n"
+                    .into(),
+        },
+    ];
+    let policy = CompiledPolicy::from_parts(Policy::default(), Path::new("p.yaml"), rego)
+        .expect("policy loads");
+    let result = run(r#"{"goal": "g", "steps": [{"id": "a"}]}"#, &policy);
+    let mut msgs: Vec<String> = violations(&result).iter().map(|f| f.msg.clone()).collect();
+    msgs.sort();
+    assert_eq!(msgs, ["dotted.rego: dotted", "quoted.rego: quoted", "v1.rego: versioned"]);
+}
+
 #[test]
 fn allow_false_without_violations_denies_the_plan() {
     let module = r#"
