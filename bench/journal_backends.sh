@@ -50,8 +50,11 @@ queued_pg() {
 # same names in the target directory, and cargo would take the other checkout's as up to date:
 # they are removed first.
 bench_exe() {
+  local features=postgres
+  # criterion is behind the `bench` feature since issue 32.
+  if grep -q '^bench = ' "$1/crates/store/Cargo.toml"; then features=postgres,bench; fi
   (cd "$1" && cargo clean --release -p pev-store -p pev-protocol -p pev-test-support 2>/dev/null
-   cargo bench -p pev-store --features postgres --bench journal --no-run \
+   cargo bench -p pev-store --features "$features" --bench journal --no-run \
       --message-format=json 2>/dev/null) |
     python3 -c 'import json, sys
 for line in sys.stdin:
@@ -108,7 +111,7 @@ echo "== 1. the journal writer (criterion)"
 for backend in sqlite postgres; do
   url=""
   [[ "$backend" = postgres ]] && url="$PEV_TEST_POSTGRES"
-  PEV_BENCH_POSTGRES="$url" cargo bench -p pev-store --features postgres --bench journal \
+  PEV_BENCH_POSTGRES="$url" cargo bench -p pev-store --features postgres,bench --bench journal \
     -- --noplot 2>&1 | grep -E '^journal|time:|thrpt:' | tee "$out/criterion-$backend.txt"
 done
 

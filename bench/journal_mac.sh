@@ -21,9 +21,14 @@ sed -e '/^\/\/\/ The journal key the benches write with/,/^}/d' \
     -e 's/Journal::start_keyed(&at, keying())/Journal::start(\&at)/' \
     "$root/crates/store/benches/journal.rs" > "$wt/crates/store/benches/journal.rs"
 
+# `--features bench` where the checkout has it (criterion is behind it since issue 32).
+bench_features() {
+  if grep -q '^bench = ' "$1/crates/store/Cargo.toml"; then echo "--features=bench"; fi
+}
+
 # The bench executable a checkout builds.
 build() {
-  (cd "$1" && CARGO_TARGET_DIR="$root/target" cargo bench -p pev-store --bench journal --no-run \
+  (cd "$1" && CARGO_TARGET_DIR="$root/target" cargo bench -p pev-store $(bench_features "$1") --bench journal --no-run \
       --message-format=json 2>/dev/null) |
     python3 -c 'import json,sys
 for line in sys.stdin:

@@ -7,7 +7,7 @@
 //! journal would), then measures the time one call spends in the log (hashing the request,
 //! queueing the new blobs, the durable commit) against the bare client.
 //!
-//! `cargo bench -p pev-engine --bench conversation`
+//! `cargo bench -p pev-engine --features bench --bench conversation`
 
 #![allow(clippy::print_stderr, clippy::unwrap_used, clippy::expect_used)]
 

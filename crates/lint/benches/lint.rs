@@ -5,7 +5,7 @@
 //! chain in which every step depends on and reads the previous one and reads the step eight
 //! back, over six tools), so the figures can be compared with the whole-process ones of
 //! `bench/lint.sh`. Three measurements per size tell where the time goes: parsing alone, linting
-//! an already parsed plan, and both. Run: `cargo bench -p pev-lint --bench lint`.
+//! an already parsed plan, and both. Run: `cargo bench -p pev-lint --features bench --bench lint`.
 
 use std::hint::black_box;
 use std::path::Path;

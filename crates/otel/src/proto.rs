@@ -1,7 +1,8 @@
 //! Spans as an OTLP `ExportTraceServiceRequest` in protobuf (opentelemetry-proto,
 //! `collector/trace/v1`), written by hand: the few messages pev sends do not justify a
 //! code generator and its build-time dependencies. Field numbers are the proto files'; the
-//! integration tests decode the output with an independent decoder (prost), and
+//! integration tests decode the output with an independent decoder (a wire-format reader of
+//! their own, `crates/cli/tests/agent_http/otlp.rs`), and
 //! `scripts/real-clients/otlp_receiver.py` with the official Python classes.
 
 use crate::span::{Kind, Span, SpanEvent, Status, Value};

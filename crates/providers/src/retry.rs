@@ -112,6 +112,8 @@ pub struct Retrying {
     inner: Arc<dyn ModelClient>,
     policy: RetryPolicy,
     sleeper: Arc<dyn Sleeper>,
+    /// The waits between "still waiting" notices (tests end them when they choose).
+    watch: Arc<dyn Sleeper>,
     jitter: Jitter,
     notice: Option<NoticeSink>,
 }
@@ -132,6 +134,7 @@ impl Retrying {
             inner,
             policy,
             sleeper: Arc::new(TokioSleeper),
+            watch: Arc::new(TokioSleeper),
             jitter: Jitter::from_entropy(),
             notice: None,
         }
@@ -140,6 +143,13 @@ impl Retrying {
     /// Reports a call that is still waiting for its answer, and each retry, to `notice`.
     pub fn with_notice(mut self, notice: NoticeSink) -> Self {
         self.notice = Some(notice);
+        self
+    }
+
+    /// Waits between the notices of a call still waiting through `watch`, not the tokio timer.
+    #[cfg(test)]
+    pub(crate) fn with_watch(mut self, watch: Arc<dyn Sleeper>) -> Self {
+        self.watch = watch;
         self
     }
 
@@ -185,7 +195,9 @@ impl Retrying {
         loop {
             let number = retry.saturating_add(1);
             let (result, may_retry) = match &self.notice {
-                Some(notice) => watched(attempt(), notice, number, attempts).await,
+                Some(notice) => {
+                    watched(attempt(), notice, self.watch.as_ref(), number, attempts).await
+                }
                 None => attempt().await,
             };
             let error = match result {
@@ -214,14 +226,23 @@ impl Retrying {
     }
 }
 
-/// Runs one attempt, telling `notice` at each of [`waiting_marks`] that it is still waiting.
-async fn watched<T>(attempt: BoxFuture<'_, T>, notice: &NoticeSink, number: u32, of: u32) -> T {
-    let started = tokio::time::Instant::now();
+/// Runs one attempt, telling `notice` at each of [`waiting_marks`] that it is still waiting
+/// (an attempt that has answered is never reported as waiting, even at its mark).
+async fn watched<T>(
+    attempt: BoxFuture<'_, T>,
+    notice: &NoticeSink,
+    watch: &dyn Sleeper,
+    number: u32,
+    of: u32,
+) -> T {
+    let started = std::time::Instant::now();
     let mut attempt = attempt;
     for mark in waiting_marks() {
+        let until_mark = watch.sleep(mark.saturating_sub(started.elapsed()));
         tokio::select! {
+            biased;
             done = &mut attempt => return done,
-            () = tokio::time::sleep_until(started + mark) => {
+            () = until_mark => {
                 notice(CallNotice::Waiting { waited: mark, attempt: number, of });
             }
         }

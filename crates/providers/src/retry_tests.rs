@@ -3,6 +3,7 @@
 //! that already reached the caller.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use super::*;
 use crate::script::{FailureKind, ScriptTurn, ScriptedClient};
@@ -364,10 +365,33 @@ fn the_client_keeps_the_policy_it_was_given() {
     assert_eq!(Retrying::new(script, policy).policy(), &policy);
 }
 
-/// A client whose answer takes `delay` (on tokio's clock, which the test pauses).
-struct Slow(Duration);
+fn collecting() -> (NoticeSink, Arc<Mutex<Vec<CallNotice>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    (Arc::new(move |n| sink.lock().unwrap().push(n)), seen)
+}
 
-impl ModelClient for Slow {
+/// The marks' waits: the first two end at once, the third never does and lets the call answer.
+#[derive(Default)]
+struct TwoMarks {
+    asked: AtomicUsize,
+    answer: Arc<tokio::sync::Notify>,
+}
+
+impl Sleeper for TwoMarks {
+    fn sleep(&self, _: Duration) -> BoxFuture<'static, ()> {
+        if self.asked.fetch_add(1, AtomicOrdering::SeqCst) < 2 {
+            return Box::pin(std::future::ready(()));
+        }
+        self.answer.notify_one();
+        Box::pin(std::future::pending())
+    }
+}
+
+/// A call that answers when `answer` is notified.
+struct AnswersWhen(Arc<tokio::sync::Notify>);
+
+impl ModelClient for AnswersWhen {
     fn provider(&self) -> &str {
         "slow"
     }
@@ -377,7 +401,7 @@ impl ModelClient for Slow {
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(async move {
-            tokio::time::sleep(self.0).await;
+            self.0.notified().await;
             Ok(ChatResponse {
                 id: String::new(),
                 model: request.model.clone(),
@@ -397,17 +421,15 @@ impl ModelClient for Slow {
     }
 }
 
-fn collecting() -> (NoticeSink, Arc<Mutex<Vec<CallNotice>>>) {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&seen);
-    (Arc::new(move |n| sink.lock().unwrap().push(n)), seen)
-}
-
-/// A call that waits is reported at 15 s and 30 s, and not after it has answered.
-#[tokio::test(start_paused = true)]
+/// A call that waits is reported at 15 s and 30 s, and not after it has answered (which it
+/// does while the wait for the third mark, 1 min, is under way).
+#[tokio::test]
 async fn a_call_that_waits_is_reported_as_it_waits() {
     let (sink, seen) = collecting();
-    let client = Retrying::new(Arc::new(Slow(secs(40))), RetryPolicy::default()).with_notice(sink);
+    let marks = Arc::new(TwoMarks::default());
+    let client = Retrying::new(Arc::new(AnswersWhen(marks.answer.clone())), RetryPolicy::default())
+        .with_watch(marks.clone())
+        .with_notice(sink);
     let response = client.chat(&request()).await.unwrap();
     assert_eq!(response.text(), "late");
     let waits: Vec<CallNotice> = seen.lock().unwrap().clone();
@@ -418,6 +440,7 @@ async fn a_call_that_waits_is_reported_as_it_waits() {
             CallNotice::Waiting { waited: secs(30), attempt: 1, of: 3 },
         ]
     );
+    assert_eq!(marks.asked.load(AtomicOrdering::SeqCst), 3);
 }
 
 /// Each retry is reported before its wait, with the attempt it starts and the error before it.

@@ -4,12 +4,12 @@
 //! touches a file).
 //!
 //! The journal lives in a temporary directory on the machine's disk (synchronous=FULL, WAL), so
-//! the figures include real fsyncs. Run: `cargo bench -p pev-store --bench journal`.
+//! the figures include real fsyncs. Run: `cargo bench -p pev-store --features bench --bench journal`.
 //!
 //! With `PEV_BENCH_POSTGRES` set to a server's URL (a role that may create databases) and
 //! `--features postgres`, the same benches run against a fresh Postgres database each:
 //! `PEV_PG_FSYNC=on scripts/with-postgres.sh env PEV_BENCH_POSTGRES=… cargo bench -p pev-store
-//! --features postgres --bench journal` (bench/journal_backends.sh does it).
+//! --features postgres,bench --bench journal` (bench/journal_backends.sh does it).
 
 // A bench that cannot set up or write has nothing to measure: it stops with the error.
 #![allow(clippy::unwrap_used)]

@@ -1,7 +1,7 @@
 //! Traces (issue 15): a `pev agent` run against the mock model, with `OTEL_EXPORTER_OTLP_ENDPOINT`
-//! pointing at an OTLP/HTTP receiver inside the test. The receiver decodes each export with
-//! prost (messages declared below with the field numbers of opentelemetry-proto), so pev's
-//! hand-written encoder is checked by an independent decoder. Also: `pev export` replays the same
+//! pointing at an OTLP/HTTP receiver inside the test. The receiver decodes each export with a
+//! decoder of its own (messages declared below with the field numbers of opentelemetry-proto),
+//! so pev's hand-written encoder is checked by an independent decoder. Also: `pev export` replays the same
 //! trace, and an endpoint that is not there leaves the run's outcome as it was.
 
 use std::collections::HashMap;
@@ -15,117 +15,361 @@ use crate::agent_http::mock::MockModel;
 use crate::agent_http::scenarios::{DARK_GREEN, INDEX, STYLE, honest};
 use crate::agent_http::support::Ws;
 
-/// opentelemetry-proto's messages, as much of them as pev writes.
+/// opentelemetry-proto's messages, as much of them as pev writes, read by a decoder of the
+/// protobuf wire format written here from its specification
+/// (<https://protobuf.dev/programming-guides/encoding/>), not from pev-otel's encoder. As a
+/// generated decoder does, it skips fields it does not know, keeps the last value of a singular
+/// field and appends a repeated one; and it refuses what one refuses: a field of a known number
+/// in another wire type, a string that is not UTF-8, a varint or a length past the end.
 mod proto {
-    #[derive(Clone, PartialEq, prost::Message)]
+    #[derive(Debug, Clone, Default, PartialEq)]
     pub struct ExportTraceServiceRequest {
-        #[prost(message, repeated, tag = "1")]
-        pub resource_spans: Vec<ResourceSpans>,
+        pub resource_spans: Vec<ResourceSpans>, // 1
     }
-    #[derive(Clone, PartialEq, prost::Message)]
+    #[derive(Debug, Clone, Default, PartialEq)]
     pub struct ResourceSpans {
-        #[prost(message, optional, tag = "1")]
-        pub resource: Option<Resource>,
-        #[prost(message, repeated, tag = "2")]
-        pub scope_spans: Vec<ScopeSpans>,
-        #[prost(string, tag = "3")]
-        pub schema_url: String,
+        pub resource: Option<Resource>,   // 1
+        pub scope_spans: Vec<ScopeSpans>, // 2
+        pub schema_url: String,           // 3
     }
-    #[derive(Clone, PartialEq, prost::Message)]
+    #[derive(Debug, Clone, Default, PartialEq)]
     pub struct Resource {
-        #[prost(message, repeated, tag = "1")]
-        pub attributes: Vec<KeyValue>,
+        pub attributes: Vec<KeyValue>, // 1
     }
-    #[derive(Clone, PartialEq, prost::Message)]
+    #[derive(Debug, Clone, Default, PartialEq)]
     pub struct ScopeSpans {
-        #[prost(message, optional, tag = "1")]
-        pub scope: Option<Scope>,
-        #[prost(message, repeated, tag = "2")]
-        pub spans: Vec<Span>,
-        #[prost(string, tag = "3")]
-        pub schema_url: String,
+        pub scope: Option<Scope>, // 1
+        pub spans: Vec<Span>,     // 2
+        pub schema_url: String,   // 3
     }
-    #[derive(Clone, PartialEq, prost::Message)]
+    #[derive(Debug, Clone, Default, PartialEq)]
     pub struct Scope {
-        #[prost(string, tag = "1")]
-        pub name: String,
-        #[prost(string, tag = "2")]
-        pub version: String,
+        pub name: String,    // 1
+        pub version: String, // 2
     }
-    #[derive(Clone, PartialEq, prost::Message)]
+    #[derive(Debug, Clone, Default, PartialEq)]
     pub struct Span {
-        #[prost(bytes = "vec", tag = "1")]
-        pub trace_id: Vec<u8>,
-        #[prost(bytes = "vec", tag = "2")]
-        pub span_id: Vec<u8>,
-        #[prost(bytes = "vec", tag = "4")]
-        pub parent_span_id: Vec<u8>,
-        #[prost(string, tag = "5")]
-        pub name: String,
-        #[prost(int32, tag = "6")]
-        pub kind: i32,
-        #[prost(fixed64, tag = "7")]
-        pub start_time_unix_nano: u64,
-        #[prost(fixed64, tag = "8")]
-        pub end_time_unix_nano: u64,
-        #[prost(message, repeated, tag = "9")]
-        pub attributes: Vec<KeyValue>,
-        #[prost(message, repeated, tag = "11")]
-        pub events: Vec<Event>,
-        #[prost(message, optional, tag = "15")]
-        pub status: Option<Status>,
+        pub trace_id: Vec<u8>,         // 1, bytes
+        pub span_id: Vec<u8>,          // 2, bytes
+        pub parent_span_id: Vec<u8>,   // 4, bytes
+        pub name: String,              // 5
+        pub kind: i32,                 // 6, enum
+        pub start_time_unix_nano: u64, // 7, fixed64
+        pub end_time_unix_nano: u64,   // 8, fixed64
+        pub attributes: Vec<KeyValue>, // 9
+        pub events: Vec<Event>,        // 11
+        pub status: Option<Status>,    // 15
     }
-    #[derive(Clone, PartialEq, prost::Message)]
+    #[derive(Debug, Clone, Default, PartialEq)]
     pub struct Event {
-        #[prost(fixed64, tag = "1")]
-        pub time_unix_nano: u64,
-        #[prost(string, tag = "2")]
-        pub name: String,
-        #[prost(message, repeated, tag = "3")]
-        pub attributes: Vec<KeyValue>,
+        pub time_unix_nano: u64,       // 1, fixed64
+        pub name: String,              // 2
+        pub attributes: Vec<KeyValue>, // 3
     }
-    #[derive(Clone, PartialEq, prost::Message)]
+    #[derive(Debug, Clone, Default, PartialEq)]
     pub struct Status {
-        #[prost(string, tag = "2")]
-        pub message: String,
-        #[prost(int32, tag = "3")]
-        pub code: i32,
+        pub message: String, // 2
+        pub code: i32,       // 3, enum
     }
-    #[derive(Clone, PartialEq, prost::Message)]
+    #[derive(Debug, Clone, Default, PartialEq)]
     pub struct KeyValue {
-        #[prost(string, tag = "1")]
-        pub key: String,
-        #[prost(message, optional, tag = "2")]
-        pub value: Option<AnyValue>,
+        pub key: String,             // 1
+        pub value: Option<AnyValue>, // 2
     }
-    #[derive(Clone, PartialEq, prost::Message)]
+    #[derive(Debug, Clone, Default, PartialEq)]
     pub struct AnyValue {
-        #[prost(oneof = "any_value::Value", tags = "1, 2, 3, 4, 5")]
-        pub value: Option<any_value::Value>,
+        pub value: Option<any_value::Value>, // oneof, 1 to 5
     }
     pub mod any_value {
-        #[derive(Clone, PartialEq, prost::Oneof)]
+        #[derive(Debug, Clone, PartialEq)]
         pub enum Value {
-            #[prost(string, tag = "1")]
-            Str(String),
-            #[prost(bool, tag = "2")]
-            Bool(bool),
-            #[prost(int64, tag = "3")]
-            Int(i64),
-            #[prost(double, tag = "4")]
-            Double(f64),
-            #[prost(message, tag = "5")]
-            Array(super::ArrayValue),
+            Str(String),              // 1
+            Bool(bool),               // 2
+            Int(i64),                 // 3
+            Double(f64),              // 4
+            Array(super::ArrayValue), // 5
         }
     }
-    #[derive(Clone, PartialEq, prost::Message)]
+    #[derive(Debug, Clone, Default, PartialEq)]
     pub struct ArrayValue {
-        #[prost(message, repeated, tag = "1")]
-        pub values: Vec<AnyValue>,
+        pub values: Vec<AnyValue>, // 1
+    }
+
+    /// A field's value as the wire carries it.
+    #[derive(Clone, Copy)]
+    pub enum Wire<'a> {
+        Varint(u64),
+        I64([u8; 8]),
+        Len(&'a [u8]),
+        I32,
+    }
+
+    type Result<T> = std::result::Result<T, String>;
+
+    fn take<'a>(buf: &mut &'a [u8], n: usize) -> Result<&'a [u8]> {
+        if buf.len() < n {
+            return Err(format!("{n} bytes wanted, {} left", buf.len()));
+        }
+        let (head, rest) = buf.split_at(n);
+        *buf = rest;
+        Ok(head)
+    }
+
+    fn varint(buf: &mut &[u8]) -> Result<u64> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = take(buf, 1)?[0];
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err("a varint longer than ten bytes".to_owned())
+    }
+
+    /// Calls `field` with each field of the message in `buf`, in the order they arrive.
+    fn fields<'a>(
+        mut buf: &'a [u8],
+        mut field: impl FnMut(u64, Wire<'a>) -> Result<()>,
+    ) -> Result<()> {
+        while !buf.is_empty() {
+            let key = varint(&mut buf)?;
+            let number = key >> 3;
+            if number == 0 {
+                return Err("field number 0".to_owned());
+            }
+            let wire = match key & 7 {
+                0 => Wire::Varint(varint(&mut buf)?),
+                1 => Wire::I64(take(&mut buf, 8)?.try_into().map_err(|_| "8 bytes")?),
+                2 => {
+                    let len = usize::try_from(varint(&mut buf)?).map_err(|e| e.to_string())?;
+                    Wire::Len(take(&mut buf, len)?)
+                }
+                5 => {
+                    take(&mut buf, 4)?;
+                    Wire::I32
+                }
+                other => return Err(format!("field {number}: wire type {other}")),
+            };
+            field(number, wire)?;
+        }
+        Ok(())
+    }
+
+    fn wrong(what: &str) -> String {
+        format!("a {what} field in another wire type")
+    }
+
+    fn string(wire: Wire<'_>) -> Result<String> {
+        match wire {
+            Wire::Len(b) => String::from_utf8(b.to_vec()).map_err(|e| e.to_string()),
+            _ => Err(wrong("string")),
+        }
+    }
+
+    fn bytes(wire: Wire<'_>) -> Result<Vec<u8>> {
+        match wire {
+            Wire::Len(b) => Ok(b.to_vec()),
+            _ => Err(wrong("bytes")),
+        }
+    }
+
+    fn fixed64(wire: Wire<'_>) -> Result<u64> {
+        match wire {
+            Wire::I64(b) => Ok(u64::from_le_bytes(b)),
+            _ => Err(wrong("fixed64")),
+        }
+    }
+
+    fn double(wire: Wire<'_>) -> Result<f64> {
+        match wire {
+            Wire::I64(b) => Ok(f64::from_le_bytes(b)),
+            _ => Err(wrong("double")),
+        }
+    }
+
+    /// int64 (and int32 and enums, whose negative values are sign-extended to ten bytes).
+    fn int64(wire: Wire<'_>) -> Result<i64> {
+        match wire {
+            Wire::Varint(v) => Ok(i64::from_le_bytes(v.to_le_bytes())),
+            _ => Err(wrong("varint")),
+        }
+    }
+
+    fn int32(wire: Wire<'_>) -> Result<i32> {
+        i32::try_from(int64(wire)?).map_err(|e| e.to_string())
+    }
+
+    fn message<T: Decode>(wire: Wire<'_>) -> Result<T> {
+        match wire {
+            Wire::Len(b) => T::decode(b),
+            _ => Err(wrong("message")),
+        }
+    }
+
+    pub trait Decode: Default {
+        /// Takes one field; unknown numbers are skipped.
+        fn field(&mut self, number: u64, wire: Wire<'_>) -> Result<()>;
+
+        fn decode(buf: &[u8]) -> Result<Self> {
+            let mut message = Self::default();
+            fields(buf, |number, wire| message.field(number, wire))?;
+            Ok(message)
+        }
+    }
+
+    impl Decode for ExportTraceServiceRequest {
+        fn field(&mut self, number: u64, wire: Wire<'_>) -> Result<()> {
+            if number == 1 {
+                self.resource_spans.push(message(wire)?);
+            }
+            Ok(())
+        }
+    }
+
+    impl Decode for ResourceSpans {
+        fn field(&mut self, number: u64, wire: Wire<'_>) -> Result<()> {
+            match number {
+                1 => self.resource = Some(message(wire)?),
+                2 => self.scope_spans.push(message(wire)?),
+                3 => self.schema_url = string(wire)?,
+                _ => {}
+            }
+            Ok(())
+        }
+    }
+
+    impl Decode for Resource {
+        fn field(&mut self, number: u64, wire: Wire<'_>) -> Result<()> {
+            if number == 1 {
+                self.attributes.push(message(wire)?);
+            }
+            Ok(())
+        }
+    }
+
+    impl Decode for ScopeSpans {
+        fn field(&mut self, number: u64, wire: Wire<'_>) -> Result<()> {
+            match number {
+                1 => self.scope = Some(message(wire)?),
+                2 => self.spans.push(message(wire)?),
+                3 => self.schema_url = string(wire)?,
+                _ => {}
+            }
+            Ok(())
+        }
+    }
+
+    impl Decode for Scope {
+        fn field(&mut self, number: u64, wire: Wire<'_>) -> Result<()> {
+            match number {
+                1 => self.name = string(wire)?,
+                2 => self.version = string(wire)?,
+                _ => {}
+            }
+            Ok(())
+        }
+    }
+
+    impl Decode for Span {
+        fn field(&mut self, number: u64, wire: Wire<'_>) -> Result<()> {
+            match number {
+                1 => self.trace_id = bytes(wire)?,
+                2 => self.span_id = bytes(wire)?,
+                4 => self.parent_span_id = bytes(wire)?,
+                5 => self.name = string(wire)?,
+                6 => self.kind = int32(wire)?,
+                7 => self.start_time_unix_nano = fixed64(wire)?,
+                8 => self.end_time_unix_nano = fixed64(wire)?,
+                9 => self.attributes.push(message(wire)?),
+                11 => self.events.push(message(wire)?),
+                15 => self.status = Some(message(wire)?),
+                _ => {}
+            }
+            Ok(())
+        }
+    }
+
+    impl Decode for Event {
+        fn field(&mut self, number: u64, wire: Wire<'_>) -> Result<()> {
+            match number {
+                1 => self.time_unix_nano = fixed64(wire)?,
+                2 => self.name = string(wire)?,
+                3 => self.attributes.push(message(wire)?),
+                _ => {}
+            }
+            Ok(())
+        }
+    }
+
+    impl Decode for Status {
+        fn field(&mut self, number: u64, wire: Wire<'_>) -> Result<()> {
+            match number {
+                2 => self.message = string(wire)?,
+                3 => self.code = int32(wire)?,
+                _ => {}
+            }
+            Ok(())
+        }
+    }
+
+    impl Decode for KeyValue {
+        fn field(&mut self, number: u64, wire: Wire<'_>) -> Result<()> {
+            match number {
+                1 => self.key = string(wire)?,
+                2 => self.value = Some(message(wire)?),
+                _ => {}
+            }
+            Ok(())
+        }
+    }
+
+    impl Decode for AnyValue {
+        fn field(&mut self, number: u64, wire: Wire<'_>) -> Result<()> {
+            use any_value::Value;
+            self.value = Some(match number {
+                1 => Value::Str(string(wire)?),
+                2 => Value::Bool(int64(wire)? != 0),
+                3 => Value::Int(int64(wire)?),
+                4 => Value::Double(double(wire)?),
+                5 => Value::Array(message(wire)?),
+                _ => return Ok(()),
+            });
+            Ok(())
+        }
+    }
+
+    impl Decode for ArrayValue {
+        fn field(&mut self, number: u64, wire: Wire<'_>) -> Result<()> {
+            if number == 1 {
+                self.values.push(message(wire)?);
+            }
+            Ok(())
+        }
     }
 }
 
 use proto::any_value::Value as Any;
+
+/// The decoder is as strict as a generated one: what it refuses, and what it skips.
+#[test]
+fn the_receivers_decoder_refuses_what_a_generated_decoder_refuses() {
+    use proto::Decode as _;
+    // Span { name: "s" (5), start_time_unix_nano: 1 (7, fixed64) }, then an unknown field 99.
+    let mut span = vec![0x2a, 1, b's', 0x39, 1, 0, 0, 0, 0, 0, 0, 0];
+    span.extend([0x98, 0x06, 0x07]);
+    let decoded = proto::Span::decode(&span).expect("decodes");
+    assert_eq!((decoded.name.as_str(), decoded.start_time_unix_nano), ("s", 1));
+    // The start time as a varint, not fixed64.
+    assert!(proto::Span::decode(&[0x38, 1]).is_err());
+    // A name longer than what is left, a name that is not UTF-8, a varint cut off.
+    assert!(proto::Span::decode(&[0x2a, 5, b's']).is_err());
+    assert!(proto::Span::decode(&[0x2a, 1, 0xff]).is_err());
+    assert!(proto::Span::decode(&[0x30, 0x80]).is_err());
+    // A group (wire type 3) and field number 0.
+    assert!(proto::Span::decode(&[0x0b]).is_err());
+    assert!(proto::Span::decode(&[0x02, 0]).is_err());
+}
 
 /// An OTLP/HTTP receiver on 127.0.0.1: answers every export 200 and keeps its spans (with the
 /// resource's service name and the scope's schema URL).
@@ -156,7 +400,7 @@ impl Receiver {
 
 /// Answers the requests of one connection (keep-alive) until it closes.
 fn serve(stream: std::net::TcpStream, kept: &Mutex<Vec<(proto::Span, String, String)>>) {
-    use prost::Message as _;
+    use proto::Decode as _;
     let mut reader = BufReader::new(stream.try_clone().expect("clone"));
     let mut writer = stream;
     loop {
@@ -180,8 +424,10 @@ fn serve(stream: std::net::TcpStream, kept: &Mutex<Vec<(proto::Span, String, Str
         reader.read_exact(&mut body).expect("body");
         assert!(request_line.starts_with("POST /v1/traces "), "{request_line}");
         assert_eq!(headers.get("content-type").map(String::as_str), Some("application/x-protobuf"));
-        let request = proto::ExportTraceServiceRequest::decode(body.as_slice())
-            .expect("the export decodes as an ExportTraceServiceRequest");
+        let request = match proto::ExportTraceServiceRequest::decode(&body) {
+            Ok(request) => request,
+            Err(why) => panic!("the export does not decode as an ExportTraceServiceRequest: {why}"),
+        };
         for rs in request.resource_spans {
             let service = rs
                 .resource
