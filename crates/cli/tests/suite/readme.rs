@@ -350,3 +350,54 @@ fn every_command_the_readme_prints_runs_as_printed_or_says_why_not() {
     assert!(problems.is_empty(), "{} problem(s):\n\n{}", problems.len(), problems.join("\n\n"));
     assert!(ran >= 6, "only {ran} commands ran");
 }
+
+/// The features of every package in `cargo tree ARGS` (a package built for the host and for
+/// the target is listed with both sets).
+fn features(args: &[&str]) -> std::collections::BTreeMap<String, BTreeSet<String>> {
+    let out = Command::new(env!("CARGO"))
+        .arg("tree")
+        .args(args)
+        .args(["--offline", "--locked", "--prefix", "none", "--format", "{p}|{f}"])
+        .current_dir(repo_root())
+        .output()
+        .expect("cargo tree");
+    assert!(out.status.success(), "cargo tree {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let mut found = std::collections::BTreeMap::<String, BTreeSet<String>>::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Some((package, features)) = line.trim_end_matches(" (*)").split_once('|') else {
+            continue;
+        };
+        let set = found.entry(package.to_owned()).or_default();
+        set.extend(features.split(',').filter(|f| !f.is_empty()).map(str::to_owned));
+    }
+    found
+}
+
+/// The README's `cargo run -p pev …` must build the very `pev` that `cargo test --workspace`
+/// builds and its tests run. A dev-dependency that turns on a feature of a crate pev shares
+/// (criterion once turned on `zerocopy/derive`, prost's derive `syn/extra-traits`, a test
+/// `tokio/test-util`) makes `cargo run` build a second copy of that crate and of everything
+/// above it, pev included, in the middle of the suite (every cold run paid it), and relink
+/// `target/debug/pev` while other tests run it; and the binary tested is not the one shipped.
+#[test]
+fn cargo_run_builds_the_pev_that_cargo_test_builds() {
+    let run = features(&["-p", "pev", "--edges", "normal,build"]);
+    let test = features(&["--workspace", "--edges", "normal,build,dev"]);
+    assert!(run.len() > 100, "{} packages in pev's tree?", run.len());
+    let differ: Vec<String> = run
+        .iter()
+        .filter_map(|(package, features)| {
+            let other = test.get(package)?;
+            (other != features).then(|| {
+                let extra: Vec<&String> = other.difference(features).collect();
+                format!("{package}: the tests' build adds {extra:?}")
+            })
+        })
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "a dev-dependency turns on features pev's own build lacks (make it a feature of its \
+         own, like the benches' `bench`, or drop it):\n{}",
+        differ.join("\n")
+    );
+}
