@@ -238,11 +238,14 @@ fn crash_and_resume(agent: &[&str], responder: fn(&Request) -> Reply, seed: u64)
     let asked = mock.requests().len();
     drop(mock);
 
+    // The kill points are drawn first; each kill has a model and a workspace of its own, so a
+    // few run at once.
     let mut rng = Rng(seed);
-    for kill in 0..KILLS {
+    let kills: Vec<(usize, usize)> =
+        (0..KILLS).map(|kill| (kill, rng.between(2, events.len() - 1))).collect();
+    crate::suite::support::in_parallel(kills, |(kill, at)| {
         let mock = MockModel::start(responder);
         let ws = Ws::new(&mock.base_url, &[("style.css", STYLE), ("index.html", INDEX)]);
-        let at = rng.between(2, events.len() - 1);
         let (_, killed) = run_until(&ws, agent, Some(at));
         assert!(killed, "kill {kill}: the run ended before event {at}");
         let (after, _) = run_until(&ws, &["resume", "last"], None);
@@ -266,7 +269,8 @@ fn crash_and_resume(agent: &[&str], responder: fn(&Request) -> Reply, seed: u64)
         let store = pev_store::Store::open_existing(pev_store::default_path(&ws.path()))
             .expect("the journal");
         assert_eq!(store.integrity_check().expect("integrity_check"), "ok");
-    }
+        std::ops::ControlFlow::Continue(())
+    });
 }
 
 #[test]

@@ -561,9 +561,23 @@ fn three_shards_merged_are_the_whole_suite_and_jobs_change_nothing_but_time() {
     let dir = tempfile::tempdir().expect("tmp");
     let mut files = Vec::new();
     let mut seen: Vec<String> = Vec::new();
-    for k in 1..=3 {
-        let shard = format!("{k}/3");
-        let out = eval(&["evals", "--shard", &shard, "--json", "--jobs", "2"]);
+    // The three shards run at once (separate processes, as shards on separate machines would).
+    let shards: Vec<(String, super::support::Run)> = std::thread::scope(|scope| {
+        let running: Vec<_> = (1..=3)
+            .map(|k| {
+                scope.spawn(move || {
+                    let shard = format!("{k}/3");
+                    let out = eval(&["evals", "--shard", &shard, "--json", "--jobs", "2"]);
+                    (shard, out)
+                })
+            })
+            .collect();
+        running
+            .into_iter()
+            .map(|r| r.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    for (k, (shard, out)) in (1..=3).zip(shards) {
         assert_eq!(out.code, 0, "shard {shard}: {}", out.stderr);
         let doc = out.json();
         assert_eq!(doc["shard"], shard.as_str());

@@ -47,4 +47,4 @@ mod sandbox_secrets;
 mod sarif;
 mod schema;
 mod shared_journal;
-mod support;
+pub(crate) mod support;

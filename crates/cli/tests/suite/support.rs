@@ -146,3 +146,45 @@ pub const DENIED_PLAN: &str = r#"{
 
 /// No steps: one EMPTY_PLAN warning (risk 0.05).
 pub const EMPTY_PLAN: &str = r#"{"goal": "Nothing yet", "steps": []}"#;
+
+/// Runs `check` on `items` from a few threads at once (the kill-point tests run `pev` hundreds
+/// of times, each independent of the others), taking them in order, until a check returns
+/// `Break`: no item is taken after that, and those already taken finish (each check stands on
+/// its own). A panic in a check stops the others from taking more and is raised again here
+/// with its own message, so the test fails as it would have one item at a time.
+pub fn in_parallel<T: Send>(
+    items: impl IntoIterator<Item = T, IntoIter: Send>,
+    check: impl Fn(T) -> std::ops::ControlFlow<()> + Sync,
+) {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    // Two cores run a pev each while a third thread waits on its child; more only adds load.
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()) + 1;
+    let items = Mutex::new(items.into_iter());
+    let stop = AtomicBool::new(false);
+    let failure = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                while !stop.load(Ordering::SeqCst) {
+                    let Some(item) = items.lock().unwrap_or_else(|e| e.into_inner()).next() else {
+                        return;
+                    };
+                    let checked =
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(item)));
+                    match checked {
+                        Ok(std::ops::ControlFlow::Continue(())) => {}
+                        Ok(std::ops::ControlFlow::Break(())) => stop.store(true, Ordering::SeqCst),
+                        Err(panic) => {
+                            stop.store(true, Ordering::SeqCst);
+                            failure.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(panic);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    if let Some(panic) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        std::panic::resume_unwind(panic);
+    }
+}
