@@ -149,7 +149,6 @@ fn add_module(engine: &mut Engine, label: &str, source: &str) -> Result<(), Stri
     v0.map(|_| ()).map_err(|e| tidy(&e.to_string()))
 }
 
-/// `data.a.b`, with brackets for components that are not plain identifiers.
 /// Each module's file label and its package path, as components (`package a["b.c"]` is
 /// `["a", "b.c"]`, which the dotted name regorus returns cannot tell from `a.b.c`).
 ///
@@ -198,6 +197,7 @@ fn package_components(engine: &mut Engine) -> Result<Vec<(String, Vec<String>)>,
     Ok(out)
 }
 
+/// `data.a.b`, with brackets for components that are not plain identifiers.
 fn package_query(components: &[String]) -> String {
     let mut query = String::from("data");
     for c in components {

@@ -19,8 +19,10 @@ use crate::agent_http::support::Ws;
 /// protobuf wire format written here from its specification
 /// (<https://protobuf.dev/programming-guides/encoding/>), not from pev-otel's encoder. As a
 /// generated decoder does, it skips fields it does not know, keeps the last value of a singular
-/// field and appends a repeated one; and it refuses what one refuses: a field of a known number
-/// in another wire type, a string that is not UTF-8, a varint or a length past the end.
+/// scalar field and appends a repeated one (a singular message given twice is replaced, not
+/// merged: pev writes each once); and it refuses what one refuses: a field of a known number in
+/// another wire type, a string that is not UTF-8, a varint that overflows 64 bits, a varint or
+/// a length past the end.
 mod proto {
     #[derive(Debug, Clone, Default, PartialEq)]
     pub struct ExportTraceServiceRequest {
@@ -119,6 +121,9 @@ mod proto {
         let mut value = 0u64;
         for shift in (0..64).step_by(7) {
             let byte = take(buf, 1)?[0];
+            if shift == 63 && byte > 1 {
+                return Err("a varint past 64 bits".to_owned());
+            }
             value |= u64::from(byte & 0x7f) << shift;
             if byte & 0x80 == 0 {
                 return Ok(value);
@@ -196,8 +201,10 @@ mod proto {
         }
     }
 
+    /// As a generated decoder does, the low 32 bits (a negative int32 is written in ten bytes,
+    /// sign-extended, but five zero-extended ones are read the same way).
     fn int32(wire: Wire<'_>) -> Result<i32> {
-        i32::try_from(int64(wire)?).map_err(|e| e.to_string())
+        Ok(i32::from_le_bytes(int64(wire)?.to_le_bytes()[..4].try_into().map_err(|_| "4 bytes")?))
     }
 
     fn message<T: Decode>(wire: Wire<'_>) -> Result<T> {
@@ -366,6 +373,12 @@ fn the_receivers_decoder_refuses_what_a_generated_decoder_refuses() {
     assert!(proto::Span::decode(&[0x2a, 5, b's']).is_err());
     assert!(proto::Span::decode(&[0x2a, 1, 0xff]).is_err());
     assert!(proto::Span::decode(&[0x30, 0x80]).is_err());
+    // kind = -1 in ten bytes, sign-extended; and a varint past 64 bits.
+    let minus_one = [0x30, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01];
+    assert_eq!(proto::Span::decode(&minus_one).map(|s| s.kind), Ok(-1));
+    let mut past = minus_one;
+    past[10] = 0x02;
+    assert!(proto::Span::decode(&past).is_err());
     // A group (wire type 3) and field number 0.
     assert!(proto::Span::decode(&[0x0b]).is_err());
     assert!(proto::Span::decode(&[0x02, 0]).is_err());

@@ -158,8 +158,9 @@ pub fn in_parallel<T: Send>(
 ) {
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicBool, Ordering};
-    // Two cores run a pev each while a third thread waits on its child; more only adds load.
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()) + 1;
+    // Two cores run a pev each while a third thread waits on its child; more only adds load
+    // (and on a big machine, runs past the last kill point that are thrown away).
+    let workers = (std::thread::available_parallelism().map_or(2, |n| n.get()) + 1).min(4);
     let items = Mutex::new(items.into_iter());
     let stop = AtomicBool::new(false);
     let failure = Mutex::new(None);
