@@ -541,11 +541,14 @@ fn postgres_a_lost_session_frees_the_run_and_fences_its_writer() {
     let refused = other.lease_keyed("r1", &crate::suite::keying()).unwrap_err();
     assert!(refused.to_string().contains(" on "), "the holder's host is named: {refused}");
     // Someone ends the holder's session (a machine that vanished, pg_terminate_backend).
+    // Only this test's database: pg_locks is the whole server's, and the tests running beside
+    // this one hold advisory locks of their own (a migration's, their runs' leases).
     let mut admin = b._db.as_ref().unwrap().client();
     let ended = admin
         .query(
             "SELECT pg_terminate_backend(pid) FROM pg_locks
-             WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()",
+             WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()
+               AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
             &[],
         )
         .unwrap();
