@@ -130,11 +130,19 @@ impl std::fmt::Debug for ModelHooks {
     }
 }
 
+/// The default of [`EngineConfig::light_jobs`]: with eight file steps at a time their durable
+/// intents share commits (BENCHMARKS.md, issue 32's `file.write` steps).
+pub const LIGHT_JOBS: usize = 8;
+
 /// Settings of one run.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
     /// Steps that may run at once (at least 1).
     pub jobs: usize,
+    /// Steps that may run at once while every running step only reads or writes files in pev
+    /// itself (see the `lanes` module); never fewer than `jobs`. Default [`LIGHT_JOBS`]; set it to
+    /// `jobs` for a hard limit on every step.
+    pub light_jobs: usize,
     pub approval: ApprovalMode,
     /// Tools whose steps need approval (exact names or globs, from the policy's `approve_tools`).
     pub approve_tools: Vec<String>,
@@ -171,6 +179,7 @@ impl Default for EngineConfig {
     fn default() -> Self {
         Self {
             jobs: std::thread::available_parallelism().map_or(2, usize::from),
+            light_jobs: LIGHT_JOBS,
             approval: ApprovalMode::Defer,
             approve_tools: Vec::new(),
             cancel: Arc::new(Cancel::default()),

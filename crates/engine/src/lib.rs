@@ -6,7 +6,7 @@
 //! (`crates/cli/tests/structure.rs` checks it), lowest first:
 //!
 //! 0. contracts and leaves: `instruct`, `delegation`, `hooks` (the runner), `resolve`,
-//!    `inventory`, `model_scope`, `digest`;
+//!    `inventory`, `lanes`, `model_scope`, `digest`;
 //! 1. `engine`: [`Engine`], [`EngineConfig`] and what a run reports to;
 //! 2. data of calls and the journal: `call`, `continuation`, `cache/`, `recorder`,
 //!    `journal_read`, `oracle`;
@@ -29,6 +29,7 @@ pub mod hooks;
 pub mod instruct;
 pub mod inventory;
 mod journal_read;
+mod lanes;
 pub mod model_scope;
 mod oracle;
 mod recorder;
@@ -40,7 +41,7 @@ mod verdict;
 
 pub use engine::{
     Approval, ApprovalMode, ApprovalRequest, Approver, Cancel, Engine, EngineConfig, EngineError,
-    ModelHooks, Observer, Silent, check_runnable,
+    LIGHT_JOBS, ModelHooks, Observer, Silent, check_runnable,
 };
 /// A boxed future that can cross threads (the providers' alias: the same type).
 pub use pev_providers::BoxFuture;

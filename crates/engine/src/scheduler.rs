@@ -1,7 +1,8 @@
 //! The run loop: which step starts when.
 //!
 //! A step is ready when every step it waits for (through `depends_on` or a reference) is done.
-//! Ready steps start in plan order, at most `jobs` at a time. When a step fails, its `on_fail`
+//! Ready steps start in plan order, at most `jobs` at a time, or `light_jobs` while every running
+//! step only reads or writes files (`lanes`). When a step fails, its `on_fail`
 //! decides: `abort` (and `retry` once its attempts are spent) starts nothing new but lets running
 //! steps finish; `continue` skips the steps that wait for it, directly or not, and lets the rest
 //! go on; `replan` needs a planner, which `pev run` does not have, so it stops like `abort`.
@@ -23,6 +24,7 @@ use crate::call::StepMutation;
 use crate::call::snapshot;
 use crate::digest::sha256_hex;
 use crate::engine::{Engine, EngineError};
+use crate::lanes::{self, Lanes, Weight};
 use crate::recorder::Recorder;
 pub(crate) use crate::state::run::RunState;
 use crate::state::slot::Slot;
@@ -375,7 +377,10 @@ impl Engine {
         let ready: VecDeque<usize> =
             (0..n).filter(|&i| remaining[i] == 0 && !state.slots[i].is_settled()).collect();
         let mut frontier = Frontier { graph, remaining, ready };
-        let jobs = self.config.jobs.max(1);
+        let hooks = self.config.hooks.is_some();
+        let weights: Vec<Weight> =
+            plan.steps.iter().map(|step| lanes::weight(step, &self.registry, hooks)).collect();
+        let mut lanes = Lanes::new(self.config.jobs, self.config.light_jobs);
         // A step that failed and stops the run (abort, or retry/replan spent) keeps stopping it
         // after a resume: resume finishes an interrupted run, it does not undo an abort.
         let mut aborting = plan.steps.iter().zip(&state.slots).any(|(step, slot)| {
@@ -388,8 +393,14 @@ impl Engine {
             if cancel.is_cancelled() {
                 state.cancelled = true;
             }
-            while !aborting && !state.cancelled && running.len() < jobs {
-                let Some(i) = frontier.ready.pop_front() else { break };
+            while !aborting && !state.cancelled {
+                // In order: a step that must wait for room keeps the ones behind it waiting.
+                let Some(&i) = frontier.ready.front() else { break };
+                if !lanes.admits(weights[i]) {
+                    break;
+                }
+                frontier.ready.pop_front();
+                lanes.start(weights[i]);
                 let job = job_for(&plan, &index, &mut state, i);
                 // The step's model calls are journaled as this run's (a child run shares its
                 // parent's clients).
@@ -409,6 +420,7 @@ impl Engine {
                         }
                         None => break,
                     };
+                    lanes.end(weights[report.idx]);
                     let failed = self.settle(&shared, &mut state, report, &mut frontier).await?;
                     if let Some(on_fail) = failed {
                         match on_fail {

@@ -48,6 +48,13 @@ pub trait Tool: Send + Sync {
     fn name(&self) -> &'static str;
     /// What calling it can do to the world.
     fn effect(&self) -> Effect;
+    /// Whether a call does all its work in pev itself, briefly: it reads or writes workspace
+    /// files and starts no process and no request (the built-in `file.*` tools). The scheduler
+    /// lets more such steps run together than `--jobs` allows for commands (see pev-engine's
+    /// `lanes`). `false` unless a tool says so.
+    fn in_process(&self) -> bool {
+        false
+    }
     /// One or two sentences for the model.
     fn description(&self) -> &'static str;
     /// The JSON Schema of the arguments, derived from the typed argument struct.

@@ -210,10 +210,15 @@ impl Session {
         } else {
             ApprovalMode::Defer
         };
-        let jobs = common
-            .jobs
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from))
-            .max(1);
+        // `--jobs N` bounds every step; without it, one a core, and more while only file steps
+        // run (`pev_engine::LIGHT_JOBS`; see the engine's `lanes`).
+        let (jobs, light_jobs) = match common.jobs {
+            Some(n) => (n.max(1), n.max(1)),
+            None => {
+                let cores = std::thread::available_parallelism().map_or(2, usize::from);
+                (cores, cores.max(pev_engine::LIGHT_JOBS))
+            }
+        };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(std::thread::available_parallelism().map_or(2, usize::from).min(4))
             .enable_all()
@@ -244,6 +249,7 @@ impl Session {
             observer,
             config: EngineConfig {
                 jobs,
+                light_jobs,
                 approval,
                 approve_tools,
                 cancel,

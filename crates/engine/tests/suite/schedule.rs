@@ -46,6 +46,49 @@ async fn jobs_one_runs_steps_one_after_another_in_plan_order() {
     assert!(b.start >= a.end && c.start >= b.end, "plan order, no overlap");
 }
 
+fn nap(id: &str, ms: u64) -> Value {
+    json!({"id": id, "tool": "test.nap", "parameters": {"key": id, "ms": ms}})
+}
+
+/// Steps that only read or write files in pev (here `test.nap`, which says so) run up to
+/// `light_jobs` at once while no other step runs; a command waits until fewer than `jobs` run,
+/// and beside it `jobs` bounds every step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_steps_run_wider_than_jobs_but_never_beside_more_than_jobs_steps() {
+    let h = Harness::new();
+    let wide = pev_engine::EngineConfig { light_jobs: 4, ..config(1) };
+    let steps: Vec<Value> = (0..6).map(|i| nap(&format!("n{i}"), 100)).collect();
+    let result = h.run(plan(Value::Array(steps)), wide.clone()).await;
+    assert_eq!(result.status, RunStatus::Success, "{:?}", result.reasons);
+    assert_eq!(h.probe.max_running(), 4, "light_jobs = 4 must be the observed maximum");
+
+    let h = Harness::new();
+    let mut steps: Vec<Value> = (0..3).map(|i| nap(&format!("a{i}"), 150)).collect();
+    steps.push(sleep("cmd", 150));
+    steps.extend((0..3).map(|i| nap(&format!("b{i}"), 150)));
+    let two = pev_engine::EngineConfig { jobs: 2, ..wide };
+    let result = h.run(plan(Value::Array(steps)), two).await;
+    assert_eq!(result.status, RunStatus::Success, "{:?}", result.reasons);
+    let cmd = h.probe.span("cmd");
+    let beside: Vec<String> = ["a0", "a1", "a2", "b0", "b1", "b2"]
+        .iter()
+        .filter(|k| {
+            let s = h.probe.span(k);
+            s.start < cmd.end && cmd.start < s.end
+        })
+        .map(|k| (*k).to_owned())
+        .collect();
+    assert!(beside.len() <= 1, "jobs = 2: at most one step beside the command, saw {beside:?}");
+    let a_start = ["a0", "a1", "a2"].map(|k| h.probe.span(k).start).into_iter().max().unwrap();
+    let a_end = ["a0", "a1", "a2"].map(|k| h.probe.span(k).end).into_iter().min().unwrap();
+    assert!(a_start < a_end, "a0..a2 ran together, wider than jobs = 2");
+    // In order: the waiting command kept b0..b2 from overtaking it (with room for four light
+    // steps, b0 would have started beside a0..a2).
+    for b in ["b0", "b1", "b2"] {
+        assert!(h.probe.span(b).start >= a_end, "{b} overtook the command waiting before it");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dependents_start_after_what_they_wait_for_including_reference_edges() {
     let h = Harness::new();

@@ -88,6 +88,8 @@ struct TestTool {
     name: &'static str,
     effect: Effect,
     kind: Kind,
+    /// Says it works in pev itself, as the `file.*` tools do (`test.nap`).
+    in_process: bool,
     probe: Arc<Probe>,
     db: PathBuf,
 }
@@ -167,6 +169,9 @@ impl Tool for TestTool {
     fn effect(&self) -> Effect {
         self.effect
     }
+    fn in_process(&self) -> bool {
+        self.in_process
+    }
     fn description(&self) -> &'static str {
         "a tool for pev-engine's tests"
     }
@@ -194,9 +199,13 @@ pub fn registry(probe: &Arc<Probe>, db: &std::path::Path) -> Registry {
         ("test.exec", Effect::Exec, Kind::Count),
         ("test.write", Effect::Write, Kind::Write),
         ("test.peek", Effect::Write, Kind::Peek),
+        // `test.sleep` as a light step (what the scheduler takes a file step for).
+        ("test.nap", Effect::Read, Kind::Sleep),
     ];
     for (name, effect, kind) in tools {
-        let tool = TestTool { name, effect, kind, probe: Arc::clone(probe), db: db.to_path_buf() };
+        let in_process = name == "test.nap";
+        let (probe, db) = (Arc::clone(probe), db.to_path_buf());
+        let tool = TestTool { name, effect, kind, in_process, probe, db };
         registry.register(Arc::new(tool)).unwrap();
     }
     registry
@@ -271,10 +280,11 @@ impl Approver for ScriptedApprover {
     }
 }
 
-/// A run's settings: `jobs` at once, approval deferred, no approve_tools.
+/// A run's settings: `jobs` at once (file steps too), approval deferred, no approve_tools.
 pub fn config(jobs: usize) -> EngineConfig {
     EngineConfig {
         jobs,
+        light_jobs: jobs,
         approval: ApprovalMode::Defer,
         approve_tools: Vec::new(),
         cancel: Arc::new(Cancel::default()),

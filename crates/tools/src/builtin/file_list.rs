@@ -41,6 +41,10 @@ impl Tool for FileList {
         Effect::Read
     }
 
+    fn in_process(&self) -> bool {
+        true
+    }
+
     fn description(&self) -> &'static str {
         "List a directory in the workspace: entries with their path (relative to the workspace \
          root), kind (file, dir, symlink, other) and size, sorted by path."

@@ -64,6 +64,10 @@ impl Tool for FilePatch {
         Effect::Write
     }
 
+    fn in_process(&self) -> bool {
+        true
+    }
+
     fn description(&self) -> &'static str {
         "Edit a text file in the workspace by exact replacement: each edit's `old` text must \
          occur exactly once (or set replace_all). Edits apply in order, all or nothing."

@@ -63,6 +63,10 @@ impl Tool for FileRead {
         Effect::Read
     }
 
+    fn in_process(&self) -> bool {
+        true
+    }
+
     fn description(&self) -> &'static str {
         "Read a text file in the workspace, optionally a range of lines (offset = lines to skip, \
          limit = lines to return). Returns the content, the file's size and its SHA-256."

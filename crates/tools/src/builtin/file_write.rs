@@ -44,6 +44,10 @@ impl Tool for FileWrite {
         Effect::Write
     }
 
+    fn in_process(&self) -> bool {
+        true
+    }
+
     fn description(&self) -> &'static str {
         "Create or replace a file in the workspace with the given content (parent directories \
          are created). Prefer the patch tool to change part of an existing file."
