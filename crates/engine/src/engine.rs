@@ -139,9 +139,9 @@ pub const LIGHT_JOBS: usize = 8;
 pub struct EngineConfig {
     /// Steps that may run at once (at least 1).
     pub jobs: usize,
-    /// Steps that may run at once while every running step only reads or writes files in pev
-    /// itself (see the `lanes` module); never fewer than `jobs`. Default [`LIGHT_JOBS`]; set it to
-    /// `jobs` for a hard limit on every step.
+    /// Steps that may run at once while only file steps run (steps of pev's own file tools,
+    /// with file checks and paths no other step names; the `lanes` module); never fewer than
+    /// `jobs`. Default [`LIGHT_JOBS`]; set it to `jobs` for a hard limit on every step.
     pub light_jobs: usize,
     pub approval: ApprovalMode,
     /// Tools whose steps need approval (exact names or globs, from the policy's `approve_tools`).

@@ -1,8 +1,8 @@
 //! The run loop: which step starts when.
 //!
 //! A step is ready when every step it waits for (through `depends_on` or a reference) is done.
-//! Ready steps start in plan order, at most `jobs` at a time, or `light_jobs` while every running
-//! step only reads or writes files (`lanes`). When a step fails, its `on_fail`
+//! Ready steps start in plan order, at most `jobs` at a time, or `light_jobs` while only file
+//! steps on paths of their own run (`lanes`). When a step fails, its `on_fail`
 //! decides: `abort` (and `retry` once its attempts are spent) starts nothing new but lets running
 //! steps finish; `continue` skips the steps that wait for it, directly or not, and lets the rest
 //! go on; `replan` needs a planner, which `pev run` does not have, so it stops like `abort`.
@@ -378,8 +378,7 @@ impl Engine {
             (0..n).filter(|&i| remaining[i] == 0 && !state.slots[i].is_settled()).collect();
         let mut frontier = Frontier { graph, remaining, ready };
         let hooks = self.config.hooks.is_some();
-        let weights: Vec<Weight> =
-            plan.steps.iter().map(|step| lanes::weight(step, &self.registry, hooks)).collect();
+        let weights: Vec<Weight> = lanes::weights(&plan, &self.registry, hooks);
         let mut lanes = Lanes::new(self.config.jobs, self.config.light_jobs);
         // A step that failed and stops the run (abort, or retry/replan spent) keeps stopping it
         // after a resume: resume finishes an interrupted run, it does not undo an abort.

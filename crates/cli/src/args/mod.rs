@@ -466,8 +466,8 @@ pub(crate) struct RunArgs {
 /// Options of `pev run` and `pev resume`.
 #[derive(Debug, Args)]
 pub(crate) struct CommonArgs {
-    /// How many steps may run at once [default: one a core, and up to 8 while every running step
-    /// only reads or writes files]
+    /// How many steps may run at once [default: one a core; while only file steps run (file
+    /// tools, file checks, no hooks, each on paths of its own), 8 or one a core if more]
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub(crate) jobs: Option<u16>,
     /// Approve every step that needs approval, without asking

@@ -44,7 +44,8 @@ pub use super::roles::{RoleClient, Roles};
 #[derive(Clone)]
 pub struct ChildRuns {
     pub db: pev_store::Location,
-    /// What the children inherit: tools, workspace, sandbox, approval, cancel, hooks, jobs.
+    /// What the children inherit: tools, workspace, sandbox, approval, cancel, hooks, jobs and
+    /// light_jobs (each run of the tree has its own lanes; their `Activity` is shared).
     pub registry: Arc<pev_tools::Registry>,
     pub ctx: Arc<ToolContext>,
     pub config: EngineConfig,
