@@ -555,14 +555,13 @@ fn comparable(doc: &Value) -> Vec<Value> {
 /// the same comparison shows that jobs give the same rows in the same order.
 #[test]
 fn three_shards_merged_are_the_whole_suite_and_jobs_change_nothing_but_time() {
-    let whole = whole_suite();
-    assert_eq!(whole.code, 0, "{}", whole.stderr);
-    let whole = whole.json();
     let dir = tempfile::tempdir().expect("tmp");
     let mut files = Vec::new();
     let mut seen: Vec<String> = Vec::new();
-    // The three shards run at once (separate processes, as shards on separate machines would).
-    let shards: Vec<(String, super::support::Run)> = std::thread::scope(|scope| {
+    // The three shards run at once (separate processes, as shards on separate machines would),
+    // and beside the whole suite's run, which other tests share and which is mostly waiting on
+    // the scenarios' own tests: one after the other, the two were the suite's longest test.
+    let (shards, whole): (Vec<(String, super::support::Run)>, _) = std::thread::scope(|scope| {
         let running: Vec<_> = (1..=3)
             .map(|k| {
                 scope.spawn(move || {
@@ -572,11 +571,15 @@ fn three_shards_merged_are_the_whole_suite_and_jobs_change_nothing_but_time() {
                 })
             })
             .collect();
-        running
+        let whole = whole_suite();
+        let shards = running
             .into_iter()
             .map(|r| r.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
+            .collect();
+        (shards, whole)
     });
+    assert_eq!(whole.code, 0, "{}", whole.stderr);
+    let whole = whole.json();
     for (k, (shard, out)) in (1..=3).zip(shards) {
         assert_eq!(out.code, 0, "shard {shard}: {}", out.stderr);
         let doc = out.json();
