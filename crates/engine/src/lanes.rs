@@ -61,12 +61,11 @@ pub(crate) fn weights(plan: &Plan, registry: &Registry, hooks: bool) -> Vec<Weig
         }
     }
     // A directory above another step's path: every path's ancestors, the workspace's root ("")
-    // included, looked up among the paths.
+    // included, looked up among the paths. (The root's own lookup of "" finds the path itself,
+    // whose sharing the loop above settled.)
     for (i, paths) in footprints.iter().enumerate() {
         for path in paths.iter().flatten() {
-            let ancestors = std::iter::once(0)
-                .chain(path.match_indices('/').map(|(at, _)| at))
-                .filter(|&at| at < path.len());
+            let ancestors = std::iter::once(0).chain(path.match_indices('/').map(|(at, _)| at));
             for at in ancestors {
                 if let Some(&j) = owner.get(&path[..at])
                     && j != i
@@ -303,6 +302,12 @@ mod tests {
         assert!(!lanes.admits(Weight::Heavy));
         lanes.end(Weight::Light);
         assert!(lanes.admits(Weight::Light) && lanes.admits(Weight::Heavy));
+        // A light step that ends beside the command leaves the command counted.
+        lanes.start(Weight::Light);
+        lanes.end(Weight::Light);
+        lanes.start(Weight::Light);
+        assert!(!lanes.admits(Weight::Light), "the command still runs: jobs bounds them all");
+        lanes.end(Weight::Light);
         lanes.start(Weight::Heavy);
         lanes.end(Weight::Heavy);
         lanes.end(Weight::Heavy);
