@@ -20,6 +20,7 @@
 mod bwrap;
 mod confine;
 mod helper;
+mod leftovers;
 mod namespaces;
 mod probe;
 mod process;
@@ -422,7 +423,7 @@ impl Sandbox {
         if let Some(path) = copy.as_ref() {
             return Ok(path.clone());
         }
-        let dir = make_private_dir("pev-helper")
+        let dir = make_private_dir(leftovers::HELPER_PREFIX)
             .ok_or_else(|| Refused("cannot create a private directory for the helper".into()))?;
         let path = dir.join("pev-sandbox-helper");
         std::fs::copy(&canonical, &path).map_err(|e| {
@@ -479,20 +480,27 @@ fn absolute(path: &Path) -> PathBuf {
 
 /// A new private directory for the run's `TMPDIR`.
 fn make_tmp() -> Option<PathBuf> {
-    make_private_dir("pev-sandbox")
+    make_private_dir(leftovers::TMP_PREFIX)
 }
 
 /// A new directory in the system temp dir, mode 0700, created (never reused: an existing path,
-/// a symlink planted by someone else included, makes it try another name).
+/// a symlink planted by someone else included, makes it try another name). Named
+/// `PREFIX-NS.PID-N-NANOS` ([`leftovers`]); the first one a process makes removes those that
+/// ended processes left.
 fn make_private_dir(prefix: &str) -> Option<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
+    static SWEPT: std::sync::Once = std::sync::Once::new();
     let base = std::env::temp_dir();
+    SWEPT.call_once(|| {
+        leftovers::sweep(&base);
+    });
+    let owner = leftovers::owner_tag();
     for _ in 0..16 {
         let n = NEXT_TMP.fetch_add(1, Ordering::Relaxed);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let dir = base.join(format!("{prefix}-{}-{n}-{nanos:08x}", std::process::id()));
+        let dir = base.join(format!("{prefix}-{owner}-{n}-{nanos:08x}"));
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
             Ok(()) => return Some(dir),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
