@@ -4,19 +4,25 @@
 //! A sandbox makes a directory of its own in the system temp dir (the commands' `TMPDIR`, and a
 //! copy of the helper when it lies in a writable place) and removes it when it is dropped. A
 //! process that is killed, or crashes, leaves it behind, with whatever its commands wrote there;
-//! a test suite that kills pev on purpose leaves a hundred a run. So each name says whose it is,
-//! `PREFIX-NS.PID-…` (the pid namespace and the process id), and the first directory a process
-//! makes sweeps the temp dir once for those of processes that are gone.
+//! a test suite that kills pev on purpose left a hundred a run. So each name says whose it is,
+//! `PREFIX-BOOT.NS.PID-…` (the machine's boot id, the pid namespace, the process id), and the
+//! first directory a process makes starts a sweep of the temp dir, on a thread of its own, for
+//! those of processes that are gone.
 //!
-//! A directory is removed only when all of these hold: its name is one of ours with the same pid
-//! namespace as this process (so `/proc` speaks of the same processes; a directory of another
-//! namespace sharing the temp dir is never judged), that process is not running (`/proc/PID` is
-//! absent while `/proc/self` is present), it is a directory and not a symlink, and it belongs to
-//! this user. A pid reused by another process keeps the directory for a later sweep; an older
-//! name without a namespace is left alone.
+//! A directory is removed only when all of these hold: its name is one of ours with this boot's
+//! id and this process's pid namespace (a temp dir shared with another machine, a container or
+//! a VM is never judged: pids there are not ours), `kill(PID, 0)` says there is no such process
+//! (asked of the kernel, so neither a `/proc` of another namespace nor `hidepid` can make a live
+//! process look dead), it is a directory and not a symlink, and it belongs to this user. A pid
+//! reused by another process keeps the directory for a later sweep; an older name, or one made
+//! where the boot id or the namespace could not be read, is left alone.
 
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
+
+use nix::errno::Errno;
+use nix::sys::signal::kill;
+use nix::unistd::Pid;
 
 /// The prefix of a sandbox's `TMPDIR`.
 pub(crate) const TMP_PREFIX: &str = "pev-sandbox";
@@ -24,134 +30,181 @@ pub(crate) const TMP_PREFIX: &str = "pev-sandbox";
 pub(crate) const HELPER_PREFIX: &str = "pev-helper";
 const PREFIXES: [&str; 2] = [TMP_PREFIX, HELPER_PREFIX];
 
-/// The pid namespace of this process (the inode of `/proc/self/ns/pid`), `None` when it cannot
-/// be read (no `/proc`).
-pub(crate) fn pid_namespace() -> Option<u64> {
+/// This machine's boot and this process's pid namespace, `BOOT.NS`: what a directory's process id
+/// is relative to. `None` when either cannot be read (no `/proc`).
+fn origin() -> Option<String> {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let boot: String = boot.trim().chars().filter(char::is_ascii_hexdigit).take(12).collect();
     let link = std::fs::read_link("/proc/self/ns/pid").ok()?;
-    let link = link.to_str()?;
-    link.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
+    let ns: u64 = link.to_str()?.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()?;
+    (boot.len() == 12).then(|| format!("{boot}.{ns}"))
 }
 
-/// Where this process's directory names say whose they are: `NS.PID` (or `x.PID` without a
-/// namespace, which no sweep removes).
+/// What this process's directory names say of it: `BOOT.NS.PID` (`x.PID` without an origin,
+/// which no sweep removes).
 pub(crate) fn owner_tag() -> String {
-    match pid_namespace() {
-        Some(ns) => format!("{ns}.{}", std::process::id()),
-        None => format!("x.{}", std::process::id()),
-    }
+    let origin = origin().unwrap_or_else(|| "x".to_owned());
+    format!("{origin}.{}", std::process::id())
 }
 
-/// Removes from `base` the directories named `PREFIX-NS.PID-…` of this namespace whose process
-/// has ended; returns how many. Never fails: a directory it cannot judge or remove stays.
+/// Starts [`sweep`] of `base` on a thread of its own: a leftover can be large, and nobody waits
+/// for it (a process that ends first leaves the rest to the next sweep).
+pub(crate) fn sweep_in_background(base: std::path::PathBuf) {
+    let _ = std::thread::Builder::new().name("pev-tmp-sweep".into()).spawn(move || sweep(&base));
+}
+
+/// Removes from `base` the directories of ended processes of this machine's boot and this pid
+/// namespace; returns how many. Never fails: a directory it cannot judge or remove stays.
 pub(crate) fn sweep(base: &Path) -> usize {
-    let Some(ns) = pid_namespace() else { return 0 };
-    let proc = Path::new("/proc");
-    if !proc.join("self").exists() || !proc.join(std::process::id().to_string()).exists() {
-        return 0;
-    }
+    let Some(origin) = origin() else { return 0 };
+    sweep_with(base, &origin, &|pid| running(pid))
+}
+
+/// Whether process `pid` exists in this pid namespace: only `ESRCH` says it does not (`EPERM`
+/// is another user's process).
+fn running(pid: u32) -> bool {
+    let Ok(raw) = i32::try_from(pid) else { return true };
+    !matches!(kill(Pid::from_raw(raw), None), Err(Errno::ESRCH))
+}
+
+fn sweep_with(base: &Path, origin: &str, running: &dyn Fn(u32) -> bool) -> usize {
     let Ok(entries) = std::fs::read_dir(base) else { return 0 };
     let uid = nix::unistd::geteuid().as_raw();
     let mut removed = 0;
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|name| dead_owner(name, ns, proc)) else {
+        let Some(pid) = name.to_str().and_then(|name| owner(name, origin)) else { continue };
+        if running(pid) {
             continue;
-        };
+        }
         let path = entry.path();
         // `symlink_metadata`: a symlink named like ours is someone else's doing, not followed.
         let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
         if !meta.is_dir() || meta.uid() != uid {
             continue;
         }
-        // Checked again right before: the process may have been a moment from starting.
-        if proc.join(pid.to_string()).exists() {
-            continue;
-        }
-        if std::fs::remove_dir_all(&path).is_ok() {
+        if remove(&path) {
             removed += 1;
         }
     }
     removed
 }
 
-/// The pid of `name`'s owner when `name` is one of ours, of namespace `ns`, whose process is
-/// not running.
-fn dead_owner(name: &str, ns: u64, proc: &Path) -> Option<u32> {
+/// The process id in `name` when `name` is one of ours made under `origin`.
+fn owner(name: &str, origin: &str) -> Option<u32> {
     let rest = PREFIXES.iter().find_map(|p| name.strip_prefix(p)?.strip_prefix('-'))?;
     let (tag, _) = rest.split_once('-')?;
-    let (their_ns, pid) = tag.split_once('.')?;
-    let (their_ns, pid): (u64, u32) = (their_ns.parse().ok()?, pid.parse().ok()?);
-    (their_ns == ns && pid != std::process::id() && !proc.join(pid.to_string()).exists())
-        .then_some(pid)
+    let (their_origin, pid) = tag.rsplit_once('.')?;
+    (their_origin == origin).then(|| pid.parse().ok()).flatten()
+}
+
+/// Removes the directory `path`; a command may have left read-only directories in it, which
+/// are made writable (never through a symlink) and the removal tried once more.
+fn remove(path: &Path) -> bool {
+    if std::fs::remove_dir_all(path).is_ok() {
+        return true;
+    }
+    writable(path);
+    std::fs::remove_dir_all(path).is_ok()
+}
+
+fn writable(dir: &Path) {
+    let Ok(meta) = std::fs::symlink_metadata(dir) else { return };
+    if !meta.is_dir() {
+        return;
+    }
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        writable(&entry.path());
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A pid that no process has now: a child that has been waited for.
-    fn dead_pid() -> u32 {
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let pid = child.id();
-        child.wait().unwrap();
-        pid
-    }
+    const ORIGIN: &str = "0123456789ab.4026531836";
 
     #[test]
-    fn only_our_namespaces_dirs_of_ended_processes_are_removed() {
-        let Some(ns) = pid_namespace() else { return };
+    fn only_dirs_of_this_origin_whose_process_ended_are_removed() {
         let base = tempfile::tempdir().unwrap();
-        let dead = dead_pid();
-        let mut live = std::process::Command::new("sleep").arg("30").spawn().unwrap();
         let make = |name: &str| {
             let dir = base.path().join(name);
             std::fs::create_dir(&dir).unwrap();
             std::fs::write(dir.join("left.txt"), "a command's temp file").unwrap();
             dir
         };
-        let gone = make(&format!("pev-sandbox-{ns}.{dead}-0-0000abcd"));
-        let helper = make(&format!("pev-helper-{ns}.{dead}-3-00001234"));
+        // Process 100 has ended, 200 runs.
+        let running = |pid: u32| pid == 200;
+        let gone = make(&format!("pev-sandbox-{ORIGIN}.100-0-0000abcd"));
+        let helper = make(&format!("pev-helper-{ORIGIN}.100-3-00001234"));
+        // A read-only directory a command left inside.
+        std::fs::create_dir(gone.join("ro")).unwrap();
+        std::fs::write(gone.join("ro/f"), "x").unwrap();
+        std::fs::set_permissions(gone.join("ro"), std::fs::Permissions::from_mode(0o500)).unwrap();
         let kept = [
-            make(&format!("pev-sandbox-{ns}.{}-0-0000abcd", live.id())),
-            make(&format!("pev-sandbox-{ns}.{}-0-0000abcd", std::process::id())),
-            make(&format!("pev-sandbox-{}.{dead}-0-0000abcd", ns + 1)),
-            make(&format!("pev-sandbox-x.{dead}-0-0000abcd")),
-            make(&format!("pev-sandbox-{dead}-0-0000abcd")),
-            make(&format!("other-{ns}.{dead}-0-0000abcd")),
+            make(&format!("pev-sandbox-{ORIGIN}.200-0-0000abcd")),
+            make("pev-sandbox-0123456789ab.4026531837.100-0-0000abcd"),
+            make("pev-sandbox-ffffffffffff.4026531836.100-0-0000abcd"),
+            make("pev-sandbox-x.100-0-0000abcd"),
+            make("pev-sandbox-100-0-0000abcd"),
+            make(&format!("other-{ORIGIN}.100-0-0000abcd")),
         ];
         // A symlink named like an ended process's directory, to a directory with a file: the
         // link is not ours to judge, and what it points to is never touched.
         let target = make("target");
-        let link = base.path().join(format!("pev-sandbox-{ns}.{dead}-1-0000beef"));
+        let link = base.path().join(format!("pev-sandbox-{ORIGIN}.100-1-0000beef"));
         std::os::unix::fs::symlink(&target, &link).unwrap();
         // A file named like one.
-        let file = base.path().join(format!("pev-sandbox-{ns}.{dead}-2-0000cafe"));
+        let file = base.path().join(format!("pev-sandbox-{ORIGIN}.100-2-0000cafe"));
         std::fs::write(&file, "x").unwrap();
 
-        assert_eq!(sweep(base.path()), 2);
+        assert_eq!(sweep_with(base.path(), ORIGIN, &running), 2);
         assert!(!gone.exists() && !helper.exists(), "the ended process's directories went");
         for dir in &kept {
             assert!(dir.join("left.txt").exists(), "{} must stay", dir.display());
         }
         assert!(link.symlink_metadata().is_ok() && target.join("left.txt").exists());
         assert!(file.exists());
-        assert_eq!(sweep(base.path()), 0, "nothing more to remove");
-        // Once the live process has ended, its directory goes too.
-        live.kill().unwrap();
-        live.wait().unwrap();
-        assert_eq!(sweep(base.path()), 1);
+        assert_eq!(sweep_with(base.path(), ORIGIN, &running), 0, "nothing more to remove");
+        // Once 200 has ended, its directory goes too.
+        assert_eq!(sweep_with(base.path(), ORIGIN, &|_| false), 1);
         assert!(!kept[0].exists());
     }
 
     #[test]
-    fn the_tag_names_this_process_and_its_namespace() {
-        let tag = owner_tag();
-        let (ns, pid) = tag.split_once('.').unwrap();
-        assert_eq!(pid, std::process::id().to_string());
-        match pid_namespace() {
-            Some(n) => assert_eq!(ns, n.to_string()),
-            None => assert_eq!(ns, "x"),
+    fn another_users_directory_stays() {
+        if !nix::unistd::geteuid().is_root() {
+            return;
         }
-        assert!(dead_owner(&format!("pev-sandbox-{tag}-0-0"), 0, Path::new("/proc")).is_none());
+        let base = tempfile::tempdir().unwrap();
+        let theirs = base.path().join(format!("pev-sandbox-{ORIGIN}.100-0-0000abcd"));
+        std::fs::create_dir(&theirs).unwrap();
+        std::os::unix::fs::chown(&theirs, Some(12_345), None).unwrap();
+        assert_eq!(sweep_with(base.path(), ORIGIN, &|_| false), 0);
+        assert!(theirs.exists());
+    }
+
+    #[test]
+    fn the_names_a_process_makes_are_the_names_its_sweep_reads() {
+        let Some(origin) = origin() else { return };
+        let dir = crate::make_private_dir(TMP_PREFIX).expect("a private dir");
+        let name = dir.file_name().unwrap().to_str().unwrap().to_owned();
+        let _ = std::fs::remove_dir(&dir);
+        assert_eq!(owner(&name, &origin), Some(std::process::id()), "{name}");
+        assert_eq!(owner(&name, "ffffffffffff.1"), None);
+        assert_eq!(owner_tag(), format!("{origin}.{}", std::process::id()));
+    }
+
+    #[test]
+    fn a_process_is_running_until_the_kernel_says_it_is_not() {
+        assert!(running(std::process::id()));
+        assert!(running(1), "another user's or init: EPERM or alive, never dead");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        // Reaped: gone (unless the pid was reused within this moment, which would keep it).
+        assert!(!running(pid) || std::path::Path::new(&format!("/proc/{pid}")).exists());
+        assert!(running(u32::MAX), "a pid beyond i32 is not judged");
     }
 }

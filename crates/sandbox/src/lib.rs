@@ -485,15 +485,13 @@ fn make_tmp() -> Option<PathBuf> {
 
 /// A new directory in the system temp dir, mode 0700, created (never reused: an existing path,
 /// a symlink planted by someone else included, makes it try another name). Named
-/// `PREFIX-NS.PID-N-NANOS` ([`leftovers`]); the first one a process makes removes those that
-/// ended processes left.
+/// `PREFIX-BOOT.NS.PID-N-NANOS` ([`leftovers`]); the first one a process makes starts the removal
+/// of those that ended processes left.
 fn make_private_dir(prefix: &str) -> Option<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
     static SWEPT: std::sync::Once = std::sync::Once::new();
     let base = std::env::temp_dir();
-    SWEPT.call_once(|| {
-        leftovers::sweep(&base);
-    });
+    SWEPT.call_once(|| leftovers::sweep_in_background(base.clone()));
     let owner = leftovers::owner_tag();
     for _ in 0..16 {
         let n = NEXT_TMP.fetch_add(1, Ordering::Relaxed);
