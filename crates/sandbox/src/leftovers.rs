@@ -185,6 +185,64 @@ mod tests {
         assert!(theirs.exists());
     }
 
+    /// A pid that no process has now: a child that has been waited for.
+    fn ended_pid() -> u32 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    }
+
+    #[test]
+    fn the_origin_is_this_boot_and_this_pid_namespace() {
+        if !Path::new("/proc/self/ns/pid").exists() {
+            return;
+        }
+        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+        let ns = std::fs::read_link("/proc/self/ns/pid").unwrap();
+        let ns = ns.to_str().unwrap().trim_start_matches("pid:[").trim_end_matches(']');
+        let boot12: String = boot.trim().replace('-', "")[..12].to_owned();
+        assert_eq!(origin(), Some(format!("{boot12}.{ns}")));
+    }
+
+    #[test]
+    fn a_sweep_of_the_real_origin_removes_an_ended_processs_directory_in_the_background() {
+        let Some(origin) = origin() else { return };
+        let base = tempfile::tempdir().unwrap();
+        let dead = ended_pid();
+        let left = base.path().join(format!("pev-sandbox-{origin}.{dead}-0-00000000"));
+        std::fs::create_dir(&left).unwrap();
+        assert_eq!(sweep(base.path()), 1);
+        assert!(!left.exists());
+        std::fs::create_dir(&left).unwrap();
+        sweep_in_background(base.path().to_path_buf());
+        let start = std::time::Instant::now();
+        while left.exists() && start.elapsed() < std::time::Duration::from_secs(10) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!left.exists(), "the background sweep removed it");
+    }
+
+    #[test]
+    fn read_only_directories_are_made_writable_but_never_through_a_symlink() {
+        let base = tempfile::tempdir().unwrap();
+        let outside = base.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o500)).unwrap();
+        let left = base.path().join("left");
+        std::fs::create_dir_all(left.join("a/b")).unwrap();
+        std::os::unix::fs::symlink(&outside, left.join("a/link")).unwrap();
+        for dir in ["a/b", "a"] {
+            std::fs::set_permissions(left.join(dir), std::fs::Permissions::from_mode(0o500))
+                .unwrap();
+        }
+        writable(&left);
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!((mode(&left.join("a")), mode(&left.join("a/b"))), (0o700, 0o700));
+        assert_eq!(mode(&outside), 0o500, "the symlink's target is not touched");
+        assert!(remove(&left) && !left.exists() && outside.exists());
+    }
+
     #[test]
     fn the_names_a_process_makes_are_the_names_its_sweep_reads() {
         let Some(origin) = origin() else { return };
@@ -200,9 +258,7 @@ mod tests {
     fn a_process_is_running_until_the_kernel_says_it_is_not() {
         assert!(running(std::process::id()));
         assert!(running(1), "another user's or init: EPERM or alive, never dead");
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let pid = child.id();
-        child.wait().unwrap();
+        let pid = ended_pid();
         // Reaped: gone (unless the pid was reused within this moment, which would keep it).
         assert!(!running(pid) || std::path::Path::new(&format!("/proc/{pid}")).exists());
         assert!(running(u32::MAX), "a pid beyond i32 is not judged");
