@@ -7,7 +7,7 @@
 #
 # Usage: bench/test_suite.sh [--check]  (env: KEEP=1 keeps the clone; STRESS=1; REV=HEAD)
 # --check fails (exit 1) when a run fails or takes more than 20% longer than the recorded
-# figure (RECORDED_COLD_S=273, RECORDED_WARM_S=97: BENCHMARKS.md, issue 32, on a quiet 2-core
+# figure (RECORDED_COLD_S=247, RECORDED_WARM_S=101: BENCHMARKS.md, issue 32, on a quiet 2-core
 # machine; another machine should pass its own).
 # Writes nothing to this tree; the clone and its target (~5 GB) live under $TMPDIR and are
 # removed at the end unless KEEP=1.
@@ -56,8 +56,8 @@ timed() {
 
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, rev $(git rev-parse --short HEAD), stress: ${STRESS:-0}"
 failed=0
-timed cold "${RECORDED_COLD_S:-273}"
-timed warm "${RECORDED_WARM_S:-97}"
+timed cold "${RECORDED_COLD_S:-247}"
+timed warm "${RECORDED_WARM_S:-101}"
 echo "slowest test binaries of the warm run (s):"
 grep -E '^\s+Running|test result' "$work/warm.log" | paste - - |
   sed -E 's/.*Running ([^ ]+) \(([^)]+)\).*finished in ([0-9.]+)s.*/\3 \1 \2/' |
