@@ -274,6 +274,15 @@ fn stale_temporary_files_of_a_write_are_removed_and_nothing_else() {
 /// workspace, so it removed the file of that name in the current directory instead).
 #[test]
 fn remove_file_removes_inside_the_workspace_only() {
+    // The removal that must not touch the current directory's file runs in a child of this test
+    // binary started in `elsewhere`: changing this process's directory would move every test
+    // running beside this one.
+    const ROOT_VAR: &str = "PEV_TEST_REMOVE_FILE_ROOT";
+    if let Some(root) = std::env::var_os(ROOT_VAR) {
+        let ws = pev_tools::Workspace::open(std::path::Path::new(&root)).unwrap();
+        ws.remove_file("notes/changelog.txt").unwrap();
+        return;
+    }
     let root = tempfile::tempdir().unwrap();
     let elsewhere = tempfile::tempdir().unwrap();
     for dir in [root.path(), elsewhere.path()] {
@@ -282,11 +291,16 @@ fn remove_file_removes_inside_the_workspace_only() {
     }
     let ws = pev_tools::Workspace::open(root.path()).unwrap();
     // The same relative path exists where the process stands: it must be left alone.
-    let cwd = std::env::current_dir().unwrap();
-    std::env::set_current_dir(elsewhere.path()).unwrap();
-    let removed = ws.remove_file("notes/changelog.txt");
-    std::env::set_current_dir(cwd).unwrap();
-    removed.unwrap();
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "suite::sandbox::remove_file_removes_inside_the_workspace_only"])
+        .args(["--test-threads", "1", "--quiet"])
+        .env(ROOT_VAR, root.path())
+        .current_dir(elsewhere.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&child.stdout);
+    assert!(child.status.success(), "{stdout}{}", String::from_utf8_lossy(&child.stderr));
+    assert!(stdout.contains("1 passed"), "the child ran the removal: {stdout}");
     assert!(!root.path().join("notes/changelog.txt").exists(), "removed in the workspace");
     assert!(elsewhere.path().join("notes/changelog.txt").exists(), "not in the current directory");
     // Already absent, or its directory absent: nothing to do.
