@@ -400,7 +400,12 @@ mod killed_runs {
                     }
                     End::Exited { code, lines } => {
                         let log = case.all_stderr();
-                        assert_eq!(code, 0, "run {runs}, after {resumes} resumes; stderr:\n{log}");
+                        // The result's last lines say why a run did not succeed.
+                        let tail = lines[lines.len().saturating_sub(3)..].join("\n");
+                        assert_eq!(
+                            code, 0,
+                            "run {runs}, after {resumes} resumes; stderr:\n{log}\nstdout's end:\n{tail}"
+                        );
                         break finished_result(&lines, &log);
                     }
                 }
