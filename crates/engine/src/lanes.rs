@@ -92,21 +92,8 @@ pub(crate) fn weights(plan: &Plan, registry: &Registry, hooks: bool) -> Vec<Weig
 /// one that climbs (`..`) or starts at `/`.
 fn footprint(step: &Step, registry: &Registry) -> Option<Vec<String>> {
     let tool = registry.get(step.tool.as_deref()?)?;
-    let checks_files = step.assertions.iter().all(|a| {
-        matches!(
-            a,
-            Assertion::FileExists { .. }
-                | Assertion::FileNotExists { .. }
-                | Assertion::FileContains { .. }
-                | Assertion::FileNotContains { .. }
-                | Assertion::FileSizeGt { .. }
-                | Assertion::ContentChanged { .. }
-                | Assertion::OutputContains { .. }
-                | Assertion::ExitCodeEq { .. }
-        )
-    });
     if !tool.in_process()
-        || !checks_files
+        || step.assertions.iter().any(Assertion::looks_outside)
         || !step.acceptance_criteria.is_empty()
         || step.delegate.is_some()
     {

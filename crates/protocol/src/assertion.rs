@@ -172,6 +172,25 @@ impl Assertion {
         }
     }
 
+    /// Whether checking it runs a command or reaches the network (`command_succeeds`,
+    /// `socket_open`, `http_status`), rather than reading the workspace's files or the step's
+    /// own output. Matched exhaustively: a new kind must say which it is.
+    pub fn looks_outside(&self) -> bool {
+        match self {
+            Self::CommandSucceeds { .. } | Self::SocketOpen { .. } | Self::HttpStatus { .. } => {
+                true
+            }
+            Self::FileExists { .. }
+            | Self::FileNotExists { .. }
+            | Self::FileContains { .. }
+            | Self::FileNotContains { .. }
+            | Self::FileSizeGt { .. }
+            | Self::ContentChanged { .. }
+            | Self::OutputContains { .. }
+            | Self::ExitCodeEq { .. } => false,
+        }
+    }
+
     /// The hint given to the executor or planner when the assertion fails.
     pub fn recovery(&self) -> Option<&str> {
         match self {

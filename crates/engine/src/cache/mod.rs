@@ -132,14 +132,7 @@ pub(crate) fn never_cached(step: &Step, effect: Option<Effect>) -> Option<String
     }
     step.assertions
         .iter()
-        .find(|a| {
-            matches!(
-                a,
-                Assertion::CommandSucceeds { .. }
-                    | Assertion::SocketOpen { .. }
-                    | Assertion::HttpStatus { .. }
-            )
-        })
+        .find(|a| a.looks_outside())
         .map(|a| format!("its {} assertion looks outside the workspace", a.kind()))
 }
 
