@@ -9,10 +9,16 @@
 //! more, so records queued without waiting ride on the next durable one's commit (a step's end
 //! on the next step's intent), unless one of them was queued with [`Journal::record_all_now`]:
 //! the start and the end of a command, so that no commit waits into the time it runs and its
-//! end (which a resume could not rebuild from the workspace) is not held back. It is for a
-//! process whose journal is the only one writing its run: `pev run`'s tool steps. An agent's
-//! model calls are made durable on a journal of their own, and a record held back here could
-//! then land after a model call that followed it.
+//! end (which a resume could not rebuild from the workspace) is not held back.
+//!
+//! One file, one writer: [`Journal::start`] on a SQLite file this process already has a live
+//! writer for hands out another handle to that writer, so every record the process journals
+//! there is committed in the order it was queued, whoever queued it. An agent's model calls are
+//! journaled by the call log's handle and made durable one by one; a step's start queued by the
+//! engine just before it made that call is therefore on disk with the call or before it, never
+//! after (with two writers, a kill between their commits left an answered call with no started
+//! step to belong to, and `pev resume` asked the model again). That is also what keeps a
+//! lingering group from landing after a model call that followed it.
 //!
 //! A blob is committed with the record queued after it, never alone before it: the engine
 //! records a blob just before the row that names it (a mutation, the start of a write, a model
@@ -25,9 +31,10 @@
 //! error is kept, every waiter of that batch gets it, and every later call on any handle returns
 //! it: a journal never silently drops a record after an earlier one failed.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
-use std::sync::{Arc, LazyLock, OnceLock};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -58,6 +65,10 @@ pub const FAULT_ABORT_AFTER_COMMITS_ENV: &str = "PEV_FAULT_ABORT_AFTER_COMMITS";
 static FAULT_ABORT_AFTER: LazyLock<Option<u64>> = LazyLock::new(|| {
     std::env::var(FAULT_ABORT_AFTER_COMMITS_ENV).ok().and_then(|v| v.trim().parse().ok())
 });
+
+/// The live writers of this process, by the canonical path of their SQLite file: what
+/// [`Journal::start`] shares. Entries whose writer is gone are dropped on the next start.
+static WRITERS: Mutex<Vec<(PathBuf, Weak<Inner>)>> = Mutex::new(Vec::new());
 
 /// The process's group commits so far, counted only while the failpoint is set.
 static FAULT_COMMITS: AtomicU64 = AtomicU64::new(0);
@@ -161,6 +172,10 @@ impl Journal {
     /// writer (a clone of it): every commit goes through the session that holds the lease, so a
     /// process whose session was lost (its lease with it) can commit nothing more.
     ///
+    /// On a SQLite file this process already has a live writer for (one that has not failed),
+    /// the handle is that writer's: records queued through any handle are committed in the
+    /// order they were queued (the module's doc says why).
+    ///
     /// The journal key is the environment's (`key.rs`), created if missing, loaded once here.
     pub fn start(db: impl Into<Location>) -> Result<Journal, StoreError> {
         let db = db.into();
@@ -170,7 +185,26 @@ impl Journal {
         {
             return Ok(Journal { inner });
         }
-        Journal::start_new(&db, crate::key::load_key(CreateKey::Yes)?)
+        #[cfg_attr(not(feature = "postgres"), allow(irrefutable_let_patterns))]
+        let Location::File(path) = &db else {
+            return Journal::start_new(&db, crate::key::load_key(CreateKey::Yes)?);
+        };
+        // Held while a new writer opens, so two threads starting at once share one.
+        let mut writers = WRITERS.lock().unwrap_or_else(PoisonError::into_inner);
+        writers.retain(|(_, w)| w.strong_count() > 0);
+        if let Ok(canonical) = std::fs::canonicalize(path) {
+            let live =
+                writers.iter().filter(|(p, _)| *p == canonical).find_map(|(_, w)| w.upgrade());
+            if let Some(inner) = live.filter(|i| i.shared.sticky.get().is_none()) {
+                return Ok(Journal { inner });
+            }
+        }
+        let journal = Journal::start_new(&db, crate::key::load_key(CreateKey::Yes)?)?;
+        // The file exists now (the writer created it).
+        if let Ok(canonical) = std::fs::canonicalize(path) {
+            writers.push((canonical, Arc::downgrade(&journal.inner)));
+        }
+        Ok(journal)
     }
 
     /// [`Journal::start`] with the journal key given (tests, benches).

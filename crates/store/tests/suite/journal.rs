@@ -92,13 +92,48 @@ fn a_group_queued_now_does_not_linger() {
     assert!(commits >= pairs * 3 / 2, "{commits} commits for {pairs} pairs");
 }
 
-/// A journal not told to linger (an agent's, whose model calls go to a journal of their own)
+/// A journal not told to linger (an agent run's)
 /// commits a group no caller waits on as soon as the writer has it.
 #[test]
 fn a_journal_not_told_to_linger_does_not() {
     let pairs = 50;
     let commits = commits_for_pairs(None, pairs, |j, r| j.record(r).unwrap());
     assert!(commits >= pairs * 3 / 2, "{commits} commits for {pairs} pairs");
+}
+
+/// Two `Journal::start`s on one file in one process (an agent's run journal and its call log)
+/// are one writer: a durable record on either is committed with everything queued before it on
+/// the other. Two writers could commit the call log's durable model call while the run's step
+/// start still waited in the other queue; killed then, `pev resume` found an answered call with
+/// no started step and asked the model again. Here the first handle lingers for a minute, so
+/// with a writer of its own its record would still be waiting when the durable one returns.
+#[test]
+fn journals_started_on_one_file_commit_in_the_order_records_were_queued() {
+    let db = db();
+    // `Journal::start` uses the environment's journal key: the run is created with it too.
+    let store = pev_store::Store::open(&db.path).unwrap();
+    create(&store, "r1", "2026-01-01T00:00:00.000Z");
+    drop(store);
+    let run = pev_store::Journal::start(&db.path).unwrap();
+    let calls = pev_store::Journal::start(&db.path).unwrap();
+    run.linger(Duration::from_secs(60));
+    run.record(event_rec("r1", 0)).unwrap();
+    calls.record_durable(event_rec("r1", 1)).unwrap();
+    assert_eq!(count(&db.path, "events"), 2, "the record queued first is on disk too");
+    // A file reached by another name is the same file.
+    let dir = db.path.parent().unwrap();
+    let other_name =
+        dir.join("..").join(dir.file_name().unwrap()).join(db.path.file_name().unwrap());
+    let third = pev_store::Journal::start(other_name.as_path()).unwrap();
+    run.record(event_rec("r1", 2)).unwrap();
+    third.record_durable(event_rec("r1", 3)).unwrap();
+    assert_eq!(count(&db.path, "events"), 4);
+    // Once every handle is gone, the next start opens a writer of its own (not lingering).
+    drop((run, calls, third));
+    let fresh = pev_store::Journal::start(&db.path).unwrap();
+    fresh.record(event_rec("r1", 4)).unwrap();
+    fresh.flush().unwrap();
+    assert_eq!(count(&db.path, "events"), 5);
 }
 
 #[test]
