@@ -308,7 +308,10 @@ pub fn difference_with(recorded: &ChatRequest, now: &ChatRequest, masks: &Masks)
 
 /// A message as JSON with what changes from run to run masked in its tool results: `duration_ms`
 /// and `elapsed_ms`, and the volatile tokens `masks` finds (by default times, durations,
-/// temporary paths, process ids: `agent::volatile`).
+/// temporary paths, process ids: `agent::volatile`). A result that is JSON (a tool's output) is
+/// masked string by string, in the text as the tool gave it: in its serialised form a line break
+/// is the two characters `\n`, so the `n` would stick to the word after it ("\npid 4242" has no
+/// word boundary before `pid`) and a process id or time at the start of a line would go unmasked.
 fn masked(message: &Value, masks: &Masks) -> Value {
     let mut v = message.clone();
     if let Some(parts) = v.get_mut("content").and_then(Value::as_array_mut) {
@@ -318,7 +321,8 @@ fn masked(message: &Value, masks: &Masks) -> Value {
                 && let Ok(mut inner) = serde_json::from_str::<Value>(text)
             {
                 mask_durations(&mut inner);
-                *text = masks.mask(&inner.to_string()).into_owned();
+                mask_strings(&mut inner, masks);
+                *text = inner.to_string();
             } else if part.get("type").and_then(Value::as_str) == Some("tool_result")
                 && let Some(Value::String(text)) = part.get_mut("content")
             {
@@ -341,6 +345,20 @@ fn mask_durations(v: &mut Value) {
             }
         }
         Value::Array(items) => items.iter_mut().for_each(mask_durations),
+        _ => {}
+    }
+}
+
+/// Every string in `v` (keys stay) with `masks` applied.
+fn mask_strings(v: &mut Value, masks: &Masks) {
+    match v {
+        Value::String(text) => {
+            if let std::borrow::Cow::Owned(done) = masks.mask(text) {
+                *text = done;
+            }
+        }
+        Value::Object(map) => map.values_mut().for_each(|val| mask_strings(val, masks)),
+        Value::Array(items) => items.iter_mut().for_each(|val| mask_strings(val, masks)),
         _ => {}
     }
 }
@@ -428,6 +446,34 @@ mod tests {
             r
         };
         assert_eq!(difference(&result(12), &result(40)), None);
+    }
+
+    /// A command's output is masked in the text it printed, line by line: the process id and
+    /// the time at the start of the second line are masked too (in the serialised output they
+    /// follow the two characters `\n`, and were not), while what means something is not.
+    #[test]
+    fn volatile_tokens_at_the_start_of_an_output_line_are_masked() {
+        let result = |stdout: &str| {
+            let mut r = request(&["a"]);
+            let output = serde_json::json!({"exit_code": 0, "stdout": stdout});
+            r.messages.push(Message {
+                role: pev_providers::Role::User,
+                content: vec![ContentBlock::ToolResult {
+                    tool_use_id: "t1".into(),
+                    content: output.to_string(),
+                    is_error: false,
+                }],
+            });
+            r
+        };
+        let run = |pid: u32, time: &str| {
+            result(&format!("{time}Z\npid {pid} in /tmp/s-{pid}\n{time}Z done\n"))
+        };
+        let first = run(17510, "2026-11-27T23:04:51.871332683");
+        let later = run(17706, "2026-11-27T23:04:53.260721972");
+        assert_eq!(difference(&first, &later), None);
+        let meaning = |code: &str| result(&format!("pid 1\nexit {code}\n"));
+        assert!(difference(&meaning("0"), &meaning("1")).is_some());
     }
 
     #[test]
