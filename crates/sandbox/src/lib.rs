@@ -595,8 +595,9 @@ pub fn decide(settings: &Settings, has_helper: bool, probe: &Probe) -> Enforced 
     } else {
         gaps.push(
             "bubblewrap is not available and user namespaces cannot be made: .pev/ is writable \
-             by commands, and they share pev's process and network namespaces and reach the \
-             host's unix sockets"
+             by commands, they share pev's process and network namespaces and reach the \
+             host's unix sockets, and they can change the mode, owner and times of the user's \
+             files outside the workspace (Landlock does not cover those)"
                 .into(),
         );
     }

@@ -6,6 +6,11 @@
 //! socket directory are covered, and so is `/run` (host sockets: Docker's, D-Bus, a database's)
 //! when the network is closed, or the known host sockets one by one when it is open.
 //!
+//! Every mount is then made read-only but the writable roots, as bubblewrap's `--ro-bind / /`
+//! and `--bind ROOT ROOT`: Landlock refuses a command's writes outside them but not a change of
+//! an outside file's mode, owner, times or extended attributes (`chmod`, `chown`, `touch -d`,
+//! `setfattr` on anything the user owns), and a read-only mount refuses those.
+//!
 //! `/tmp` is a fresh tmpfs with the workspace, the run's `TMPDIR` and the `PATH` entries under it
 //! bound back (other programs' sockets live there). What bubblewrap gives and this does not: a
 //! private pid namespace (commands see host processes, though Landlock keeps them from
@@ -42,6 +47,7 @@ pub const NAMESPACES_VAR: &str = "PEV_SANDBOX_NAMESPACES";
 /// may (seccomp refuses `unshare` and `mount` afterwards).
 pub(crate) fn enter(spec: &Spec) -> Result<(), String> {
     private(spec.network == Network::Closed)?;
+    read_only_but(&spec.writable)?;
     if spec.network == Network::Closed && Path::new("/run").is_dir() {
         cover(Path::new("/run"))?;
         for extra in HOST_SOCKETS.iter().filter(|p| !p.starts_with("/run/")) {
@@ -137,6 +143,87 @@ fn private(network: bool) -> Result<(), String> {
         .map_err(|e| format!("making / private: {e}"))
 }
 
+/// Every mount of this namespace read-only, but the `writable` roots (each bound onto itself
+/// first, with the mounts beneath it, so it keeps its own flags). Each mount is remounted on its
+/// own with the flags it has (a user namespace may not clear `nosuid`, `nodev`, `noexec` or
+/// an atime setting of a mount it inherited); one it cannot reach (`EACCES`, `ENOENT`: under a
+/// directory it may not enter, or gone) is skipped as bubblewrap skips it, and `/` must succeed.
+fn read_only_but(writable: &[PathBuf]) -> Result<(), String> {
+    let roots: Vec<PathBuf> = writable.iter().filter_map(|p| p.canonicalize().ok()).collect();
+    for root in &roots {
+        mount(Some(root), root, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>)
+            .map_err(|e| format!("binding {} onto itself: {e}", root.display()))?;
+    }
+    let table = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
+    for (at, options) in mounts(&table) {
+        if roots.iter().any(|root| at.starts_with(root)) {
+            continue;
+        }
+        let flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | kept(&options);
+        match mount(None::<&str>, &at, None::<&str>, flags, None::<&str>) {
+            Ok(()) => {}
+            Err(nix::Error::EACCES | nix::Error::ENOENT) if at != Path::new("/") => {}
+            Err(e) => return Err(format!("making {} read-only: {e}", at.display())),
+        }
+    }
+    Ok(())
+}
+
+/// The mount points of a `/proc/self/mountinfo` table and the options of each mount (not of
+/// its file system), in the table's order (parents before the mounts beneath them).
+fn mounts(table: &str) -> Vec<(PathBuf, String)> {
+    table
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split(' ');
+            let at = fields.nth(4)?;
+            let options = fields.next()?;
+            Some((PathBuf::from(unescape(at)), options.to_owned()))
+        })
+        .collect()
+}
+
+/// A mountinfo path: space, tab, newline and backslash are written `\ooo` (octal).
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes.get(i + 1..i + 4).filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
+        match octal {
+            Some(d) if bytes[i] == b'\\' => {
+                let value = d.iter().fold(0u32, |acc, b| acc * 8 + u32::from(b - b'0'));
+                out.push(u8::try_from(value).unwrap_or(b'?'));
+                i += 4;
+            }
+            _ => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The flags of a mount's options that a remount must keep.
+fn kept(options: &str) -> MsFlags {
+    let mut flags = MsFlags::empty();
+    let mut atime = MsFlags::MS_STRICTATIME;
+    for option in options.split(',') {
+        match option {
+            "nosuid" => flags |= MsFlags::MS_NOSUID,
+            "nodev" => flags |= MsFlags::MS_NODEV,
+            "noexec" => flags |= MsFlags::MS_NOEXEC,
+            "nodiratime" => flags |= MsFlags::MS_NODIRATIME,
+            "noatime" => atime = MsFlags::MS_NOATIME,
+            "relatime" => atime = MsFlags::MS_RELATIME,
+            _ => {}
+        }
+    }
+    flags | atime
+}
+
 fn cover_if_there(path: &Path) -> Result<(), String> {
     if path.symlink_metadata().is_ok() { cover(path) } else { Ok(()) }
 }
@@ -166,7 +253,46 @@ pub(crate) fn available() -> Result<(), String> {
         return Err(format!("pev's namespaces: turned off ({NAMESPACES_VAR}=off)"));
     }
     private(true).map_err(|e| format!("pev's namespaces: {e}"))?;
+    read_only_but(&[std::env::temp_dir()]).map_err(|e| format!("pev's namespaces: {e}"))?;
     cover(Path::new("/proc/self/attr"))
         .or_else(|_| cover(&std::env::temp_dir()))
         .map_err(|e| format!("pev's namespaces: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use nix::mount::MsFlags;
+
+    use super::{kept, mounts};
+
+    #[test]
+    fn the_mount_table_gives_each_mount_point_and_its_own_options() {
+        let table = "\
+22 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard
+23 22 0:21 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw
+24 22 0:40 / /mnt/my\\040disk ro,noatime shared:1 - vfat /dev/sdb1 rw
+25 22 0:41 / /back\\134slash\\011tab rw - tmpfs tmpfs rw
+";
+        let got = mounts(table);
+        let at: Vec<PathBuf> = got.iter().map(|(p, _)| p.clone()).collect();
+        assert_eq!(
+            at,
+            ["/", "/proc", "/mnt/my disk", "/back\\slash\ttab"].map(PathBuf::from).to_vec()
+        );
+        assert_eq!(got[1].1, "rw,nosuid,nodev,noexec,relatime");
+        assert_eq!(got[2].1, "ro,noatime", "the file system's options are not the mount's");
+    }
+
+    #[test]
+    fn a_remount_keeps_the_flags_a_user_namespace_may_not_clear() {
+        assert_eq!(
+            kept("rw,nosuid,nodev,noexec,relatime"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC | MsFlags::MS_RELATIME
+        );
+        assert_eq!(kept("ro,noatime"), MsFlags::MS_NOATIME);
+        assert_eq!(kept("rw,nodiratime"), MsFlags::MS_NODIRATIME | MsFlags::MS_STRICTATIME);
+        assert_eq!(kept("rw"), MsFlags::MS_STRICTATIME);
+    }
 }

@@ -1,9 +1,12 @@
 //! Issue 28: without bubblewrap, pev's helper makes its own namespaces where the kernel lets an
 //! unprivileged process (user namespaces): a command cannot reach a host unix socket (here a
-//! server's in `/tmp`, as tmux's and ssh-agent's are), cannot see the journal in `.pev/`, and
-//! still writes its workspace and its `TMPDIR`. Where user namespaces cannot be made the run
-//! says `partial`, and this test says it was skipped.
+//! server's in `/tmp`, as tmux's and ssh-agent's are), cannot see the journal in `.pev/`,
+//! cannot change the mode or times of a file outside the workspace (every mount is read-only
+//! but the writable roots, as under bubblewrap), and still writes its workspace and its
+//! `TMPDIR`. Where user namespaces cannot be made the run says `partial`, and this test says it
+//! was skipped.
 
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::time::Duration;
 
@@ -29,9 +32,22 @@ fn without_bubblewrap_host_sockets_and_the_journal_are_out_of_reach() {
          && echo connected",
         socket.display()
     );
+    // A file of the user's outside the workspace (not under /tmp, which is a fresh tmpfs):
+    // Landlock refuses writing it, but not changing its mode or times; the read-only mounts do.
+    let holder =
+        tempfile::Builder::new().prefix("pev-escape-").tempdir_in("/var/tmp").expect("dir");
+    let victim = holder.path().join("victim.txt");
+    std::fs::write(&victim, "outside\n").expect("victim");
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let stamp =
+        |p: &std::path::Path| std::fs::metadata(p).expect("meta").modified().expect("mtime");
+    let mtime = stamp(&victim);
+    let v = victim.display();
     let steps = vec![
         json!({"id": "socket", "tool": "shell.exec", "on_fail": "continue",
                "parameters": {"command": connect}}),
+        json!({"id": "metadata", "tool": "shell.exec", "on_fail": "continue",
+               "parameters": {"command": format!("chmod 777 {v}; touch -d 2001-01-01 {v}; echo tried")}}),
         json!({"id": "journal", "tool": "shell.exec", "on_fail": "continue",
                "parameters": {"command": "ls -A .pev; test -e .pev/pev.db && echo SEEN; echo x > .pev/planted"}}),
         json!({"id": "work", "tool": "shell.exec",
@@ -71,6 +87,15 @@ fn without_bubblewrap_host_sockets_and_the_journal_are_out_of_reach() {
     let journal_out = out.step("journal")["output"]["stdout"].to_string();
     assert!(!journal_out.contains("SEEN") && !journal_out.contains("pev.db"), "{journal_out}");
     assert!(!ws.path().join(".pev/planted").exists());
+    assert_eq!(
+        std::fs::metadata(&victim).expect("meta").permissions().mode() & 0o777,
+        0o644,
+        "chmod reached a file outside the workspace: {}",
+        out.step("metadata")["output"]
+    );
+    assert_eq!(stamp(&victim), mtime, "touch reached a file outside the workspace");
+    let refused = out.step("metadata")["output"]["stderr"].to_string();
+    assert!(refused.contains("Read-only file system"), "{refused}");
     assert_eq!(out.step_status("work"), "done", "{}", out.result());
     assert_eq!(ws.read("out.txt"), "ok\n");
     assert_eq!(out.step("work")["output"]["stdout"], "t\n");
