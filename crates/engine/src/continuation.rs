@@ -216,7 +216,7 @@ mod tests {
             status,
             output: Some(json!({"n": n})),
             error: (status == ToolCallStatus::Failed)
-                .then(|| "interrupted by a crash; run again on resume".to_owned()),
+                .then(|| crate::step::recover::CRASHED.to_owned()),
             ended_at: None,
             duration_ms: None,
         }

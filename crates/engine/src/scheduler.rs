@@ -181,7 +181,7 @@ impl Engine {
         }
         // What resume needs to settle an interrupted call of step `id`.
         let recovery_of = |id: &str, call: &pev_store::ToolCallRecord| Recovery {
-            call: call.clone(),
+            call: crate::step::recover::reopened(call),
             before_hashes: record
                 .file_hashes
                 .iter()

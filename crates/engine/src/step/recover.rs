@@ -23,6 +23,32 @@ use crate::call::{Before, Call, CallEnd, snapshot};
 use crate::digest::sha256_hex;
 use crate::state::step::{Shared, StepReport};
 
+/// The end `settle` journals for an interrupted call that runs again, as its last word: an
+/// exec, network or read call (whose effect cannot be checked), and a write the file shows was
+/// not applied. A resume cut off after this end and before the call's new intent leaves it
+/// as it is; the next resume settles that call again ([`reopened`]) rather than take the end
+/// for the tool's failure.
+pub(crate) const CRASHED: &str = "interrupted by a crash; run again on resume";
+/// See [`CRASHED`].
+pub(crate) const NOT_APPLIED: &str = "interrupted before it took effect; run again on resume";
+
+/// `call` as a resume must settle it. A call an earlier resume ended with a run-again end
+/// ([`CRASHED`], [`NOT_APPLIED`]) and was cut off before running again is still interrupted:
+/// settled again as then (its file hashed, its process's mark read, a step not repeatable
+/// held as then), not failed with a message meant for the journal.
+pub(crate) fn reopened(call: &pev_store::ToolCallRecord) -> pev_store::ToolCallRecord {
+    let mut call = call.clone();
+    let run_again = call.error.as_deref().is_some_and(|e| e == CRASHED || e == NOT_APPLIED);
+    if call.status == ToolCallStatus::Failed && run_again {
+        call.status = ToolCallStatus::Started;
+        call.error = None;
+        call.output = None;
+        call.ended_at = None;
+        call.duration_ms = None;
+    }
+    call
+}
+
 /// Whether an interrupted call's effect may have happened and cannot be checked from outside: an
 /// exec or network call the journal shows started and never ended, unless its mark under `root`
 /// says its process never spawned (`spawn_mark`). (A write is settled by its file's hash; a
@@ -88,11 +114,7 @@ pub(crate) async fn settle(
     };
 
     if record.effect != Effect::Write || record.path.is_none() {
-        shared.recorder.record(end(
-            ToolCallStatus::Failed,
-            None,
-            Some("interrupted by a crash; run again on resume".to_owned()),
-        ))?;
+        shared.recorder.record(end(ToolCallStatus::Failed, None, Some(CRASHED.to_owned())))?;
         let root = shared.engine.ctx.workspace.root();
         if record.effect == Effect::Exec && !may_have_run(root, &record) {
             report.slot.evidence.push(format!(
@@ -191,11 +213,7 @@ pub(crate) async fn settle(
         return Ok(Some((before, end)));
     }
     if now_sha.as_ref().is_some_and(|s| *s == record.pre_sha256) {
-        shared.recorder.record(end(
-            ToolCallStatus::Failed,
-            None,
-            Some("interrupted before it took effect; run again on resume".to_owned()),
-        ))?;
+        shared.recorder.record(end(ToolCallStatus::Failed, None, Some(NOT_APPLIED.to_owned())))?;
         return Ok(None);
     }
     let error = format!(

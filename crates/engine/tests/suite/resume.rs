@@ -249,6 +249,85 @@ async fn a_write_not_yet_applied_runs_once() {
     assert!(!result.file_mutations[0].no_op);
 }
 
+/// A resume that ended the interrupted call with its run-again end and was killed before the
+/// call's new intent (a group commit fell between the two; seen once in the crash test: the
+/// second resume exited 1): the next resume settles that call again and runs the write once,
+/// instead of failing the step with "interrupted before it took effect; run again on resume".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_a_killed_resume_marked_to_run_again_runs_once() {
+    let h = Harness::new();
+    let (params, call) = write_call("test.write", Some(OLD));
+    let run_id = crash(&h, &params, &call);
+    h.write("f.txt", OLD);
+    run_again_end(&h, &run_id, "interrupted before it took effect; run again on resume");
+
+    let result = h.resume(&run_id, config(2)).await;
+
+    assert_eq!(result.status, RunStatus::Success, "{:?}", result.reasons);
+    assert_eq!(h.probe.calls("f.txt"), 1);
+    assert_eq!(h.read("f.txt"), NEW);
+    assert_eq!(step(&result, "b").attempts, 1);
+    assert_eq!(result.file_mutations.len(), 1);
+}
+
+/// The same for a command: the second resume runs it again with the first one's warning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exec_a_killed_resume_marked_to_run_again_runs_once() {
+    let h = Harness::new();
+    let params = json!({"key": "b"});
+    let call = Interrupted {
+        tool: "test.exec",
+        effect: Effect::Exec,
+        arguments: params.clone(),
+        target: None,
+        finished: None,
+    };
+    let run_id = crash(&h, &params, &call);
+    run_again_end(&h, &run_id, "interrupted by a crash; run again on resume");
+
+    let result = h.resume(&run_id, config(2)).await;
+
+    assert_eq!(result.status, RunStatus::Success, "{:?}", result.reasons);
+    assert_eq!(h.probe.calls("b"), 1);
+    assert_eq!(step(&result, "b").attempts, 1);
+    assert!(
+        result.warnings.iter().any(|w| w.contains("so it runs again")),
+        "{:?}",
+        result.warnings
+    );
+}
+
+/// A call that really failed stays failed on resume: only the run-again ends are reopened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_failed_is_not_run_again_on_resume() {
+    let h = Harness::new();
+    let (params, call) = write_call("test.write", Some(OLD));
+    let run_id = crash(&h, &params, &call);
+    h.write("f.txt", OLD);
+    run_again_end(&h, &run_id, "disk full");
+
+    let result = h.resume(&run_id, config(2)).await;
+
+    assert_eq!(result.status, RunStatus::Failed, "{:?}", result.reasons);
+    assert_eq!(h.probe.calls("f.txt"), 0);
+    assert_eq!(h.read("f.txt"), OLD);
+}
+
+/// The end an earlier resume journaled for the interrupted call `b#1.0`, as `settle` writes it.
+fn run_again_end(h: &Harness, run_id: &str, error: &str) {
+    h.store()
+        .write(&Record::ToolCallFinished(ToolCallEnd {
+            run_id: run_id.to_owned(),
+            call_id: "b#1.0".into(),
+            status: ToolCallStatus::Failed,
+            output: None,
+            error: Some(error.to_owned()),
+            ended_at: now_rfc3339(),
+            duration_ms: 0,
+        }))
+        .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_changed_by_someone_else_fails_the_step() {
     let h = Harness::new();
