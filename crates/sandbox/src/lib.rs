@@ -588,13 +588,15 @@ pub fn decide(settings: &Settings, has_helper: bool, probe: &Probe) -> Enforced 
         mechanisms.push(PEV_NAMESPACES.into());
         gaps.push(
             "bubblewrap is not installed; pev's own namespaces hide .pev/, the secrets and the \
-             host's sockets, but commands share pev's process namespace (they see host \
-             processes; Landlock keeps them from signalling any)"
+             host's sockets and make every mount read-only but the workspace and TMPDIR, but \
+             commands share pev's process namespace (they see host processes; Landlock keeps \
+             them from signalling any) and see the host's /dev and /proc (read-only)"
                 .into(),
         );
     } else {
         gaps.push(
-            "bubblewrap is not available and user namespaces cannot be made: .pev/ is writable \
+            "bubblewrap is not available and pev's own namespaces cannot be made here (`pev \
+             doctor` says why): .pev/ is writable \
              by commands, they share pev's process and network namespaces and reach the \
              host's unix sockets, and they can change the mode, owner and times of the user's \
              files outside the workspace (Landlock does not cover those)"

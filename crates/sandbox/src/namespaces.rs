@@ -144,84 +144,104 @@ fn private(network: bool) -> Result<(), String> {
 }
 
 /// Every mount of this namespace read-only, but the `writable` roots (each bound onto itself
-/// first, with the mounts beneath it, so it keeps its own flags). Each mount is remounted on its
-/// own with the flags it has (a user namespace may not clear `nosuid`, `nodev`, `noexec` or
-/// an atime setting of a mount it inherited); one it cannot reach (`EACCES`, `ENOENT`: under a
-/// directory it may not enter, or gone) is skipped as bubblewrap skips it, and `/` must succeed.
+/// first, with the mounts beneath it, so it keeps its own flags). Each mount point is remounted
+/// once, on its own, with the flags of the mount on top there as `statvfs` reads them (a user
+/// namespace may not clear a `nosuid`, `nodev`, `noexec` or atime setting it inherited; the
+/// table's line may be a mount stacked beneath, with other flags). One it cannot reach (`EACCES`,
+/// `ENOENT`: under a directory it may not enter, or gone; `EINVAL`: no longer a mount point, its
+/// parent mounted over) is skipped, as bubblewrap skips it; `/` must succeed.
 fn read_only_but(writable: &[PathBuf]) -> Result<(), String> {
     let roots: Vec<PathBuf> = writable.iter().filter_map(|p| p.canonicalize().ok()).collect();
     for root in &roots {
         mount(Some(root), root, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>)
             .map_err(|e| format!("binding {} onto itself: {e}", root.display()))?;
     }
-    let table = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
-    for (at, options) in mounts(&table) {
-        if roots.iter().any(|root| at.starts_with(root)) {
+    let table =
+        std::fs::read("/proc/self/mountinfo").map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
+    let mut done = std::collections::HashSet::new();
+    for at in mounts(&table) {
+        if roots.iter().any(|root| at.starts_with(root)) || !done.insert(at.clone()) {
             continue;
         }
-        let flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | kept(&options);
-        match mount(None::<&str>, &at, None::<&str>, flags, None::<&str>) {
+        let root = at == Path::new("/");
+        match remount_read_only(&at) {
             Ok(()) => {}
-            Err(nix::Error::EACCES | nix::Error::ENOENT) if at != Path::new("/") => {}
+            Err(nix::Error::EACCES | nix::Error::ENOENT | nix::Error::EINVAL) if !root => {}
             Err(e) => return Err(format!("making {} read-only: {e}", at.display())),
         }
     }
     Ok(())
 }
 
-/// The mount points of a `/proc/self/mountinfo` table and the options of each mount (not of
-/// its file system), in the table's order (parents before the mounts beneath them).
-fn mounts(table: &str) -> Vec<(PathBuf, String)> {
+/// The mount on top at `at` remounted read-only, keeping its other flags.
+fn remount_read_only(at: &Path) -> Result<(), nix::Error> {
+    let flags = kept(nix::sys::statvfs::statvfs(at)?.flags());
+    let flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | flags;
+    mount(None::<&str>, at, None::<&str>, flags, None::<&str>)
+}
+
+/// The mount points of a `/proc/self/mountinfo` table, in its order (parents before the mounts
+/// beneath them). Bytes, not text: a mount point may be any bytes but `/` and NUL.
+fn mounts(table: &[u8]) -> Vec<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
     table
-        .lines()
-        .filter_map(|line| {
-            let mut fields = line.split(' ');
-            let at = fields.nth(4)?;
-            let options = fields.next()?;
-            Some((PathBuf::from(unescape(at)), options.to_owned()))
-        })
+        .split(|b| *b == b'\n')
+        .filter_map(|line| line.split(|b| *b == b' ').nth(4))
+        .map(|at| PathBuf::from(std::ffi::OsStr::from_bytes(&unescape(at))))
         .collect()
 }
 
 /// A mountinfo path: space, tab, newline and backslash are written `\ooo` (octal).
-fn unescape(field: &str) -> String {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
+fn unescape(field: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(field.len());
     let mut i = 0;
-    while i < bytes.len() {
-        let octal = bytes.get(i + 1..i + 4).filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
+    while i < field.len() {
+        let octal = field.get(i + 1..i + 4).filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
         match octal {
-            Some(d) if bytes[i] == b'\\' => {
+            Some(d) if field[i] == b'\\' => {
                 let value = d.iter().fold(0u32, |acc, b| acc * 8 + u32::from(b - b'0'));
                 out.push(u8::try_from(value).unwrap_or(b'?'));
                 i += 4;
             }
             _ => {
-                out.push(bytes[i]);
+                out.push(field[i]);
                 i += 1;
             }
         }
     }
-    String::from_utf8_lossy(&out).into_owned()
+    out
 }
 
-/// The flags of a mount's options that a remount must keep.
-fn kept(options: &str) -> MsFlags {
+/// `MS_NOSYMFOLLOW` (Linux 5.10), which nix does not name; `ST_NOSYMFOLLOW` is its statvfs flag.
+const MS_NOSYMFOLLOW: libc::c_ulong = 256;
+const ST_NOSYMFOLLOW: libc::c_ulong = 0x2000;
+
+/// The flags of a mount (as `statvfs` gives them) that a remount must keep.
+fn kept(have: nix::sys::statvfs::FsFlags) -> MsFlags {
+    use nix::sys::statvfs::FsFlags;
+    let pairs = [
+        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+    ];
     let mut flags = MsFlags::empty();
-    let mut atime = MsFlags::MS_STRICTATIME;
-    for option in options.split(',') {
-        match option {
-            "nosuid" => flags |= MsFlags::MS_NOSUID,
-            "nodev" => flags |= MsFlags::MS_NODEV,
-            "noexec" => flags |= MsFlags::MS_NOEXEC,
-            "nodiratime" => flags |= MsFlags::MS_NODIRATIME,
-            "noatime" => atime = MsFlags::MS_NOATIME,
-            "relatime" => atime = MsFlags::MS_RELATIME,
-            _ => {}
+    for (st, ms) in pairs {
+        if have.contains(st) {
+            flags |= ms;
         }
     }
-    flags | atime
+    if have.bits() & ST_NOSYMFOLLOW != 0 {
+        flags |= MsFlags::from_bits_retain(MS_NOSYMFOLLOW);
+    }
+    flags
+        | if have.contains(FsFlags::ST_NOATIME) {
+            MsFlags::MS_NOATIME
+        } else if have.contains(FsFlags::ST_RELATIME) {
+            MsFlags::MS_RELATIME
+        } else {
+            MsFlags::MS_STRICTATIME
+        }
 }
 
 fn cover_if_there(path: &Path) -> Result<(), String> {
@@ -243,8 +263,8 @@ fn cover(path: &Path) -> Result<(), String> {
 fn read_only_bind(path: &Path) -> Result<(), String> {
     let failed = |e: nix::Error| format!("freezing {}: {e}", path.display());
     mount(Some(path), path, None::<&str>, MsFlags::MS_BIND, None::<&str>).map_err(failed)?;
-    let flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
-    mount(None::<&str>, path, None::<&str>, flags, None::<&str>).map_err(failed)
+    // With the flags the bind inherited (a workspace on a `nosuid,nodev` /tmp keeps them).
+    remount_read_only(path).map_err(failed)
 }
 
 /// Whether this process can make the namespaces (run in the probe's throw-away process).
@@ -264,35 +284,46 @@ mod tests {
     use std::path::PathBuf;
 
     use nix::mount::MsFlags;
+    use nix::sys::statvfs::FsFlags;
 
     use super::{kept, mounts};
 
     #[test]
-    fn the_mount_table_gives_each_mount_point_and_its_own_options() {
-        let table = "\
+    fn the_mount_table_gives_each_mount_point_as_bytes() {
+        let table = b"\
 22 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard
 23 22 0:21 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw
 24 22 0:40 / /mnt/my\\040disk ro,noatime shared:1 - vfat /dev/sdb1 rw
 25 22 0:41 / /back\\134slash\\011tab rw - tmpfs tmpfs rw
+26 22 0:42 / /media/caf\xe9 rw - vfat /dev/sdc1 rw
 ";
         let got = mounts(table);
-        let at: Vec<PathBuf> = got.iter().map(|(p, _)| p.clone()).collect();
-        assert_eq!(
-            at,
-            ["/", "/proc", "/mnt/my disk", "/back\\slash\ttab"].map(PathBuf::from).to_vec()
-        );
-        assert_eq!(got[1].1, "rw,nosuid,nodev,noexec,relatime");
-        assert_eq!(got[2].1, "ro,noatime", "the file system's options are not the mount's");
+        use std::os::unix::ffi::OsStrExt;
+        let latin1 = PathBuf::from(std::ffi::OsStr::from_bytes(b"/media/caf\xe9"));
+        let want: Vec<PathBuf> = ["/", "/proc", "/mnt/my disk", "/back\\slash\ttab"]
+            .map(PathBuf::from)
+            .into_iter()
+            .chain([latin1])
+            .collect();
+        assert_eq!(got, want);
     }
 
     #[test]
     fn a_remount_keeps_the_flags_a_user_namespace_may_not_clear() {
         assert_eq!(
-            kept("rw,nosuid,nodev,noexec,relatime"),
+            kept(
+                FsFlags::ST_NOSUID | FsFlags::ST_NODEV | FsFlags::ST_NOEXEC | FsFlags::ST_RELATIME
+            ),
             MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC | MsFlags::MS_RELATIME
         );
-        assert_eq!(kept("ro,noatime"), MsFlags::MS_NOATIME);
-        assert_eq!(kept("rw,nodiratime"), MsFlags::MS_NODIRATIME | MsFlags::MS_STRICTATIME);
-        assert_eq!(kept("rw"), MsFlags::MS_STRICTATIME);
+        assert_eq!(kept(FsFlags::ST_RDONLY | FsFlags::ST_NOATIME), MsFlags::MS_NOATIME);
+        assert_eq!(kept(FsFlags::ST_NODIRATIME), MsFlags::MS_NODIRATIME | MsFlags::MS_STRICTATIME);
+        assert_eq!(kept(FsFlags::empty()), MsFlags::MS_STRICTATIME);
+        let nosymfollow = FsFlags::from_bits_retain(0x2000);
+        assert_eq!(
+            kept(nosymfollow),
+            MsFlags::from_bits_retain(256) | MsFlags::MS_STRICTATIME,
+            "nosymfollow is kept"
+        );
     }
 }
