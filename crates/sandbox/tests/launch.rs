@@ -127,6 +127,23 @@ fn kill_ends_every_descendant_including_setsid_ones() {
     assert!(!ws.join("late.txt").exists(), "a setsid descendant survived the kill");
 }
 
+/// A delegated child's write scope swapped for a symlink out of the workspace after it was made
+/// (a parent's command may write the workspace): its commands are refused, not given the
+/// symlink's target to write.
+#[test]
+fn a_write_scope_that_resolves_outside_the_workspace_is_refused() {
+    let probe = Probe { landlock_abi: Some(7), seccomp: true, ..Probe::default() };
+    let sandbox = Sandbox::with_probe(Settings::default(), Some(helper()), probe);
+    let (_root, ws, outside) = workspace();
+    std::fs::create_dir(ws.join("real")).unwrap();
+    std::os::unix::fs::symlink(&outside, ws.join("scope")).unwrap();
+    let argv = || vec!["true".to_owned()];
+    let err = sandbox.launch_in(&ws, &ws.join("scope"), argv(), Vec::new()).unwrap_err();
+    assert!(err.0.contains("outside the workspace"), "{err}");
+    assert!(sandbox.launch_in(&ws, &ws.join("real"), argv(), Vec::new()).is_ok());
+    assert!(sandbox.launch_in(&ws, &ws, argv(), Vec::new()).is_ok());
+}
+
 #[test]
 fn require_refuses_below_full_and_off_refuses_to_launch() {
     let probe = Probe { landlock_abi: Some(7), seccomp: true, ..Probe::default() };
