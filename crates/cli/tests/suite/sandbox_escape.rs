@@ -83,6 +83,29 @@ fn writes_outside_the_workspace_are_refused_by_every_route() {
     if !full_sandbox() {
         return;
     }
+    writes_outside_are_refused(None);
+}
+
+/// The same routes with pev's own namespaces in bubblewrap's place (CI installs bubblewrap, so
+/// without this the namespaces' side of them would go untried there; on a machine without
+/// bubblewrap a command could `chmod` a file outside while the run said `full`).
+#[test]
+fn writes_outside_the_workspace_are_refused_by_every_route_without_bubblewrap() {
+    let root = tempfile::tempdir().expect("dir");
+    let path = path_without_bwrap(root.path());
+    let doctor =
+        run(pev().env("PATH", &path).env_remove("PEV_SANDBOX_NAMESPACES"), &["doctor", "--json"]);
+    let enforced = &doctor.json()["sandbox"]["enforced"];
+    if enforced["level"] != "full" {
+        eprintln!("skipped: no full sandbox without bubblewrap here: {}", enforced["gaps"]);
+        return;
+    }
+    assert!(enforced["mechanisms"].to_string().contains("namespaces"), "{enforced}");
+    writes_outside_are_refused(Some(&path));
+}
+
+/// Every route out, each a step; with `path`, pev runs with that `PATH` (one without bwrap).
+fn writes_outside_are_refused(path: Option<&str>) {
     let ws = Ws::new();
     // Outside, and not under /tmp (which is an empty tmpfs inside bubblewrap): the read-only
     // root and Landlock must be what refuses.
@@ -111,13 +134,27 @@ fn writes_outside_the_workspace_are_refused_by_every_route() {
         ("rename-out", format!("echo y > local.txt && mv local.txt {o}/moved-out.txt")),
         ("remove", format!("rm -f {o}/victim.txt")),
         ("chmod", format!("chmod 777 {o}/victim.txt")),
+        ("touch", format!("touch -d 2001-01-01 {o}/victim.txt")),
     ]);
-    let out = run_plan(&ws, steps, None);
+    let mtime = std::fs::metadata(&victim).expect("meta").modified().expect("mtime");
+    let out = match path {
+        None => run_plan(&ws, steps, None),
+        Some(path) => {
+            let plan = ws.plan_file(&json!({"goal": "Try to get out", "steps": steps}));
+            let plan = plan.to_str().expect("utf-8").to_owned();
+            let args = ["run", &plan, "--workspace", &ws.arg(), "--json", "--jobs", "1", "--yes"];
+            let mut cmd = pev();
+            cmd.env("PATH", path).env_remove("PEV_SANDBOX_NAMESPACES");
+            Outcome::from(run(&mut cmd, &args))
+        }
+    };
     assert!([0, 1, 3].contains(&out.code), "{}", out.stderr);
     assert_eq!(entries(&out_dir), vec!["victim.txt"], "something was created or removed outside");
     assert_eq!(std::fs::read_to_string(&victim).expect("victim"), VICTIM);
     let mode = std::fs::metadata(&victim).expect("meta").permissions().mode() & 0o777;
     assert_eq!(mode, 0o644, "chmod reached the outside file");
+    let now = std::fs::metadata(&victim).expect("meta").modified().expect("mtime");
+    assert_eq!(now, mtime, "touch reached the outside file");
     // The refusal is the kernel's, and the command saw it.
     let stderr = stderr_of(&out, "create");
     assert!(
