@@ -533,12 +533,16 @@ fn a_loop_agent_run_killed_at_every_journal_commit_resumes_and_replays() {
         // the model's script goes on out of step, and the run ends failed (old.txt missing from
         // its file changes). The files still end as they should.
         //
-        // Fixed (issue 31), checked (see the replay below): the model's calls are journaled by a
-        // journal of their own, so one can be on disk while the end of the write it answers is
-        // not. Killed there, the resume recovers the write with a made-up output, the request
-        // that carries it differs from the journaled one, and that turn is asked again (a real
-        // model is paid twice): the script of the remaining turns is then one turn off, and the
-        // run ends failed.
+        // Fixed (issue 31), checked (see the replay below): the model's calls were journaled by
+        // a writer of their own, so one could be on disk while the end of the write it answers
+        // was not. Killed there, the resume recovered the write with a made-up output, the
+        // request that carries it differed from the journaled one, and that turn was asked again
+        // (a real model is paid twice): the script of the remaining turns was then one turn off,
+        // and the run ended failed. The same two writers could put the first answered call on
+        // disk before its step's start: killed there (kill point 1, under load), the resume had
+        // no started step to give the call to and asked the script again ("no turn left"). One
+        // writer per file per process since (`pev_store::Journal::start`; the store's ordering
+        // test checks it), so neither can happen; either would fail here.
         if out.status() != "success" {
             let talk = pev_at(&ws, &["show", "last", "--conversation", "--format", "json"], &[]);
             let refused = "plan-execution mismatch: the step was to change old.txt, but it \
