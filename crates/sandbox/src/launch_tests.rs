@@ -59,7 +59,14 @@ fn launch_computes_what_is_hidden_read_only_frozen_and_writable() {
     assert_eq!(tmpdir, [&("TMPDIR".to_owned(), tmp.display().to_string())]);
     assert!(spec.env.contains(&("A".to_owned(), "1".to_owned())), "{:?}", spec.env);
     assert!(spec.layers.landlock && spec.layers.seccomp && !spec.layers.bubblewrap);
+    assert!(!spec.layers.namespaces, "Landlock alone: pev's namespaces were not found");
     assert!(!spec.layers.strict, "auto is not strict");
+    // Where the probe found pev's own namespaces (and no bubblewrap), the helper makes them.
+    let with_namespaces = Probe { namespaces: true, ..landlock_only() };
+    let namespaced =
+        Sandbox::with_probe(Settings::default(), Some(PathBuf::from("/bin/true")), with_namespaces);
+    let spec = spec_of(&namespaced, &ws, &ws);
+    assert!(spec.layers.namespaces && !spec.layers.bubblewrap, "{:?}", spec.layers);
 
     // Writes confined to a sub-directory: the journal beside it is no writable root's.
     let spec = spec_of(&sandbox, &ws, &sub);
