@@ -625,6 +625,36 @@ pub fn decide(settings: &Settings, has_helper: bool, probe: &Probe) -> Enforced 
     }
 }
 
+/// The directory a command may write: `write_root` as it is now, which must still lie inside the
+/// workspace. A delegated child's scope was checked for symlinks when it was made, but the
+/// parent's own commands may write the workspace and could since have swapped the scope (or a
+/// directory above it) for a symlink to `$HOME`: the child's sandbox would then bind, and
+/// Landlock allow, the symlink's target. Resolved here, the scope is refused instead. (A swap
+/// between this check and the sandbox's own bind remains possible while a parent's command runs
+/// beside the child.)
+fn within(workspace: &Path, write_root: &Path) -> Result<PathBuf, Refused> {
+    if write_root == workspace {
+        return Ok(write_root.to_path_buf());
+    }
+    let resolve = |p: &Path| {
+        p.canonicalize().map_err(|e| {
+            Refused(format!("cannot resolve {}: {e}; the command was not run", p.display()))
+        })
+    };
+    let (root, scope) = (resolve(workspace)?, resolve(write_root)?);
+    if scope.starts_with(&root) {
+        Ok(scope)
+    } else {
+        Err(Refused(format!(
+            "the write scope {} resolves to {}, outside the workspace {} (a symlink?); the \
+             command was not run",
+            write_root.display(),
+            scope.display(),
+            root.display()
+        )))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
@@ -698,33 +728,3 @@ mod tests {
 #[cfg(test)]
 #[path = "launch_tests.rs"]
 mod launch_tests;
-
-/// The directory a command may write: `write_root` as it is now, which must still lie inside the
-/// workspace. A delegated child's scope was checked for symlinks when it was made, but the
-/// parent's own commands may write the workspace and could since have swapped the scope (or a
-/// directory above it) for a symlink to `$HOME`: the child's sandbox would then bind, and
-/// Landlock allow, the symlink's target. Resolved here, the scope is refused instead. (A swap
-/// between this check and the sandbox's own bind remains possible while a parent's command runs
-/// beside the child.)
-fn within(workspace: &Path, write_root: &Path) -> Result<PathBuf, Refused> {
-    if write_root == workspace {
-        return Ok(write_root.to_path_buf());
-    }
-    let resolve = |p: &Path| {
-        p.canonicalize().map_err(|e| {
-            Refused(format!("cannot resolve {}: {e}; the command was not run", p.display()))
-        })
-    };
-    let (root, scope) = (resolve(workspace)?, resolve(write_root)?);
-    if scope.starts_with(&root) {
-        Ok(scope)
-    } else {
-        Err(Refused(format!(
-            "the write scope {} resolves to {}, outside the workspace {} (a symlink?); the \
-             command was not run",
-            write_root.display(),
-            scope.display(),
-            root.display()
-        )))
-    }
-}

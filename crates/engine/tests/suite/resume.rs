@@ -150,6 +150,19 @@ fn write_call(tool: &'static str, pre: Option<&'static str>) -> (Value, Interrup
     (params, call)
 }
 
+/// `test.exec` with `{"key": "b"}`, interrupted before it ended.
+fn exec_call() -> (Value, Interrupted) {
+    let params = json!({"key": "b"});
+    let call = Interrupted {
+        tool: "test.exec",
+        effect: Effect::Exec,
+        arguments: params.clone(),
+        target: None,
+        finished: None,
+    };
+    (params, call)
+}
+
 fn call_status(h: &Harness, run_id: &str, call_id: &str) -> (ToolCallStatus, Option<String>) {
     let run = h.store().load_run(run_id).unwrap();
     let call = run.tool_calls.iter().find(|c| c.call_id == call_id).unwrap();
@@ -274,14 +287,7 @@ async fn a_write_a_killed_resume_marked_to_run_again_runs_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_exec_a_killed_resume_marked_to_run_again_runs_once() {
     let h = Harness::new();
-    let params = json!({"key": "b"});
-    let call = Interrupted {
-        tool: "test.exec",
-        effect: Effect::Exec,
-        arguments: params.clone(),
-        target: None,
-        finished: None,
-    };
+    let (params, call) = exec_call();
     let run_id = crash(&h, &params, &call);
     run_again_end(&h, &run_id, "interrupted by a crash; run again on resume");
 
@@ -358,14 +364,7 @@ async fn a_file_changed_by_someone_else_fails_the_step() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupted_exec_runs_again_with_a_warning() {
     let h = Harness::new();
-    let params = json!({"key": "b"});
-    let call = Interrupted {
-        tool: "test.exec",
-        effect: Effect::Exec,
-        arguments: params.clone(),
-        target: None,
-        finished: None,
-    };
+    let (params, call) = exec_call();
     let run_id = crash(&h, &params, &call);
 
     let result = h.resume(&run_id, config(2)).await;
