@@ -40,9 +40,10 @@ fn run_then_kill(ws: &std::path::Path, plan: &std::path::Path) {
     }
     // Keep reading: a closed stdout is a reason of its own for pev to stop, not a crash.
     let drain = std::thread::spawn(move || lines.for_each(drop));
-    let log = ws.join("pushes.log");
+    // Wait for the line, not the file: `>>` creates the file before `echo` writes to it, and a
+    // kill between the two would leave no push to count.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !log.is_file() && std::time::Instant::now() < deadline {
+    while pushes(ws) == 0 && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     child.kill().expect("SIGKILL pev");
