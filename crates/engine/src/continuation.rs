@@ -24,6 +24,11 @@ pub(crate) struct Continuation {
     calls: VecDeque<ToolCallRecord>,
     /// The step's journaled file changes, and the blob of each file before its change.
     pub mutations: Vec<(StepMutation, Option<String>)>,
+    /// The evidence line each of those changes gave the step when its call made it (the same
+    /// words, in the same order): the judge of the continued attempt is shown what the judge of
+    /// the interrupted one was, and a judge call the killed session was answered is answered
+    /// from the journal again instead of being asked anew.
+    pub evidence: Vec<String>,
     /// A finished call was a goal action (a write, an exec).
     pub goal_action: bool,
     /// Calls answered from the journal so far.
@@ -105,7 +110,7 @@ impl Continuation {
                 && c.attempt == attempt
                 && c.effect == pev_protocol::tool::Effect::Exec
         });
-        let mutations: Vec<(StepMutation, Option<String>)> = record
+        let records: Vec<&pev_store::MutationRecord> = record
             .mutations
             .iter()
             .filter(|m| m.step_id == step)
@@ -113,6 +118,10 @@ impl Continuation {
                 written.contains(&m.mutation.path)
                     || (ran_command && !earlier.contains(&m.mutation.path))
             })
+            .collect();
+        let evidence = evidence_of(record, (step, attempt), &records);
+        let mutations: Vec<(StepMutation, Option<String>)> = records
+            .iter()
             .map(|m| {
                 let change = StepMutation { step: step.to_owned(), mutation: m.mutation.clone() };
                 (change, m.before_sha256.clone())
@@ -136,7 +145,7 @@ impl Continuation {
             }
             unjournaled.push((path.clone(), before, c.pre_sha256.clone()));
         }
-        Some(Self { calls, mutations, goal_action, replayed: 0, in_flight, unjournaled })
+        Some(Self { calls, mutations, evidence, goal_action, replayed: 0, in_flight, unjournaled })
     }
 
     /// Each file a call still to be answered (or the interrupted one) writes, with its hash
@@ -184,6 +193,55 @@ impl Continuation {
             _ => Ok(call.output.unwrap_or(Value::Null)),
         })
     }
+}
+
+/// The evidence line of each of `changes` as the call that made it gave it (`step::check`): a
+/// file a write call of the attempt targets is that call's change (the k-th change of a path is
+/// its k-th write call's), any other the command's, created, changed or removed.
+fn evidence_of(
+    record: &RunRecord,
+    (step, attempt): (&str, u32),
+    changes: &[&pev_store::MutationRecord],
+) -> Vec<String> {
+    use pev_protocol::tool::Effect;
+    let of_attempt = || {
+        record
+            .tool_calls
+            .iter()
+            .filter(move |c| c.step_id == step && c.attempt == attempt)
+            .filter(|c| c.status != ToolCallStatus::Started)
+    };
+    let command = of_attempt().rfind(|c| c.effect == Effect::Exec);
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    changes
+        .iter()
+        .map(|m| {
+            let path = m.mutation.path.as_str();
+            let k = seen.entry(path).or_default();
+            let writes: Vec<&ToolCallRecord> = of_attempt()
+                .filter(|c| c.effect == Effect::Write && c.path.as_deref() == Some(path))
+                .collect();
+            *k += 1;
+            match writes.get(*k - 1).or(writes.last()) {
+                Some(call) if m.mutation.no_op => format!(
+                    "{} left {path} unchanged ({} bytes)",
+                    call.tool, m.mutation.bytes_after
+                ),
+                Some(call) => {
+                    crate::step::check::change_evidence(&call.tool, "changed", &m.mutation)
+                }
+                None => {
+                    let what = match (&m.before_sha256, &m.after_sha256) {
+                        (None, _) if m.mutation.bytes_before == 0 => "created",
+                        (_, None) if m.mutation.bytes_after == 0 => "removed",
+                        _ => "changed",
+                    };
+                    let tool = command.map_or("shell.exec", |c| c.tool.as_str());
+                    crate::step::check::change_evidence(tool, what, &m.mutation)
+                }
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -282,6 +340,39 @@ mod tests {
         assert!(c.answer("file.write", &in_flight).is_none(), "no finished call left");
         assert!(c.in_flight("file.write", &in_flight).is_some());
         assert!(c.pending_hashes().is_empty());
+    }
+
+    /// The lines `step::check` gave each change when its call made it: the k-th change of a
+    /// path is its k-th write's; a change no write targets is the command's, created or not.
+    #[test]
+    fn each_restored_change_gives_the_evidence_line_its_call_gave() {
+        let mut exec = call(3, 1, "shell.exec", "", ToolCallStatus::Finished);
+        (exec.effect, exec.path) = (Effect::Exec, None);
+        let made = MutationRecord {
+            mutation: pev_verify::mutation("out.txt", None, Some(b"x\n")),
+            ..change("out.txt")
+        };
+        let same = MutationRecord {
+            mutation: pev_verify::mutation("a.txt", Some(b"b"), Some(b"b")),
+            ..change("a.txt")
+        };
+        let rec = record(
+            vec![
+                call(1, 1, "file.write", "a.txt", ToolCallStatus::Finished),
+                call(2, 1, "file.patch", "a.txt", ToolCallStatus::Finished),
+                exec,
+            ],
+            vec![change("a.txt"), same, made],
+        );
+        let c = Continuation::of(&rec, "s", 1, &std::collections::HashMap::new()).unwrap();
+        assert_eq!(
+            c.evidence,
+            [
+                "file.write changed a.txt: 1 -> 1 bytes, +1 -1 lines",
+                "file.patch left a.txt unchanged (1 bytes)",
+                "shell.exec created out.txt: 0 -> 2 bytes, +1 -0 lines",
+            ]
+        );
     }
 
     #[test]

@@ -283,6 +283,67 @@ fn a_two_step_pev_run_killed_anywhere_resumes_to_the_same_end_without_asking_aga
     crash_and_resume(&["agent", DARK_GREEN], two_steps, 0x2026_1125_0016_0003);
 }
 
+/// The two-step run killed at every journal commit it makes (the journal's failpoint,
+/// `PEV_FAULT_ABORT_AFTER_COMMITS=N`: SIGABRT right after the Nth group commit), each resumed to
+/// the end. Where the random kills above land anywhere, these land exactly where one record is
+/// durable and those queued after it are not; one such point is just after the judge's call: the
+/// call log makes each answered call durable at once, while the step's end is only queued. The
+/// resumed attempt's judge was then shown less evidence (the file change its write had given it
+/// was left out) and so was asked again, where it must be answered from the journal.
+#[test]
+fn a_two_step_pev_run_killed_at_every_journal_commit_asks_no_model_call_twice() {
+    use std::os::unix::process::ExitStatusExt;
+    let agent: &[&str] = &["agent", DARK_GREEN];
+    let mock = MockModel::start(two_steps);
+    let ws = Ws::new(&mock.base_url, &[("style.css", STYLE), ("index.html", INDEX)]);
+    let (events, _) = run_until(&ws, agent, None);
+    let whole = result_of(&events).expect("the run finished").clone();
+    let asked = mock.requests().len();
+    drop(mock);
+
+    let kill_points = std::sync::atomic::AtomicUsize::new(0);
+    crate::suite::support::in_parallel(1..=200u32, |n| {
+        let mock = MockModel::start(two_steps);
+        let ws = Ws::new(&mock.base_url, &[("style.css", STYLE), ("index.html", INDEX)]);
+        let status = pev(&ws, agent)
+            .env(pev_store::FAULT_ABORT_AFTER_COMMITS_ENV, n.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("run pev");
+        if status.signal() != Some(6) {
+            assert_eq!(status.code(), Some(0), "the run that made fewer than {n} commits");
+            return std::ops::ControlFlow::Break(());
+        }
+        kill_points.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let (after, _) = run_until(&ws, &["resume", "last"], None);
+        let Some(result) = result_of(&after) else {
+            panic!("kill point {n}: the resume did not finish: {after:#?}")
+        };
+        assert_eq!(result["status"], whole["status"], "kill point {n}: {result}");
+        assert_eq!(changes(result, "style.css"), 1, "kill point {n}: one change: {result}");
+        // A call the killed session journaled is answered from the journal, so the journal
+        // holds each call once: as many as the uninterrupted run made. (A call in flight at the
+        // kill was never journaled; the model is asked it again, and it is journaled then.)
+        let store = pev_store::Store::open_existing(pev_store::default_path(&ws.path()))
+            .expect("the journal");
+        let run_id = after[0]["run_id"].as_str().expect("run id");
+        let journaled = store.model_calls(run_id).expect("model calls");
+        let what = |c: &pev_store::ModelCallRecord| {
+            format!("{} {}", c.role, c.step_id.as_deref().unwrap_or("-"))
+        };
+        assert_eq!(
+            journaled.len(),
+            asked,
+            "kill point {n}: a call the killed session was answered was asked again: {:?}",
+            journaled.iter().map(what).collect::<Vec<_>>()
+        );
+        std::ops::ControlFlow::Continue(())
+    });
+    assert!(kill_points.into_inner() >= 5, "too few kill points: the failpoint did not fire");
+}
+
 /// A parent whose step is a child run (pev mode, two steps, one judged), killed at 12 points:
 /// on the parent's events, and at a random delay after one, so that most kills land inside
 /// the child (its events are not the parent's). Every resume of the parent resumes the tree:

@@ -106,7 +106,11 @@ fn watched_changes(
 }
 
 /// `file.write changed a.txt: 3 -> 5 bytes, +1 -1 lines`.
-fn change_evidence(tool: &str, what: &str, m: &pev_protocol::run::FileMutation) -> String {
+pub(crate) fn change_evidence(
+    tool: &str,
+    what: &str,
+    m: &pev_protocol::run::FileMutation,
+) -> String {
     format!(
         "{tool} {what} {}: {} -> {} bytes, +{} -{} lines",
         m.path, m.bytes_before, m.bytes_after, m.lines_added, m.lines_removed

@@ -325,8 +325,9 @@ fn with_hook_answer(
 }
 
 /// Puts a continued attempt's journaled changes back into the step's report (once): the
-/// mutations (marked restored, so the run does not count them twice), the goal action, the
-/// paths written and the judge's diffs (from the journal's before-contents).
+/// mutations (marked restored, so the run does not count them twice) and the evidence lines
+/// their calls gave, the goal action, the paths written and the judge's diffs (from the
+/// journal's before-contents).
 fn restore(
     (shared, id): (&Shared, &str),
     c: &Continuation,
@@ -347,6 +348,7 @@ fn restore(
         report.mutations.push(m.clone());
     }
     report.restored_mutations = c.mutations.len();
+    report.slot.evidence.extend(c.evidence.iter().cloned());
     report.slot.goal_action |= c.goal_action;
     // Changes the killed session made but did not journal: worked out now, journaled, and
     // (not restored) counted in the run's changes by this session.
