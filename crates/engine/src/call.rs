@@ -137,3 +137,22 @@ pub(crate) struct StepMutation {
     pub step: String,
     pub mutation: FileMutation,
 }
+
+/// The evidence line of a file change a call made: `TOOL WHAT PATH: A -> B bytes, +N -M lines`
+/// (`what`: created, changed, removed).
+pub(crate) fn change_evidence(tool: &str, what: &str, m: &FileMutation) -> String {
+    format!(
+        "{tool} {what} {}: {} -> {} bytes, +{} -{} lines",
+        m.path, m.bytes_before, m.bytes_after, m.lines_added, m.lines_removed
+    )
+}
+
+/// The evidence line of a write's change of a file it targets (or watches): changed, or left
+/// as it was.
+pub(crate) fn write_evidence(tool: &str, m: &FileMutation) -> String {
+    if m.no_op {
+        format!("{tool} left {} unchanged ({} bytes)", m.path, m.bytes_after)
+    } else {
+        change_evidence(tool, "changed", m)
+    }
+}

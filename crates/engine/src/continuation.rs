@@ -223,13 +223,7 @@ fn evidence_of(
                 .collect();
             *k += 1;
             match writes.get(*k - 1).or(writes.last()) {
-                Some(call) if m.mutation.no_op => format!(
-                    "{} left {path} unchanged ({} bytes)",
-                    call.tool, m.mutation.bytes_after
-                ),
-                Some(call) => {
-                    crate::step::check::change_evidence(&call.tool, "changed", &m.mutation)
-                }
+                Some(call) => crate::call::write_evidence(&call.tool, &m.mutation),
                 None => {
                     let what = match (&m.before_sha256, &m.after_sha256) {
                         (None, _) if m.mutation.bytes_before == 0 => "created",
@@ -237,7 +231,7 @@ fn evidence_of(
                         _ => "changed",
                     };
                     let tool = command.map_or("shell.exec", |c| c.tool.as_str());
-                    crate::step::check::change_evidence(tool, what, &m.mutation)
+                    crate::call::change_evidence(tool, what, &m.mutation)
                 }
             }
         })

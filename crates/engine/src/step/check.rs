@@ -93,28 +93,12 @@ fn watched_changes(
             before_sha256: before_sha.clone(),
             after_sha256: after_sha,
         }));
-        slot.evidence.push(if mutation.no_op {
-            format!("{} left {path} unchanged ({} bytes)", call.tool, mutation.bytes_after)
-        } else {
-            change_evidence(call.tool, "changed", &mutation)
-        });
+        slot.evidence.push(crate::call::write_evidence(call.tool, &mutation));
         if replayed {
             report.already_counted.push(report.mutations.len());
         }
         report.mutations.push(StepMutation { step: id.to_owned(), mutation });
     }
-}
-
-/// `file.write changed a.txt: 3 -> 5 bytes, +1 -1 lines`.
-pub(crate) fn change_evidence(
-    tool: &str,
-    what: &str,
-    m: &pev_protocol::run::FileMutation,
-) -> String {
-    format!(
-        "{tool} {what} {}: {} -> {} bytes, +{} -{} lines",
-        m.path, m.bytes_before, m.bytes_after, m.lines_added, m.lines_removed
-    )
 }
 
 /// The files a command created, changed or removed, found by comparing the workspace's
@@ -202,7 +186,7 @@ fn command_changes(
             (_, None) => "removed",
             _ => "changed",
         };
-        report.slot.evidence.push(change_evidence(call.tool, what, &mutation));
+        report.slot.evidence.push(crate::call::change_evidence(call.tool, what, &mutation));
         if replayed {
             report.already_counted.push(report.mutations.len());
         }
