@@ -96,7 +96,8 @@ impl Scenario {
     }
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+/// Copies the directory `from` to `to`, files and subdirectories (fixtures).
+pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     for entry in std::fs::read_dir(from).expect("read fixture dir").flatten() {
         let target = to.join(entry.file_name());

@@ -3,11 +3,11 @@
 //! change of a test is found, not prevented) and under bubblewrap (prevented), `pev run` plans
 //! whose steps write tests, build products, hidden checks and the settings' bad inputs.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use super::agent_support::pev_clean;
+use super::agent_support::{copy_dir, pev_clean};
 use super::run_support::{Outcome, Ws};
 use super::support::{pev, repo_root, run};
 
@@ -49,19 +49,6 @@ impl Fixture {
 
     fn sandbox_off(&self) -> String {
         self.root.path().join("off.yaml").to_string_lossy().into_owned()
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read fixture") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
     }
 }
 
