@@ -352,7 +352,17 @@ fn no_module_imports_its_parent() {
 /// that names it; the crate root (`lib.rs`, the table of contents) is above them all.
 const ENGINE_LAYERS: &[&[&str]] = &[
     // contracts and leaves
-    &["digest", "inventory", "lanes", "model_scope", "resolve", "instruct", "hooks", "delegation"],
+    &[
+        "digest",
+        "inventory",
+        "lanes",
+        "model_scope",
+        "resolve",
+        "instruct",
+        "hooks",
+        "delegation",
+        "write_locks",
+    ],
     // the public configuration
     &["engine"],
     // what a call, an interrupted attempt and a cache entry are; the journal writer and reader

@@ -64,6 +64,9 @@ pub(crate) struct Before {
     pub contents: HashMap<String, Option<Vec<u8>>>,
     /// For a command: the workspace's files before it (see `inventory.rs`).
     pub inventory: Option<crate::inventory::Taken>,
+    /// The written file's lock (`write_locks`), held from this state to the checks of the
+    /// call's result.
+    pub lock: Option<crate::write_locks::Held>,
 }
 
 impl Before {
@@ -77,7 +80,7 @@ impl Before {
                 contents.insert(path.clone(), state);
             }
         }
-        Self { hashes, contents, inventory: None }
+        Self { hashes, contents, inventory: None, lock: None }
     }
 }
 

@@ -44,6 +44,38 @@ fn independent_steps_overlap_and_a_join_waits_for_all_of_them() {
     assert!(took < 1000, "four 0.3 s sleeps in parallel took {took} ms");
 }
 
+/// Six independent steps patch one file (spelled two ways), each its own line, four at a time. A patch reads the
+/// file and writes it back: two at once both read the old content and the second write undid the
+/// first's change (a lost update: 4 runs in 15 of a two-step plan lost one, and failed their
+/// final re-check). One writer of a file at a time: every change is kept, every run succeeds.
+#[test]
+fn independent_steps_that_patch_one_file_keep_every_change() {
+    let keys = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"];
+    let steps: Vec<serde_json::Value> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            // One file, spelled two ways.
+            let path = if i % 2 == 0 { "./config.txt" } else { "config.txt" };
+            json!({"id": format!("set-{k}"), "tool": "file.patch",
+                   "parameters": {"path": path,
+                                  "edits": [{"old": format!("{k} = 1"), "new": format!("{k} = 2")}]},
+                   "assertions": [{"type": "file_contains", "path": "config.txt",
+                                   "pattern": format!("{k} = 2")}]})
+        })
+        .collect();
+    let plan = json!({"goal": "Set every key of config.txt to 2", "steps": steps});
+    for round in 0..4 {
+        let ws = Ws::new();
+        let config: String = keys.iter().map(|k| format!("{k} = 1\n")).collect();
+        ws.file("config.txt", &config);
+        let out = ws.run(&plan, &["--jobs", "4"]);
+        let now = ws.read("config.txt");
+        assert_eq!(out.code, 0, "round {round}: {now}\n{out:?}");
+        assert_eq!(now, config.replace(" = 1", " = 2"), "round {round}: a change was lost");
+    }
+}
+
 #[test]
 fn jobs_1_runs_one_step_at_a_time() {
     let ws = Ws::new();

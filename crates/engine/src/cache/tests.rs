@@ -275,7 +275,7 @@ fn call<'a>(s: &'a Step, tool: &'a str, effect: Effect, args: &'a Value) -> Call
 }
 
 fn no_before() -> Before {
-    Before { hashes: HashMap::new(), contents: HashMap::new(), inventory: None }
+    Before { hashes: HashMap::new(), contents: HashMap::new(), inventory: None, lock: None }
 }
 
 #[test]

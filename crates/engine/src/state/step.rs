@@ -32,6 +32,8 @@ pub(crate) struct Shared {
     pub activity: Arc<crate::inventory::Activity>,
     /// The run's oracle: what its checks judge it by.
     pub oracle: Arc<crate::oracle::RunOracle>,
+    /// One writer of a file at a time (`write_locks`).
+    pub write_locks: crate::write_locks::WriteLocks,
 }
 
 /// The work handed to a step task.

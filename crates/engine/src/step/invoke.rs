@@ -43,7 +43,15 @@ pub(crate) async fn invoke(
     let engine = &shared.engine;
     let run_id = shared.recorder.run_id().to_owned();
     let id = call.step.id.as_str();
+    // A write holds its file from the state recorded here to the checks of its result.
+    let lock = match (call.target, call.effect) {
+        (Some(path), Effect::Write) => {
+            Some(shared.write_locks.hold(&engine.ctx.workspace, path).await)
+        }
+        _ => None,
+    };
     let mut before = Before::take(engine, call.watched);
+    before.lock = lock;
     if call.tool == "shell.exec" {
         before.inventory = Some(crate::inventory::before(&engine.ctx.workspace, &shared.activity));
     }

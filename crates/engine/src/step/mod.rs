@@ -248,6 +248,8 @@ async fn drive(
         };
         crate::step::check::check_output(shared, &call, (&before, end), &job.inputs, report)
             .await?;
+        // The file's lock goes with it: a judge is not waited for by another writer.
+        drop(before);
         if let Some(reason) = objection {
             // The call happened (its changes are recorded above), but the hook rejects it.
             fail(&mut report.slot, &format!("hook denied: {reason}"));

@@ -79,7 +79,14 @@ pub(crate) async fn settle(
         // The file did not exist before the call.
         contents.insert(path.clone(), None);
     }
-    let before = Before { hashes: before_hashes, contents, inventory: None };
+    // Settled as no other write of the file runs (a write of another step may be under way).
+    let lock = match (&record.path, call.effect) {
+        (Some(path), Effect::Write) => {
+            Some(shared.write_locks.hold(&shared.engine.ctx.workspace, path).await)
+        }
+        _ => None,
+    };
+    let before = Before { hashes: before_hashes, contents, inventory: None, lock };
 
     match record.status {
         ToolCallStatus::Finished | ToolCallStatus::Recovered => {

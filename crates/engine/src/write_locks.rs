@@ -1,0 +1,67 @@
+//! One writer of a file at a time within a run.
+//!
+//! Steps with no dependency between them run at once (`--jobs`), and so do the executors of
+//! instruction steps. Two of them writing the same file did so without order: `file.patch` reads
+//! the file, applies its edits and writes it back, so two patches at once could both read the
+//! old content and the second write undid the first's change (a lost update: the run then failed
+//! its final re-check, on a plan that had done its work). Each call that writes a file now holds
+//! that file's lock from the state it records before the call to the checks of its result, so
+//! what a write is checked against, what it changes and what it leaves are its own. Files are
+//! told apart by their workspace path as written, normalised (`./a//b` is `a/b`); another name
+//! for the same file (a symlink) is another lock. A command (`shell.exec`) takes no lock: which
+//! files it writes is not known before it runs.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::OwnedMutexGuard;
+
+/// The run's file locks, one per path a write has named.
+#[derive(Debug, Default)]
+pub(crate) struct WriteLocks {
+    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+/// The lock of one file, held until it is dropped.
+pub(crate) type Held = OwnedMutexGuard<()>;
+
+impl WriteLocks {
+    /// Waits for `path`'s lock (as the workspace resolves it; a path it refuses is taken as
+    /// written, and the call will be refused on its own) and holds it.
+    pub(crate) async fn hold(&self, workspace: &pev_tools::Workspace, path: &str) -> Held {
+        let key = workspace
+            .resolve(path)
+            .map_or_else(|_| path.to_owned(), |p| p.to_string_lossy().into_owned());
+        let lock = {
+            let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
+            Arc::clone(locks.entry(key).or_default())
+        };
+        lock.lock_owned().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn one_holder_per_path_and_spellings_of_a_path_share_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = pev_tools::Workspace::open(dir.path()).unwrap();
+        let locks = WriteLocks::default();
+        let held = locks.hold(&ws, "a/b.txt").await;
+        // Another path is free; the same path, spelled otherwise, waits.
+        drop(locks.hold(&ws, "a/c.txt").await);
+        let waiting = tokio::time::timeout(
+            std::time::Duration::from_millis(50),
+            locks.hold(&ws, "./a//b.txt"),
+        )
+        .await;
+        assert!(waiting.is_err(), "the same file had two holders");
+        drop(held);
+        let again =
+            tokio::time::timeout(std::time::Duration::from_secs(5), locks.hold(&ws, "./a//b.txt"))
+                .await;
+        assert!(again.is_ok(), "the lock was not released");
+    }
+}
