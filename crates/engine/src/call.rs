@@ -82,6 +82,17 @@ impl Before {
         }
         Self { hashes, contents, inventory: None, lock: None }
     }
+
+    /// `path`'s content before a command, as its inventory kept it (`None`: not there, too
+    /// large to keep, or no inventory).
+    pub(crate) fn inventoried(&self, path: &str) -> Option<&[u8]> {
+        match &self.inventory {
+            Some(crate::inventory::Taken::Alone(inventory, _)) => {
+                inventory.files.get(path)?.content.as_deref()
+            }
+            _ => None,
+        }
+    }
 }
 
 /// How a call ended.

@@ -197,7 +197,10 @@ impl Continuation {
 
 /// The evidence line of each of `changes` as the call that made it gave it (`step::check`): a
 /// file a write call of the attempt targets is that call's change (the k-th change of a path is
-/// its k-th write call's), any other the command's, created, changed or removed.
+/// its k-th write call that did not fail), any other the command's, created, changed or removed.
+/// Worked out, not journaled: where a command and a write changed one file, or the attempt's end
+/// recorded a watched file a command changed (`executor changed …`), a line can name the wrong
+/// call; the judge then sees another request and is asked again, as before lines were restored.
 fn evidence_of(
     record: &RunRecord,
     (step, attempt): (&str, u32),
@@ -211,7 +214,6 @@ fn evidence_of(
             .filter(move |c| c.step_id == step && c.attempt == attempt)
             .filter(|c| c.status != ToolCallStatus::Started)
     };
-    let command = of_attempt().rfind(|c| c.effect == Effect::Exec);
     let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     changes
         .iter()
@@ -220,6 +222,7 @@ fn evidence_of(
             let k = seen.entry(path).or_default();
             let writes: Vec<&ToolCallRecord> = of_attempt()
                 .filter(|c| c.effect == Effect::Write && c.path.as_deref() == Some(path))
+                .filter(|c| c.status != ToolCallStatus::Failed)
                 .collect();
             *k += 1;
             match writes.get(*k - 1).or(writes.last()) {
@@ -230,8 +233,8 @@ fn evidence_of(
                         (_, None) if m.mutation.bytes_after == 0 => "removed",
                         _ => "changed",
                     };
-                    let tool = command.map_or("shell.exec", |c| c.tool.as_str());
-                    crate::call::change_evidence(tool, what, &m.mutation)
+                    // Only `shell.exec` takes the inventory a command's changes come from.
+                    crate::call::change_evidence("shell.exec", what, &m.mutation)
                 }
             }
         })

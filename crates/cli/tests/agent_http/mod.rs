@@ -175,6 +175,45 @@ mod scenarios {
         assert!(usage["cost_usd"].as_f64().is_some_and(|c| c > 0.0), "{usage}");
     }
 
+    /// The executor changes the stylesheet with a command (`sed -i`), not a file tool. The judge
+    /// is shown the command's change as a diff against the file as it was: one line out, one
+    /// in. (A command watches no file, and its change was diffed against nothing, so the judge
+    /// saw every line of the file as added, as if the command had written it from scratch.)
+    #[test]
+    fn the_judge_sees_a_commands_change_as_a_diff_against_the_file_before_it() {
+        fn by_command(r: &Request) -> Reply {
+            match (r.role, r.turn()) {
+                (Role::Planner, _) => plan_reply(&dark_green_plan()),
+                (Role::Executor, 0) => Reply::tool_uses(
+                    EXECUTOR_MODEL,
+                    &[(
+                        "toolu_sed",
+                        "shell_exec",
+                        json!({"command": "sed -i 's/#ffffff/#013220/' style.css"}),
+                    )],
+                ),
+                (Role::Executor, _) => Reply::text(EXECUTOR_MODEL, "Changed it with sed."),
+                _ => verdict(true, 0.9, "style.css now sets background: #013220"),
+            }
+        }
+        let mock = MockModel::start(by_command);
+        let ws = Ws::new(&mock.base_url, &[("style.css", STYLE), ("index.html", INDEX)]);
+        let out = ws.agent(DARK_GREEN, &[]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(ws.read("style.css").contains("background: #013220;"));
+        let judge = mock.of(Role::Verifier);
+        assert_eq!(judge.len(), 1, "{judge:#?}");
+        let asked = judge[0].body["messages"].to_string();
+        assert!(asked.contains("+  background: #013220;"), "{asked}");
+        assert!(asked.contains("-  background: #ffffff;"), "the line it replaced: {asked}");
+        assert!(!asked.contains("+  color: #222222;"), "an unchanged line shown as added: {asked}");
+        // One change, listed once (it was listed again as the executor's at the attempt's end).
+        assert_eq!(asked.matches("- style.css: 50 -> 50 bytes").count(), 1, "{asked}");
+        assert!(!asked.contains("executor changed style.css"), "{asked}");
+        let changed = out.result()["file_mutations"].to_string();
+        assert_eq!(changed.matches("\"style.css\"").count(), 1, "{changed}");
+    }
+
     /// The three files the rename must touch; the lazy model stops after the first two.
     const RENAME_FILES: [&str; 3] = ["README.md", "docs/guide.md", "src/banner.txt"];
 

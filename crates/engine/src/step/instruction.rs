@@ -246,9 +246,20 @@ impl StepGate<'_> {
         let first_new = self.report.mutations.len();
         crate::step::check::record_changes(shared, &call, &before, &mut end, self.report)?;
         for m in self.report.mutations.iter().skip(first_new) {
-            let before_text = before.contents.get(&m.mutation.path).and_then(Option::as_deref);
+            // A command watches no file: what it changed was before as its inventory saw it (a
+            // diff against nothing showed a changed file to the judge as made from scratch).
+            let before_text = before
+                .contents
+                .get(&m.mutation.path)
+                .and_then(Option::as_deref)
+                .or_else(|| before.inventoried(&m.mutation.path));
             if let Some(diff) = diff_for_judge(shared, &m.mutation, before_text) {
                 self.diffs.push(diff);
+            }
+            // Recorded as this call's change: not recorded again, as the executor's, when the
+            // attempt ends (a file a command changed was listed twice, as two changes).
+            if !self.touched.contains(&m.mutation.path) {
+                self.touched.push(m.mutation.path.clone());
             }
         }
         if let Ok(output) = &end.output {
