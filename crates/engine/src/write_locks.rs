@@ -5,11 +5,14 @@
 //! the file, applies its edits and writes it back, so two patches at once could both read the
 //! old content and the second write undid the first's change (a lost update: the run then failed
 //! its final re-check, on a plan that had done its work). Each call that writes a file now holds
-//! that file's lock from the state it records before the call to the checks of its result, so
-//! what a write is checked against, what it changes and what it leaves are its own. Files are
-//! told apart by their workspace path as written, normalised (`./a//b` is `a/b`); another name
-//! for the same file (a symlink) is another lock. A command (`shell.exec`) takes no lock: which
-//! files it writes is not known before it runs.
+//! that file's lock from the state it records before the call to the recording of its change
+//! (for a tool step, to the checks of its assertions), so what a write changes and what it
+//! leaves are its own. Files are told apart by their workspace path as written, normalised
+//! (`./a//b` is `a/b`); another name for the same file (a symlink) is another lock.
+//!
+//! Not covered: a command (`shell.exec`) takes no lock, as which files it writes is not known
+//! before it runs; an executor's read and a later whole-file write are two calls, so a change
+//! made between them is written over; a delegated step's child run has locks of its own.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
