@@ -54,7 +54,10 @@ mod tests {
         let locks = WriteLocks::default();
         let held = locks.hold(&ws, "a/b.txt").await;
         // Another path is free; the same path, spelled otherwise, waits.
-        drop(locks.hold(&ws, "a/c.txt").await);
+        let other =
+            tokio::time::timeout(std::time::Duration::from_secs(5), locks.hold(&ws, "a/c.txt"))
+                .await;
+        assert!(other.is_ok(), "another file's lock was taken");
         let waiting = tokio::time::timeout(
             std::time::Duration::from_millis(50),
             locks.hold(&ws, "./a//b.txt"),
