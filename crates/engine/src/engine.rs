@@ -163,6 +163,9 @@ pub struct EngineConfig {
     /// the same to the children's engines, so a command's changes are credited to it only
     /// when nothing else in the tree ran. `None`: the run's own.
     pub activity: Option<Arc<inventory::Activity>>,
+    /// One writer of a file at a time, across a run and its child runs: set it, and hand the
+    /// same to the children's engines (as `activity`). `None`: the run's own (`write_locks`).
+    pub write_locks: Option<Arc<crate::write_locks::WriteLocks>>,
     /// The oracle settings (`[oracle]`, `--protect`, `--allow-oracle`, `--hidden-check`);
     /// `None`: no oracle at all (`--no-oracle`, for comparison).
     pub oracle: Option<pev_protocol::oracle::OracleSettings>,
@@ -188,6 +191,7 @@ impl Default for EngineConfig {
             final_events: true,
             hooks: None,
             activity: None,
+            write_locks: None,
             oracle: Some(pev_protocol::oracle::OracleSettings::default()),
             plan_from_user: true,
             permit_goal: None,

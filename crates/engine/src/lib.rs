@@ -38,7 +38,7 @@ mod scheduler;
 mod state;
 mod step;
 mod verdict;
-mod write_locks;
+pub mod write_locks;
 
 pub use engine::{
     Approval, ApprovalMode, ApprovalRequest, Approver, Cancel, Engine, EngineConfig, EngineError,

@@ -359,7 +359,7 @@ impl Engine {
             recorder,
             approve_globs: self.config.approve_tools.iter().map(|g| Glob::new(g)).collect(),
             approval_lock: tokio::sync::Mutex::new(()),
-            write_locks: crate::write_locks::WriteLocks::default(),
+            write_locks: self.config.write_locks.clone().unwrap_or_default(),
             session,
             // Shared with the run's child runs (a command's changes are its own only if
             // nothing else in the tree ran with it).

@@ -12,16 +12,20 @@
 //!
 //! Not covered: a command (`shell.exec`) takes no lock, as which files it writes is not known
 //! before it runs; an executor's read and a later whole-file write are two calls, so a change
-//! made between them is written over; a delegated step's child run has locks of its own.
+//! made between them is written over.
+//!
+//! A run and its child runs (delegated steps) share one set of locks when the caller hands the
+//! same [`WriteLocks`] to their engines (`EngineConfig::write_locks`, as `pev agent` does), so a
+//! child's write and a parent step's take turns too. Locks are keyed by absolute path.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::OwnedMutexGuard;
 
-/// The run's file locks, one per path a write has named.
+/// The file locks of a run (and of its child runs, when shared), one per path a write named.
 #[derive(Debug, Default)]
-pub(crate) struct WriteLocks {
+pub struct WriteLocks {
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
@@ -32,9 +36,10 @@ impl WriteLocks {
     /// Waits for `path`'s lock (as the workspace resolves it; a path it refuses is taken as
     /// written, and the call will be refused on its own) and holds it.
     pub(crate) async fn hold(&self, workspace: &pev_tools::Workspace, path: &str) -> Held {
-        let key = workspace
-            .resolve(path)
-            .map_or_else(|_| path.to_owned(), |p| p.to_string_lossy().into_owned());
+        let key = workspace.resolve(path).map_or_else(
+            |_| path.to_owned(),
+            |p| workspace.root().join(p).to_string_lossy().into_owned(),
+        );
         let lock = {
             let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
             Arc::clone(locks.entry(key).or_default())
@@ -69,5 +74,23 @@ mod tests {
             tokio::time::timeout(std::time::Duration::from_secs(5), locks.hold(&ws, "./a//b.txt"))
                 .await;
         assert!(again.is_ok(), "the lock was not released");
+    }
+
+    /// A child run works in a workspace scoped to a directory of its parent's: its writes and
+    /// its parent's of one file take the same lock.
+    #[tokio::test]
+    async fn a_scoped_child_workspace_and_its_parent_share_a_files_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let parent = pev_tools::Workspace::open(dir.path()).unwrap();
+        let child = parent.scoped("site").unwrap();
+        let locks = WriteLocks::default();
+        let held = locks.hold(&parent, "site/style.css").await;
+        let waiting = tokio::time::timeout(
+            std::time::Duration::from_millis(50),
+            locks.hold(&child, "site/style.css"),
+        )
+        .await;
+        assert!(waiting.is_err(), "the child wrote the parent's file at the same time");
+        drop(held);
     }
 }

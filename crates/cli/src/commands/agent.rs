@@ -372,6 +372,7 @@ fn loop_parts(
     }
     let executor = Arc::new(executor);
     session.engine.config.activity.get_or_insert_with(Default::default);
+    session.engine.config.write_locks.get_or_insert_with(Default::default);
     let delegator = planner_client.map(|planner| -> Arc<dyn pev_engine::delegation::Delegator> {
         let mut inherited = session.engine.config.clone();
         inherited.models = None;

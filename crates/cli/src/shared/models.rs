@@ -61,6 +61,8 @@ impl Models {
         // One activity for the tree: a command's changes are credited only when nothing else
         // in it ran.
         engine.config.activity.get_or_insert_with(Default::default);
+        // One writer of a file at a time in the whole tree.
+        engine.config.write_locks.get_or_insert_with(Default::default);
         let mut config = engine.config.clone();
         config.models = None;
         let Some(hooks) = engine.config.models.as_mut() else { return };

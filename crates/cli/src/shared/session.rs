@@ -258,6 +258,7 @@ impl Session {
                 final_events: true,
                 hooks,
                 activity: None,
+                write_locks: None,
                 oracle,
                 // `pev agent` says otherwise: its plans are a model's.
                 plan_from_user: true,

@@ -33,7 +33,7 @@ pub(crate) struct Shared {
     /// The run's oracle: what its checks judge it by.
     pub oracle: Arc<crate::oracle::RunOracle>,
     /// One writer of a file at a time (`write_locks`).
-    pub write_locks: crate::write_locks::WriteLocks,
+    pub write_locks: Arc<crate::write_locks::WriteLocks>,
 }
 
 /// The work handed to a step task.

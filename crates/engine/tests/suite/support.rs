@@ -293,6 +293,7 @@ pub fn config(jobs: usize) -> EngineConfig {
         cache: false,
         hooks: None,
         activity: None,
+        write_locks: None,
         oracle: Some(pev_protocol::oracle::OracleSettings::default()),
         plan_from_user: true,
         permit_goal: None,
