@@ -348,11 +348,14 @@ async fn a_named_file_changed_by_a_shell_command_counts() {
     let result = h.run(plan, cfg).await;
     assert_eq!(result.status, RunStatus::Success, "{:?}", result.reasons);
     assert!(h.read("site/style.css").contains("#013220"));
+    // The command's change, credited to it, once (not again as the executor's at the end).
     let evidence = &step(&result, "green").evidence;
-    assert!(
-        evidence.iter().any(|e| e.starts_with("executor changed site/style.css")),
-        "{evidence:?}"
-    );
+    let changed: Vec<&String> =
+        evidence.iter().filter(|e| e.contains(" changed site/style.css")).collect();
+    assert_eq!(changed.len(), 1, "{evidence:?}");
+    assert!(changed[0].starts_with("shell.exec changed site/style.css"), "{evidence:?}");
+    let mutations = result.file_mutations.iter().filter(|m| m.path == "site/style.css").count();
+    assert_eq!(mutations, 1, "{:?}", result.file_mutations);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
