@@ -353,13 +353,32 @@ mod tests {
             mutation: pev_verify::mutation("a.txt", Some(b"b"), Some(b"b")),
             ..change("a.txt")
         };
+        let gone = MutationRecord {
+            mutation: pev_verify::mutation("gone.txt", Some(b"x\n"), None),
+            before_sha256: Some("b".into()),
+            ..change("gone.txt")
+        };
+        // A file too large to keep: sizes only, no hashes; it existed before and after.
+        let big = MutationRecord {
+            mutation: pev_protocol::run::FileMutation {
+                path: "big.bin".into(),
+                bytes_before: 10,
+                bytes_after: 12,
+                lines_added: 0,
+                lines_removed: 0,
+                no_op: false,
+            },
+            ..change("big.bin")
+        };
         let rec = record(
             vec![
                 call(1, 1, "file.write", "a.txt", ToolCallStatus::Finished),
                 call(2, 1, "file.patch", "a.txt", ToolCallStatus::Finished),
                 exec,
+                // Another attempt's write of a file the command made is not its call.
+                call(4, 2, "file.write", "out.txt", ToolCallStatus::Finished),
             ],
-            vec![change("a.txt"), same, made],
+            vec![change("a.txt"), same, made, gone, big],
         );
         let c = Continuation::of(&rec, "s", 1, &std::collections::HashMap::new()).unwrap();
         assert_eq!(
@@ -368,6 +387,8 @@ mod tests {
                 "file.write changed a.txt: 1 -> 1 bytes, +1 -1 lines",
                 "file.patch left a.txt unchanged (1 bytes)",
                 "shell.exec created out.txt: 0 -> 2 bytes, +1 -0 lines",
+                "shell.exec removed gone.txt: 2 -> 0 bytes, +0 -1 lines",
+                "shell.exec changed big.bin: 10 -> 12 bytes, +0 -0 lines",
             ]
         );
     }
