@@ -152,8 +152,17 @@ pub(crate) struct StepMutation {
     pub mutation: FileMutation,
 }
 
+/// What a change did to a file, by whether it was there before and after it.
+pub(crate) fn change_word(existed: bool, exists: bool) -> &'static str {
+    match (existed, exists) {
+        (false, _) => "created",
+        (_, false) => "removed",
+        _ => "changed",
+    }
+}
+
 /// The evidence line of a file change a call made: `TOOL WHAT PATH: A -> B bytes, +N -M lines`
-/// (`what`: created, changed, removed).
+/// (`what`: [`change_word`]).
 pub(crate) fn change_evidence(tool: &str, what: &str, m: &FileMutation) -> String {
     format!(
         "{tool} {what} {}: {} -> {} bytes, +{} -{} lines",

@@ -228,11 +228,10 @@ fn evidence_of(
             match writes.get(*k - 1).or(writes.last()) {
                 Some(call) => crate::call::write_evidence(&call.tool, &m.mutation),
                 None => {
-                    let what = match (&m.before_sha256, &m.after_sha256) {
-                        (None, _) if m.mutation.bytes_before == 0 => "created",
-                        (_, None) if m.mutation.bytes_after == 0 => "removed",
-                        _ => "changed",
-                    };
+                    // A file too large to keep has no hashes, only sizes.
+                    let existed = m.before_sha256.is_some() || m.mutation.bytes_before > 0;
+                    let exists = m.after_sha256.is_some() || m.mutation.bytes_after > 0;
+                    let what = crate::call::change_word(existed, exists);
                     // Only `shell.exec` takes the inventory a command's changes come from.
                     crate::call::change_evidence("shell.exec", what, &m.mutation)
                 }

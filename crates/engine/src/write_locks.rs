@@ -50,7 +50,17 @@ impl WriteLocks {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+
+    /// Whether `hold` is granted within `wait`.
+    async fn granted(hold: impl std::future::Future<Output = Held>, wait: Duration) -> bool {
+        tokio::time::timeout(wait, hold).await.is_ok()
+    }
+
+    const BUSY: Duration = Duration::from_millis(50);
+    const FREE: Duration = Duration::from_secs(5);
 
     #[tokio::test]
     async fn one_holder_per_path_and_spellings_of_a_path_share_it() {
@@ -59,21 +69,10 @@ mod tests {
         let locks = WriteLocks::default();
         let held = locks.hold(&ws, "a/b.txt").await;
         // Another path is free; the same path, spelled otherwise, waits.
-        let other =
-            tokio::time::timeout(std::time::Duration::from_secs(5), locks.hold(&ws, "a/c.txt"))
-                .await;
-        assert!(other.is_ok(), "another file's lock was taken");
-        let waiting = tokio::time::timeout(
-            std::time::Duration::from_millis(50),
-            locks.hold(&ws, "./a//b.txt"),
-        )
-        .await;
-        assert!(waiting.is_err(), "the same file had two holders");
+        assert!(granted(locks.hold(&ws, "a/c.txt"), FREE).await, "another file's lock was taken");
+        assert!(!granted(locks.hold(&ws, "./a//b.txt"), BUSY).await, "one file, two holders");
         drop(held);
-        let again =
-            tokio::time::timeout(std::time::Duration::from_secs(5), locks.hold(&ws, "./a//b.txt"))
-                .await;
-        assert!(again.is_ok(), "the lock was not released");
+        assert!(granted(locks.hold(&ws, "./a//b.txt"), FREE).await, "the lock was not released");
     }
 
     /// A child run works in a workspace scoped to a directory of its parent's: its writes and
@@ -84,13 +83,10 @@ mod tests {
         let parent = pev_tools::Workspace::open(dir.path()).unwrap();
         let child = parent.scoped("site").unwrap();
         let locks = WriteLocks::default();
-        let held = locks.hold(&parent, "site/style.css").await;
-        let waiting = tokio::time::timeout(
-            std::time::Duration::from_millis(50),
-            locks.hold(&child, "site/style.css"),
-        )
-        .await;
-        assert!(waiting.is_err(), "the child wrote the parent's file at the same time");
-        drop(held);
+        let _held = locks.hold(&parent, "site/style.css").await;
+        assert!(
+            !granted(locks.hold(&child, "site/style.css"), BUSY).await,
+            "the child wrote the parent's file at the same time"
+        );
     }
 }

@@ -228,15 +228,25 @@ fn changes(result: &Value, path: &str) -> usize {
         .map_or(0, |m| m.iter().filter(|m| m["path"] == path && m["no_op"] != true).count())
 }
 
-fn crash_and_resume(agent: &[&str], responder: fn(&Request) -> Reply, seed: u64) {
-    // The uninterrupted run: its events, its model calls, its outcome.
+/// A model answering as `responder`, and a workspace of the site that talks to it.
+fn site(responder: fn(&Request) -> Reply) -> (MockModel, Ws) {
     let mock = MockModel::start(responder);
     let ws = Ws::new(&mock.base_url, &[("style.css", STYLE), ("index.html", INDEX)]);
+    (mock, ws)
+}
+
+/// `pev ARGS` run to its end, uninterrupted, against a model of its own: its events, its
+/// result (which must be `success`) and how many calls the model was asked.
+fn uninterrupted(agent: &[&str], responder: fn(&Request) -> Reply) -> (Vec<Value>, Value, usize) {
+    let (mock, ws) = site(responder);
     let (events, _) = run_until(&ws, agent, None);
     let whole = result_of(&events).expect("the run finished").clone();
     assert_eq!(whole["status"], "success", "{whole}");
-    let asked = mock.requests().len();
-    drop(mock);
+    (events, whole, mock.requests().len())
+}
+
+fn crash_and_resume(agent: &[&str], responder: fn(&Request) -> Reply, seed: u64) {
+    let (events, whole, asked) = uninterrupted(agent, responder);
 
     // The kill points are drawn first; each kill has a model and a workspace of its own, so a
     // few run at once.
@@ -244,8 +254,7 @@ fn crash_and_resume(agent: &[&str], responder: fn(&Request) -> Reply, seed: u64)
     let kills: Vec<(usize, usize)> =
         (0..KILLS).map(|kill| (kill, rng.between(2, events.len() - 1))).collect();
     crate::suite::support::in_parallel(kills, |(kill, at)| {
-        let mock = MockModel::start(responder);
-        let ws = Ws::new(&mock.base_url, &[("style.css", STYLE), ("index.html", INDEX)]);
+        let (mock, ws) = site(responder);
         let (_, killed) = run_until(&ws, agent, Some(at));
         assert!(killed, "kill {kill}: the run ended before event {at}");
         let (after, _) = run_until(&ws, &["resume", "last"], None);
@@ -294,17 +303,11 @@ fn a_two_step_pev_run_killed_anywhere_resumes_to_the_same_end_without_asking_aga
 fn a_two_step_pev_run_killed_at_every_journal_commit_asks_no_model_call_twice() {
     use std::os::unix::process::ExitStatusExt;
     let agent: &[&str] = &["agent", DARK_GREEN];
-    let mock = MockModel::start(two_steps);
-    let ws = Ws::new(&mock.base_url, &[("style.css", STYLE), ("index.html", INDEX)]);
-    let (events, _) = run_until(&ws, agent, None);
-    let whole = result_of(&events).expect("the run finished").clone();
-    let asked = mock.requests().len();
-    drop(mock);
+    let (_, whole, asked) = uninterrupted(agent, two_steps);
 
     let kill_points = std::sync::atomic::AtomicUsize::new(0);
     crate::suite::support::in_parallel(1..=200u32, |n| {
-        let mock = MockModel::start(two_steps);
-        let ws = Ws::new(&mock.base_url, &[("style.css", STYLE), ("index.html", INDEX)]);
+        let (_model, ws) = site(two_steps);
         let status = pev(&ws, agent)
             .env(pev_store::FAULT_ABORT_AFTER_COMMITS_ENV, n.to_string())
             .stdin(Stdio::null())
@@ -352,11 +355,7 @@ fn a_two_step_pev_run_killed_at_every_journal_commit_asks_no_model_call_twice() 
 #[test]
 fn a_run_killed_inside_its_child_run_resumes_the_tree_to_the_same_end() {
     let agent: &[&str] = &["agent", DARK_GREEN];
-    let mock = MockModel::start(delegated);
-    let ws = Ws::new(&mock.base_url, &[("style.css", STYLE), ("index.html", INDEX)]);
-    let (events, _) = run_until(&ws, agent, None);
-    let whole = result_of(&events).expect("the run finished").clone();
-    assert_eq!(whole["status"], "success", "{whole}");
+    let (events, whole, _) = uninterrupted(agent, delegated);
     assert_eq!(changes(&whole, "style.css"), 1, "{whole}");
     let started =
         events.iter().position(|e| e["event"] == "delegate.started").expect("the step delegated")
@@ -370,13 +369,11 @@ fn a_run_killed_inside_its_child_run_resumes_the_tree_to_the_same_end() {
         ((clock[0] * 3600.0 + clock[1] * 60.0 + clock[2]) * 1000.0) as usize
     };
     let child_ms = millis("delegate.finished") - millis("delegate.started");
-    drop(mock);
 
     let mut rng = Rng(0x2026_1126_0017_0001);
     let mut killed_inside = 0;
     for kill in 0..12 {
-        let mock = MockModel::start(delegated);
-        let ws = Ws::new(&mock.base_url, &[("style.css", STYLE), ("index.html", INDEX)]);
+        let (_model, ws) = site(delegated);
         // Two kills in three inside the child, the rest on any event of the parent. The child's
         // time was measured on one unhurried run; a busy machine can finish it sooner, so the
         // delays stay in its first half.

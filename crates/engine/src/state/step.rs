@@ -36,6 +36,19 @@ pub(crate) struct Shared {
     pub write_locks: Arc<crate::write_locks::WriteLocks>,
 }
 
+impl Shared {
+    /// The lock of the file a call writes (`write_locks`), waited for; `None` for a call that
+    /// writes no named file.
+    pub(crate) async fn write_lock(
+        &self,
+        path: Option<&str>,
+        effect: pev_protocol::tool::Effect,
+    ) -> Option<crate::write_locks::Held> {
+        let path = path.filter(|_| effect == pev_protocol::tool::Effect::Write)?;
+        Some(self.write_locks.hold(&self.engine.ctx.workspace, path).await)
+    }
+}
+
 /// The work handed to a step task.
 pub(crate) struct StepJob {
     pub idx: usize,

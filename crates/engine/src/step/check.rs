@@ -181,11 +181,7 @@ fn command_changes(
             before_sha256: before_sha,
             after_sha256: after_sha,
         }));
-        let what = match (&change.before, &change.after) {
-            (None, _) => "created",
-            (_, None) => "removed",
-            _ => "changed",
-        };
+        let what = crate::call::change_word(change.before.is_some(), change.after.is_some());
         report.slot.evidence.push(crate::call::change_evidence(call.tool, what, &mutation));
         if replayed {
             report.already_counted.push(report.mutations.len());

@@ -44,12 +44,7 @@ pub(crate) async fn invoke(
     let run_id = shared.recorder.run_id().to_owned();
     let id = call.step.id.as_str();
     // A write holds its file from the state recorded here to the checks of its result.
-    let lock = match (call.target, call.effect) {
-        (Some(path), Effect::Write) => {
-            Some(shared.write_locks.hold(&engine.ctx.workspace, path).await)
-        }
-        _ => None,
-    };
+    let lock = shared.write_lock(call.target, call.effect).await;
     let mut before = Before::take(engine, call.watched);
     before.lock = lock;
     if call.tool == "shell.exec" {

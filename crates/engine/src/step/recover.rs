@@ -80,12 +80,7 @@ pub(crate) async fn settle(
         contents.insert(path.clone(), None);
     }
     // Settled as no other write of the file runs (a write of another step may be under way).
-    let lock = match (&record.path, call.effect) {
-        (Some(path), Effect::Write) => {
-            Some(shared.write_locks.hold(&shared.engine.ctx.workspace, path).await)
-        }
-        _ => None,
-    };
+    let lock = shared.write_lock(record.path.as_deref(), call.effect).await;
     let before = Before { hashes: before_hashes, contents, inventory: None, lock };
 
     match record.status {
