@@ -78,7 +78,20 @@ impl Run {
 
 /// Runs `cmd` with `args` and captures everything.
 pub fn run(cmd: &mut Command, args: &[&str]) -> Run {
-    let output = cmd.args(args).output().expect("the binary runs");
+    cmd.args(args);
+    // A binary a test has just copied (an install of pev) can be busy for a moment: another
+    // test's thread may fork while the copy's file is still open for writing, and the child
+    // holds it until it execs ("Text file busy"). Asked again, it runs.
+    let mut tries = 0;
+    let output = loop {
+        match cmd.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => break other.expect("the binary runs"),
+        }
+    };
     Run {
         code: output.status.code().expect("exited normally, not by a signal"),
         stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
